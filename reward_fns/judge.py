@@ -9,6 +9,11 @@ Three ways to ask (reward_kwargs):
   P(Yes) / (P(Yes) + P(No)). The router does not proxy `/v1/score`, so this goes straight to a model server
   named by `score_server_address`.
 
+Constrained verdicts (`constrain_verdict=True`, the default): the request carries SGLang's `regex` (a
+top-level field of the chat request, `sampling_params.regex` on `/generate`) from `_verdict_grammar`, so a
+backend that constrains decoding (SGLang, our CPU model server) can only answer in the format the parser
+reads. Set it to False for a backend that rejects unknown fields; the free-text parser reads either answer.
+
 The verdict is parsed by `_verdicts.parse_verdict`; a judge that cannot be read, or a call that fails, raises
 (`VerdictParseError`, `JudgeTruncatedError`, `JudgeCallError`, `JudgeConfigError`) and never scores 0.
 Extras keep the raw verdict and the judge's text, with the same keys for every sample of one configuration.
@@ -33,6 +38,7 @@ from reward_fns._judge_templates import (
     problem_text,
 )
 from reward_fns._router_http import RemoteCallError, post_json, resolve_address
+from reward_fns._verdict_grammar import verdict_regex
 from reward_fns._verdicts import Verdict, VerdictParseError, parse_verdict
 
 DATA_SOURCES: tuple[str, ...] = ()
@@ -68,6 +74,7 @@ class JudgeEndpoint:
     max_tokens: int = 1024
     temperature: float = 0.0
     timeout_s: float = 120.0
+    regex: str | None = None  # constrain the output to this regex (SGLang's `regex` sampling parameter)
 
 
 async def ask_judge(endpoint: JudgeEndpoint, messages: list[dict[str, str]]) -> JudgeReply:
@@ -80,6 +87,8 @@ async def ask_judge(endpoint: JudgeEndpoint, messages: list[dict[str, str]]) -> 
         "max_tokens": endpoint.max_tokens,
         "temperature": endpoint.temperature,
     }
+    if endpoint.regex is not None:
+        payload["regex"] = endpoint.regex
     body = await post_json(
         endpoint.session,
         endpoint.address,
@@ -103,10 +112,10 @@ async def ask_judge(endpoint: JudgeEndpoint, messages: list[dict[str, str]]) -> 
 async def _ask_generate(endpoint: JudgeEndpoint, messages: list[dict[str, str]]) -> JudgeReply:
     tokenizer = _require_tokenizer(endpoint.tokenizer, "use_generate=True")
     input_ids = await asyncio.to_thread(_chat_token_ids, tokenizer, messages)
-    payload = {
-        "input_ids": input_ids,
-        "sampling_params": {"max_new_tokens": endpoint.max_tokens, "temperature": endpoint.temperature},
-    }
+    sampling: dict[str, Any] = {"max_new_tokens": endpoint.max_tokens, "temperature": endpoint.temperature}
+    if endpoint.regex is not None:
+        sampling["regex"] = endpoint.regex
+    payload = {"input_ids": input_ids, "sampling_params": sampling}
     body = await post_json(
         endpoint.session,
         endpoint.address,
@@ -273,6 +282,9 @@ async def compute_score(
     probability: bool = False,
     score_server_address: str | None = None,
     label_tokens: Sequence[str] = ("Yes", "No"),
+    constrain_verdict: bool = True,
+    verdict_line: str | None = None,
+    reasoning_chars: int = 400,
 ) -> dict[str, Any]:
     """Score `solution_str` with an LLM judge; see the module docstring and docs/remote_reward_fns.md.
 
@@ -288,6 +300,12 @@ async def compute_score(
         address = resolve_address(pool, router_addresses, reward_router_address)
     except (TemplateError, ValueError) as exc:
         raise JudgeConfigError(str(exc)) from exc
+    regex = None
+    if constrain_verdict:
+        regex = verdict_regex(
+            tmpl, scale_min=scale_min, scale_max=scale_max, max_tokens=max_tokens,
+            reasoning_chars=reasoning_chars, line=verdict_line,
+        )  # fmt: skip
     endpoint = JudgeEndpoint(
         session=http_client,
         address=address,
@@ -297,6 +315,7 @@ async def compute_score(
         max_tokens=max_tokens,
         temperature=temperature,
         timeout_s=timeout_s,
+        regex=regex,
     )
     values = template_values(solution_str, ground_truth, extra_info, prompt, rubric)
 

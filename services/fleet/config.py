@@ -27,9 +27,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from router.config import RouterConfig
 from services.gateway.config import GatewayConfig, format_validation_error
+from services.model_server.checkpoints import BUILTIN_MODELS
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default.yaml")
-BUILTIN_MODELS = ("builtin:minilm",)
 _POOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 # Set by the fleet for each router; a pool's `router:` section may not set them.
 _ROUTER_MANAGED = frozenset({"host", "port", "worker_urls", "prometheus_port", "prometheus_host"})
@@ -48,13 +48,21 @@ class PoolConfig(BaseModel):
 
     kind: PoolKind
     backend: Literal["cpu", "sglang"] = "cpu"
-    model_path: str = Field(description="Checkpoint directory or HF id (sglang), or builtin:minilm.")
+    model_path: str = Field(
+        description="Checkpoint directory, .gguf file or HF id (sglang), or a built-in: "
+        + ", ".join(BUILTIN_MODELS)
+    )
     served_model_name: str | None = None
     replicas: int = Field(default=1, ge=1, le=64)
     base_port: int | None = Field(default=None, ge=1, le=65535, description="Replica i listens on base+i.")
     server_args: dict[str, Any] = Field(
         default_factory=dict,
         description="Extra flags for serve-model / sglang.launch_server, e.g. {dtype: bf16}.",
+    )
+    load_in_background: bool = Field(
+        default=False,
+        description="Start-up does not wait for this pool: the gateway comes up first, and the pool's router "
+        "routes to each replica once it has loaded (`rewardfleet status` shows when).",
     )
     router_port: int | None = Field(default=None, ge=1, le=65535)
     router_prometheus_port: int | None = Field(default=None, ge=1, le=65535)

