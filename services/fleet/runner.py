@@ -35,16 +35,27 @@ class Fleet:
         self.console = console
         self.ready_timeout_s = ready_timeout_s
         self.backoff = backoff
+        # Replicas of pools that load in the background: start-up does not wait for them, and they start only
+        # once the rest is up, so their loading does not slow the gateway's and the other pools' start.
+        self.background = [
+            r.spec
+            for p in plan.pools
+            if p.config.load_in_background
+            for r in p.replicas
+            if r.spec is not None
+        ]
+        names = {spec.name for spec in self.background}
         # Stages in start order; each stage's children start together.
         self.stages: list[list[ChildSpec]] = [
-            [r.spec for p in plan.pools for r in p.replicas if r.spec is not None],
+            [
+                r.spec
+                for p in plan.pools
+                for r in p.replicas
+                if r.spec is not None and r.spec.name not in names
+            ],
             [p.router_spec for p in plan.pools],
             [plan.gateway_spec],
         ]
-        # Replicas of pools that load in the background: start-up does not wait for them.
-        self.background = {
-            r.spec.name for p in plan.pools if p.config.load_in_background for r in p.replicas if r.spec
-        }
         self.supervisors: list[list[Supervisor]] = []
         self._watchers: list[asyncio.Task[None]] = []
 
@@ -55,20 +66,20 @@ class Fleet:
         columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
         with Progress(*columns, console=self.console, transient=False) as progress:
             for stage in self.stages:
-                if not stage:
-                    continue
                 sups = [Supervisor(spec, self.backoff) for spec in stage]
                 self.supervisors.append(sups)
-                waited = [s for s in sups if s.spec.name not in self.background]
-                tasks = [progress.add_task(f"{s.spec.name}: starting", total=1) for s in waited]
+                tasks = [progress.add_task(f"{s.spec.name}: starting", total=1) for s in sups]
                 for sup in sups:
                     await sup.start()
-                    if sup.spec.name in self.background:
-                        self.console.print(f"{sup.spec.name}: loading in the background")
-                        self._watchers.append(asyncio.create_task(self._announce_ready(sup)))
                 await asyncio.gather(
-                    *(self._await_ready(s, t, progress) for s, t in zip(waited, tasks, strict=True))
+                    *(self._await_ready(s, t, progress) for s, t in zip(sups, tasks, strict=True))
                 )
+        for spec in self.background:
+            sup = Supervisor(spec, self.backoff)
+            self.supervisors[0].append(sup)  # stopped with the other model servers, after the gateway
+            await sup.start()
+            self.console.print(f"{spec.name}: loading in the background")
+            self._watchers.append(asyncio.create_task(self._announce_ready(sup)))
         self._write_state()
 
     async def _await_ready(self, sup: Supervisor, task: TaskID, progress: Progress) -> None:

@@ -32,7 +32,9 @@ def test_requests_without_the_bearer_key_get_401(keyed: RunningServer) -> None:
         assert resp.status_code == 401 and resp.json() == {"error": "Unauthorized"}, (headers, resp.text)
     for path in ("/v1/models", "/model_info", "/server_info"):
         assert httpx.get(keyed.url + path, timeout=10).status_code == 401
-    ok = httpx.post(f"{keyed.url}/generate", json=body, headers={"Authorization": f"bearer {KEY}"}, timeout=30)
+    ok = httpx.post(
+        f"{keyed.url}/generate", json=body, headers={"Authorization": f"bearer {KEY}"}, timeout=30
+    )
     assert ok.status_code == 200 and ok.json()["output_ids"], ok.text
     models = httpx.get(f"{keyed.url}/v1/models", headers={"Authorization": f"Bearer {KEY}"}, timeout=10)
     assert models.status_code == 200
