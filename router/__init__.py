@@ -1,7 +1,7 @@
 """A thin layer over the sglang-router binary: one router per model pool, started, watched and supervised."""
 
 from router.admin import Readiness, RouterAdmin, RouterAdminError, WorkerInfo
-from router.command import RouterBinaryNotFound, build_command, redacted_command, sglang_router_binary
+from router.command import RouterBinaryNotFound, build_command, sglang_router_binary
 from router.config import RouterConfig
 from router.process import RouterProcess, RouterStartError, router_child_spec
 from router.supervisor import Backoff, ChildEvent, ChildFailed, ChildSpec, ChildState, Supervisor
@@ -22,7 +22,6 @@ __all__ = [
     "Supervisor",
     "WorkerInfo",
     "build_command",
-    "redacted_command",
     "router_child_spec",
     "sglang_router_binary",
 ]

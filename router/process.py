@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import IO
 
 from router.admin import Readiness, RouterAdmin, RouterAdminError, WorkerInfo
-from router.command import build_command, redacted_command
+from router.command import build_command
 from router.config import RouterConfig
 from router.supervisor import ChildSpec
+from services.fleet.redact import redact_argv
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -44,7 +45,6 @@ def router_child_spec(cfg: RouterConfig, name: str, log_path: Path | None = None
         argv=tuple(build_command(cfg)),
         readiness_url=cfg.url + probe,
         log_path=log_path,
-        secret_flags=("--api-key",),
     )
 
 
@@ -76,7 +76,7 @@ class RouterProcess:
     @property
     def command(self) -> list[str]:
         """The argv with secrets hidden, safe to print."""
-        return redacted_command(build_command(self.cfg))
+        return redact_argv(build_command(self.cfg))
 
     # --- lifecycle ------------------------------------------------------------------------------------
     def start(self) -> RouterProcess:

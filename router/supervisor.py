@@ -23,6 +23,8 @@ from typing import IO
 
 import aiohttp
 
+from services.fleet.redact import redact_argv
+
 
 @dataclass(frozen=True)
 class ChildSpec:
@@ -35,7 +37,6 @@ class ChildSpec:
     log_path: Path | None = None  # None: output discarded
     cwd: Path | None = None
     stop_timeout_s: float = 10.0  # SIGTERM → SIGKILL
-    secret_flags: tuple[str, ...] = ()  # flags whose values `display_argv` hides
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -47,11 +48,8 @@ class ChildSpec:
 
     @property
     def display_argv(self) -> list[str]:
-        out = list(self.argv)
-        for i, arg in enumerate(out[:-1]):
-            if arg in self.secret_flags:
-                out[i + 1] = "***"
-        return out
+        """`argv` with every secret (flag values, URL passwords) hidden, safe to print or log."""
+        return redact_argv(self.argv)
 
 
 @dataclass(frozen=True)
