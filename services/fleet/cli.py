@@ -25,11 +25,11 @@ def up(
     """Start model servers, one sglang-router per pool and the gateway on 127.0.0.1; Ctrl-C stops all."""
     from rich.console import Console
 
-    from router.supervisor import Backoff
     from services.fleet.config import FleetConfigError, load_fleet_config
     from services.fleet.plan import plan_fleet
     from services.fleet.redact import redact_argv
     from services.fleet.runner import Fleet, run_fleet
+    from services.fleet.supervisor import Backoff
 
     console = Console(stderr=False)
     try:

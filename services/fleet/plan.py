@@ -18,9 +18,9 @@ import yaml
 
 from router.command import build_command
 from router.config import RouterConfig
-from router.supervisor import ChildSpec
 from services.fleet.config import FleetConfig, PoolConfig
 from services.fleet.redact import redact_argv, redact_value
+from services.fleet.supervisor import ChildSpec
 
 
 @dataclass(frozen=True)
@@ -147,6 +147,18 @@ def _cpu_command(pool: PoolConfig, port: int) -> list[str]:
     return cmd + _flags(pool.server_args)
 
 
+def router_child_spec(cfg: RouterConfig, name: str, log_path: Path | None = None) -> ChildSpec:
+    """What a `Supervisor` needs to run (and restart) one sglang-router.
+
+    Readiness is `/readiness` (at least one healthy worker) when the router has static workers, otherwise
+    `/liveness`: a router started empty is ready to be given workers.
+    """
+    probe = "/readiness" if cfg.worker_urls or cfg.service_discovery else "/liveness"
+    return ChildSpec(
+        name=name, argv=tuple(build_command(cfg)), readiness_url=cfg.url + probe, log_path=log_path
+    )
+
+
 def sglang_available() -> bool:
     return importlib.util.find_spec("sglang") is not None
 
@@ -182,10 +194,7 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
             prometheus_port=ports.take(pool.router_prometheus_port),
             worker_urls=[r.url for r in replicas],
         )
-        router_spec = ChildSpec(
-            name=f"{name}-router", argv=tuple(build_command(router)), readiness_url=f"{router.url}/readiness",
-            log_path=logs / f"{name}-router.log",
-        )  # fmt: skip
+        router_spec = router_child_spec(router, f"{name}-router", logs / f"{name}-router.log")
         plan = PoolPlan(name=name, config=pool, replicas=replicas, router=router, router_spec=router_spec)
         if plan.external_commands:
             notes.append(
