@@ -69,7 +69,7 @@ def serve_model(
     log_level: Annotated[str, typer.Option("--log-level")] = "info",
 ) -> None:
     """Serve one model over SGLang's HTTP API (CPU, dynamic batching)."""
-    from pydantic import ValidationError
+    from pydantic import SecretStr, ValidationError
 
     from services.model_server.config import ModelServerSettings
 
@@ -82,7 +82,7 @@ def serve_model(
             host=host,
             port=port,
             is_embedding=is_embedding,
-            api_key=api_key,
+            api_key=SecretStr(api_key) if api_key else None,
             context_length=context_length,
             max_batch_size=max_batch_size,
             batch_wait_timeout_s=batch_wait_timeout_s,

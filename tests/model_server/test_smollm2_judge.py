@@ -6,6 +6,7 @@ asserted: a 135 M judge's opinions are not (P(yes | 2+2=4) > P(yes | 2+2=5) need
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Iterator
@@ -20,6 +21,9 @@ from reward_fns._verdicts import parse_verdict
 from services.model_server.checkpoints import BUILTIN_SMOLLM2, resolve_builtin
 from tests.model_server.conftest import SERVER_ENV, RunningServer
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
+
+# Generation on a 2-core machine shared with other work is slow: allow more than the suite's default.
+pytestmark = pytest.mark.timeout(900)
 
 SAMPLES = [  # (problem, reference, response): right and wrong answers, short and long
     ("What is 2+2?", "4", "2+2 = 4."),
@@ -36,7 +40,7 @@ def smollm2(log_dir: Path) -> Iterator[RunningServer]:
     port = free_port()
     cmd = rewardfleet_cmd(
         "serve-model", "--model-path", BUILTIN_SMOLLM2, "--served-model-name", "smollm2",
-        "--port", str(port), "--max-batch-size", "8",
+        "--port", str(port), "--max-batch-size", "16",
     )  # fmt: skip
     proc = ChildProcess(cmd, log_dir / f"smollm2-{port}.log", env=SERVER_ENV)
     try:
@@ -153,28 +157,20 @@ def test_constrained_judge_verdicts_always_parse(smollm2: RunningServer) -> None
 
     async def run() -> list[dict]:
         async with aiohttp.ClientSession() as session:
-            out = []
-            for template in ("correctness", "rubric", "pairwise", "correctness_yes_no"):
-                for problem, reference, response in SAMPLES:
-                    out.append(
-                        await judge.compute_score(
-                            "judge",
-                            response,
-                            reference,
-                            {"question": problem, "reference_response": f"The answer is {reference}."},
-                            reward_router_address=smollm2.url.removeprefix("http://"),
-                            http_client=session,
-                            template=template,
-                            model="smollm2",
-                            max_tokens=48,
-                        )
-                    )
-            return out
-
-    import asyncio
+            calls = [
+                judge.compute_score(
+                    "judge", response, reference,
+                    {"question": problem, "reference_response": f"The answer is {reference}."},
+                    reward_router_address=smollm2.url.removeprefix("http://"), http_client=session,
+                    template=template, model="smollm2", max_tokens=40,
+                )
+                for template in ("correctness", "rubric", "pairwise", "correctness_yes_no")
+                for problem, reference, response in SAMPLES[:4]
+            ]  # fmt: skip
+            return list(await asyncio.gather(*calls))  # concurrent, so the server batches them
 
     results = asyncio.run(run())
-    assert len(results) == 4 * len(SAMPLES)
+    assert len(results) == 16
     for r in results:
         assert 0.0 <= r["score"] <= 1.0
         assert r["judge_verdict_source"] in ("label", "final", "json"), r
@@ -199,8 +195,6 @@ def test_probability_mode_on_real_logits(smollm2: RunningServer) -> None:
                 http_client=session, reward_model_tokenizer=tok, probability=True,
                 score_server_address=address, model="smollm2",
             )  # fmt: skip
-
-    import asyncio
 
     result = asyncio.run(run())
     p_yes, p_no = (float(v) for v in re.findall(r"=([0-9.e-]+)", result["judge_verdict"]))
