@@ -11,25 +11,26 @@ from contextlib import asynccontextmanager
 import aiohttp
 from fastapi import FastAPI
 
-from services.gateway.admission import Admission, AdmissionMiddleware, FunctionGate
-from services.gateway.auth import ApiKeyAuth, read_keys_file
 from services.gateway.config import GatewayConfig
-from services.gateway.dispatch import Dispatcher
-from services.gateway.drain import Drain
+from services.gateway.core.dispatch import Dispatcher
+from services.gateway.core.registry import load_functions
+from services.gateway.core.scoring import Injectables, Scorer
 from services.gateway.errors import LoadError, install_error_handlers
-from services.gateway.extensions import attach, build_features
-from services.gateway.idempotency import ResultCache
-from services.gateway.limits import SampleLimits
+from services.gateway.execution.pool import WorkerPool
+from services.gateway.execution.tokenizer import TokenizerUnavailable, load_tokenizer
+from services.gateway.features.build import attach, build_features
+from services.gateway.features.reload import Reloader
 from services.gateway.metrics import GatewayMetrics
-from services.gateway.middleware import BodySizeLimit, RequestMetrics
-from services.gateway.registry import load_functions
-from services.gateway.reload import Reloader
+from services.gateway.reliability.admission import Admission, AdmissionMiddleware
+from services.gateway.reliability.auth import ApiKeyAuth, read_keys_file
+from services.gateway.reliability.drain import Drain
+from services.gateway.reliability.function_limits import FunctionGate
+from services.gateway.reliability.idempotency import ResultCache
+from services.gateway.reliability.input_limits import SampleLimits
+from services.gateway.reliability.middleware import BodySizeLimit, RequestMetrics
 from services.gateway.routes import admin, graders, meta, score
-from services.gateway.scoring import Injectables, Scorer
-from services.gateway.state import Gateway
-from services.gateway.tokenizer import TokenizerUnavailable, load_tokenizer
-from services.gateway.workers import WorkerPool
-from services.integrations.routes import gateway_score_one, make_protocol_router
+from services.gateway.routes.deps import Gateway
+from services.gateway.routes.protocols import gateway_score_one, make_protocol_router
 
 log = logging.getLogger("rewardfleet.gateway")
 

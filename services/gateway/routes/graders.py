@@ -8,10 +8,10 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from services.gateway.config import format_validation_error
-from services.gateway.graders.run import GraderError
-from services.gateway.graders.spec import GraderSpec
+from services.gateway.config.graders import GraderSpec
+from services.gateway.features.graders.runtime import GraderError
+from services.gateway.routes.deps import Gateway, GatewayDep
 from services.gateway.schemas import ScoreRequest
-from services.gateway.state import Gateway, GatewayDep
 
 router = APIRouter(tags=["graders"])
 _SPEC = TypeAdapter(GraderSpec)

@@ -8,8 +8,8 @@ import aiohttp
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
+from services.gateway.routes.deps import Gateway, GatewayDep
 from services.gateway.schemas import ReadyStatus, RewardFunctionInfo, RewardFunctionList, RouterCheck
-from services.gateway.state import Gateway, GatewayDep
 
 router = APIRouter(tags=["meta"])
 

@@ -10,8 +10,8 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
 from services.gateway.errors import BatchTooLarge, GatewayError
+from services.gateway.routes.deps import get_gateway
 from services.gateway.schemas import BatchRequest, BatchResult, ErrorEnvelope, ScoreRequest, ScoreResult
-from services.gateway.state import get_gateway
 
 router = APIRouter(tags=["score"])
 

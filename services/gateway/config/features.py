@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from services.gateway.graders.spec import GraderSpec
+from services.gateway.config.graders import GraderSpec
 
 FallbackReason = Literal["circuit_open", "unreachable", "timeout"]
 ALL_FALLBACK_REASONS: tuple[FallbackReason, ...] = ("circuit_open", "unreachable", "timeout")

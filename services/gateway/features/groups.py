@@ -28,14 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.gateway.config.features import GroupFunctionConfig, GroupsConfig
+from services.gateway.core.registry import RewardFunction
+from services.gateway.core.scoring import Scorer
+from services.gateway.core.versioning import function_version
 from services.gateway.errors import GatewayError, LoadError
-from services.gateway.extensions_config import GroupFunctionConfig, GroupsConfig
-from services.gateway.registry import RewardFunction
-from services.gateway.results import InvalidReturn, as_score
+from services.gateway.execution.loader import load_module
+from services.gateway.execution.results import InvalidReturn, as_score
 from services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult
-from services.gateway.scoring import Scorer
-from services.gateway.versioning import function_version
-from services.gateway.workers import load_module
 
 log = logging.getLogger("rewardfleet.gateway")
 GROUP_ENTRY_POINT = "compute_group_score"

@@ -12,16 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.gateway.composite import make_composite, rebuild_request, synthetic_function
 from services.gateway.config import GatewayConfig
+from services.gateway.config.graders import GraderSpec
+from services.gateway.core.registry import RewardFunction, check_signature
+from services.gateway.core.scoring import Scorer
+from services.gateway.core.versioning import spec_version
 from services.gateway.errors import LoadError
-from services.gateway.fallback import with_fallback
-from services.gateway.graders.run import GraderRuntime
-from services.gateway.graders.spec import GraderSpec
-from services.gateway.groups import GroupFunction, GroupScorer, load_group_functions
-from services.gateway.registry import RewardFunction, check_signature
-from services.gateway.scoring import Scorer
-from services.gateway.versioning import spec_version
+from services.gateway.features.composites import make_composite, rebuild_request, synthetic_function
+from services.gateway.features.fallbacks import with_fallback
+from services.gateway.features.graders.runtime import GraderRuntime
+from services.gateway.features.groups import GroupFunction, GroupScorer, load_group_functions
 
 
 @dataclass

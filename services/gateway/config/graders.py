@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from services.gateway.graders.formula import Formula, FormulaError
+from services.gateway.config.formula import Formula, FormulaError
 
 _TEMPLATE_RE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 _PATH_RE = re.compile(r"^(sample|item)(\.[A-Za-z_][A-Za-z0-9_]*)+$")

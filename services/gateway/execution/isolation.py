@@ -8,7 +8,8 @@
   the worker is replaced and the other samples are untouched. Set after the functions are imported, so the
   limit applies to calls, not to loading.
 
-Light on purpose: workers import this before any reward function.
+Light on purpose (standard library only): workers import this before any reward function. `worker.init_worker`
+calls `detach()` first and `limit_memory()` after the functions are imported.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ import resource
 import signal
 import sys
 
-from services.gateway.workers import FunctionRef, preload
-
 _PR_SET_PDEATHSIG = 1
 
 
@@ -32,12 +31,17 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def init_worker(refs: tuple[FunctionRef, ...], memory_limit_bytes: int | None) -> None:
+def detach() -> None:
+    """Own process group, and death with the parent (see the module docstring)."""
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)
     _die_with_parent()
-    preload(refs)
-    if memory_limit_bytes is not None:
-        _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        limit = memory_limit_bytes if hard == resource.RLIM_INFINITY else min(memory_limit_bytes, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def limit_memory(memory_limit_bytes: int | None) -> None:
+    """`RLIMIT_AS` for the rest of the worker's life (never above the hard limit it inherited)."""
+    if memory_limit_bytes is None:
+        return
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = memory_limit_bytes if hard == resource.RLIM_INFINITY else min(memory_limit_bytes, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))

@@ -8,9 +8,9 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from services.gateway.config import GatewayConfig
+from services.gateway.core.registry import RewardFunction
+from services.gateway.core.scoring import Scorer
 from services.gateway.metrics import GatewayMetrics
-from services.gateway.registry import RewardFunction
-from services.gateway.scoring import Scorer
 
 
 @dataclass

@@ -26,8 +26,8 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from services.gateway.extensions_config import CompositeSpec, FallbackSpec, GroupsConfig
-from services.gateway.graders.spec import GraderSpec
+from services.gateway.config.features import CompositeSpec, FallbackSpec, GroupsConfig
+from services.gateway.config.graders import GraderSpec
 
 # verl's four arguments. They are always passed, so reward_kwargs may not override them.
 BASE_PARAMS: tuple[str, ...] = ("data_source", "solution_str", "ground_truth", "extra_info")

@@ -18,15 +18,15 @@ from typing import Any
 
 import pebble
 
-from services.gateway.admission import FunctionGate, estimate_tokens
-from services.gateway.dispatch import Dispatcher
-from services.gateway.idempotency import ResultCache
-from services.gateway.limits import SampleLimits
+from services.gateway.core.dispatch import Dispatcher
+from services.gateway.core.registry import RewardFunction
+from services.gateway.execution.pool import WorkerPool
+from services.gateway.execution.results import InvalidReturn, normalise_return
 from services.gateway.metrics import GatewayMetrics
-from services.gateway.registry import RewardFunction
-from services.gateway.results import InvalidReturn, normalise_return
+from services.gateway.reliability.function_limits import FunctionGate, estimate_tokens
+from services.gateway.reliability.idempotency import ResultCache
+from services.gateway.reliability.input_limits import SampleLimits
 from services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
-from services.gateway.workers import WorkerPool
 
 
 @dataclass
@@ -119,7 +119,7 @@ class Scorer:
         """Score one sample; with idempotency on, a duplicate is answered from the cache or a running call."""
         cache = self.cache
         if cache is not None:
-            key = cache.key(request, fn)
+            key = cache.key(request, fn.name, fn.version)
             if key is not None:
                 return await cache.run(key, request, lambda: self._score(request, fn, label))
         return await self._score(request, fn, label)

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 from reward_fns._router_http import RemoteCallError
-from services.gateway.composite import SAMPLE_PARAMS, data_source_label, rebuild_request
-from services.gateway.extensions_config import FallbackReason, FallbackSpec
-from services.gateway.registry import RewardFunction
-from services.gateway.scoring import Scorer
-from services.gateway.versioning import spec_version
+from services.gateway.config.features import FallbackReason, FallbackSpec
+from services.gateway.core.registry import RewardFunction
+from services.gateway.core.scoring import Scorer
+from services.gateway.core.versioning import spec_version
+from services.gateway.features.composites import SAMPLE_PARAMS, data_source_label, rebuild_request
 
 _STATUS_REASONS: dict[int, FallbackReason] = {503: "circuit_open", 502: "unreachable", 504: "timeout"}
 _KIND_REASONS: dict[str, FallbackReason] = {

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from reward_fns import judge, similarity
-from services.gateway.graders import text
-from services.gateway.graders.formula import Formula
-from services.gateway.graders.spec import (
+from services.gateway.config.formula import Formula
+from services.gateway.config.graders import (
     _TEMPLATE_RE,
     GraderSpec,
     MultiGrader,
@@ -26,9 +25,10 @@ from services.gateway.graders.spec import (
     StringCheck,
     TextSimilarity,
 )
-from services.gateway.results import normalise_return
+from services.gateway.execution.loader import load_module
+from services.gateway.execution.results import normalise_return
+from services.gateway.features.graders import text
 from services.gateway.schemas import ScoreRequest
-from services.gateway.workers import load_module
 
 MAX_MULTI_DEPTH = 8
 

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from services.gateway.config import BASE_PARAMS, FunctionConfig, GatewayConfig
+from services.gateway.core.versioning import function_version
 from services.gateway.errors import LoadError
-from services.gateway.versioning import function_version
-from services.gateway.workers import FunctionRef, load_module
+from services.gateway.execution.loader import FunctionRef, load_module
 
 log = logging.getLogger("rewardfleet.gateway")
 

@@ -17,11 +17,11 @@ import asyncio
 from typing import Any
 
 from services.gateway.config import GatewayConfig
-from services.gateway.dispatch import Dispatcher
+from services.gateway.core.dispatch import Dispatcher
+from services.gateway.core.registry import RewardFunction, load_functions
 from services.gateway.errors import GatewayError
-from services.gateway.extensions import Features, build_functions
-from services.gateway.groups import load_group_functions
-from services.gateway.registry import RewardFunction, load_functions
+from services.gateway.features.build import Features, build_functions
+from services.gateway.features.groups import load_group_functions
 
 
 class ReloadFailed(GatewayError):

@@ -28,7 +28,6 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, Literal
 
-from services.gateway.registry import RewardFunction
 from services.gateway.schemas import ScoreRequest, ScoreResult
 
 IdempotencyMode = Literal["uid", "inputs", "off"]
@@ -94,13 +93,13 @@ class ResultCache:
         self.hits = 0
         self.joined = 0
 
-    def key(self, request: ScoreRequest, fn: RewardFunction) -> Hashable | None:
+    def key(self, request: ScoreRequest, fn_name: str, fn_version: str) -> Hashable | None:
         if self.mode == "off" or (self.mode == "uid" and request.uid is None):
             return None
         digest = inputs_digest(request)
         if self.mode == "uid":
-            return (fn.name, fn.version, str(request.uid), digest)
-        return (fn.name, fn.version, digest)
+            return (fn_name, fn_version, str(request.uid), digest)
+        return (fn_name, fn_version, digest)
 
     @staticmethod
     def _as_cached(result: ScoreResult, request: ScoreRequest) -> ScoreResult:

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from services.integrations.routes import make_protocol_router, split_query
+from services.gateway.routes.protocols import make_protocol_router, split_query
 
 IM_PROMPT = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
 

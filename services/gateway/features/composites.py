@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from services.gateway.config import FunctionConfig
-from services.gateway.extensions_config import CompositeSpec
-from services.gateway.registry import RewardFunction
+from services.gateway.config.features import CompositeSpec
+from services.gateway.core.registry import RewardFunction
+from services.gateway.core.scoring import Scorer
+from services.gateway.core.versioning import spec_version
+from services.gateway.execution.loader import FunctionRef
 from services.gateway.schemas import ScoreRequest, ScoreResult
-from services.gateway.scoring import Scorer
-from services.gateway.versioning import spec_version
-from services.gateway.workers import FunctionRef
 
 # Synthetic functions get the per-request values they need to rebuild the sample for their inner calls.
 SAMPLE_PARAMS = frozenset({"prompt", "uid"})
