@@ -1,7 +1,7 @@
-"""Config sections of the issue-9 features: `composites`, `fallbacks`, `groups` and `graders`.
+"""Config sections of the features: `composites`, `fallbacks` and `groups` (`graders` is graders.py).
 
-Kept apart from `config.py` so that file only lists them as fields. Checks that need the loaded functions
-(does a component name a real function?) run when the functions are built (`extensions.py`).
+Kept apart from `gateway.py` so that file only lists them as fields. Checks that need the loaded functions
+(does a component name a real function?) run when the catalog is built (`features/build.py`).
 """
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from services.gateway.config.graders import GraderSpec
 
 FallbackReason = Literal["circuit_open", "unreachable", "timeout"]
 ALL_FALLBACK_REASONS: tuple[FallbackReason, ...] = ("circuit_open", "unreachable", "timeout")
@@ -89,6 +87,3 @@ class GroupsConfig(_Strict):
                     f"groups.functions.{name}.path {cfg.path!r} must look like 'module:function'"
                 )
         return self
-
-
-GradersSection = dict[str, GraderSpec]

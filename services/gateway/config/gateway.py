@@ -6,7 +6,7 @@
 
 Every check that can be made without importing reward functions is made here, so a bad value fails at
 start-up with a message naming its key. Checks that need the loaded functions (does `dispatch` name a real
-function?) live in `registry.py`.
+function?) live in `core/registry.py` and `features/build.py`.
 """
 
 from __future__ import annotations
@@ -122,13 +122,13 @@ class GatewayConfig(BaseModel):
     )
     reward_model_tokenizer: str | None = Field(default=None, description="HF tokenizer path, loaded once.")
     ready_check_timeout_s: float = Field(default=1.0, gt=0)
-    # Issue 9 (extensions_config.py, docs/advanced_rewards.md): composites, judge fallbacks, groups, graders.
+    # features.py, graders.py (docs/advanced_rewards.md): composites, judge fallbacks, groups, graders.
     composites: dict[str, CompositeSpec] = Field(default_factory=dict)
     fallbacks: dict[str, FallbackSpec] = Field(default_factory=dict)
     groups: GroupsConfig = Field(default_factory=GroupsConfig)
     graders: dict[str, GraderSpec] = Field(default_factory=dict)
 
-    # Reliability (issue 7): admission.py, drain.py, idempotency.py, auth.py, limits.py, isolation.py.
+    # Reliability (reliability/, execution/isolation.py, docs/reliability.md).
     max_inflight_requests: int = Field(default=512, ge=1, description="Work requests handled at once.")
     max_queued_requests: int = Field(default=1024, ge=0, description="More that wait for a slot; then 429.")
     queue_timeout_s: float = Field(default=30.0, gt=0, description="Longest wait for a slot before 429.")

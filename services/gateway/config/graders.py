@@ -14,13 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from services.gateway.config.formula import Formula, FormulaError
 
-_TEMPLATE_RE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
+TEMPLATE_RE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 _PATH_RE = re.compile(r"^(sample|item)(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 SAMPLE_FIELDS = frozenset({"output_text", "solution_str"})
 
 
 def template_paths(template: str) -> list[str]:
-    return _TEMPLATE_RE.findall(template)
+    return TEMPLATE_RE.findall(template)
 
 
 def check_template(template: str) -> str:

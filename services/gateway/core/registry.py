@@ -12,7 +12,6 @@ logged as a warning and the function is left out.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import logging
 from collections.abc import Callable, Iterable
@@ -23,7 +22,7 @@ from typing import Any, Literal
 from services.gateway.config import BASE_PARAMS, FunctionConfig, GatewayConfig
 from services.gateway.core.versioning import function_version
 from services.gateway.errors import LoadError
-from services.gateway.execution.loader import FunctionRef, load_module
+from services.gateway.execution.loader import FunctionRef, file_ref, load_module, resolve
 
 log = logging.getLogger("rewardfleet.gateway")
 
@@ -56,6 +55,10 @@ class RewardFunction:
     data_sources: tuple[str, ...]
     version: str
     config: FunctionConfig
+    # Built from config (composites, graders, fallbacks): called as `await fn(request, label, config)` with
+    # the request itself (every field of it), the data_source metric label and this entry's config (its
+    # reward_kwargs may differ per composite component), instead of verl's keywords.
+    takes_request: bool = False
 
     @property
     def injected_params(self) -> list[str]:
@@ -92,17 +95,6 @@ class _Problems:
 
 def is_async_callable(fn: Any) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
-
-
-def file_version(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-
-
-def _user_module_name(path: Path) -> str:
-    # Path *and* content: an edited file gets a new module name, so a hot reload imports it afresh in the
-    # gateway and in every worker, while calls already running keep the old module (see reload.py).
-    digest = hashlib.sha256(str(path).encode() + b"\0" + path.read_bytes()).hexdigest()[:10]
-    return f"rewardfleet_user_{digest}_{path.stem}"
 
 
 def _module_claims(module: Any) -> tuple[str, ...]:
@@ -212,8 +204,8 @@ def _discover(config: GatewayConfig, problems: _Problems) -> dict[str, _Candidat
 
     for folder in config.reward_fns_dirs:
         for path in _function_files(folder):
-            ref = FunctionRef(_user_module_name(path), ENTRY_POINT, str(path))
             try:
+                ref = file_ref(path, ENTRY_POINT)
                 module = load_module(ref.module, ref.file)
                 if not hasattr(module, ENTRY_POINT):
                     log.info("%s defines no %s: not a reward function", path, ENTRY_POINT)
@@ -231,22 +223,10 @@ def _discover(config: GatewayConfig, problems: _Problems) -> dict[str, _Candidat
                     f"functions.{name}: no reward-function file named {name}.py and no 'path' is given"
                 )
             continue
-        target, _, attr = cfg.path.rpartition(":")
-        is_file = target.endswith(".py") or "/" in target
         try:
-            if is_file:
-                file = Path(target).resolve()
-                if not file.is_file():
-                    raise FileNotFoundError(f"no such file {file}")
-                ref = FunctionRef(_user_module_name(file), attr, str(file))
-            else:
-                ref = FunctionRef(target, attr)
-            module = load_module(ref.module, ref.file)
-            fn = getattr(module, attr, None)
-            if fn is None or not callable(fn):
-                raise AttributeError(f"{target} defines no callable {attr!r}")
-            claims = _module_claims(module) if attr == ENTRY_POINT else ()
-            source = Path(inspect.getsourcefile(fn) or module.__file__ or target)
+            ref, module, fn = resolve(cfg.path)
+            claims = _module_claims(module) if ref.attr == ENTRY_POINT else ()
+            source = Path(inspect.getsourcefile(fn) or module.__file__ or ref.file or ref.module)
         except Exception as exc:
             problems.add(f"functions.{name}.path {cfg.path!r}: {type(exc).__name__}: {exc}")
             continue

@@ -1,4 +1,5 @@
-"""Scoring one sample: dispatch, argument injection, the call under its timeout, and a typed result.
+"""Scoring one sample with its function: argument injection, per-function limits, the idempotency cache, the
+call under its timeout, and a typed result (which function scores a sample is `dispatch.py`'s business).
 
 Async functions are awaited on the event loop under `asyncio.timeout`; sync functions go to the worker pool.
 Whatever happens inside the function, the sample gets a result: `ok` with a score, or `error`/`timeout`
@@ -11,21 +12,21 @@ import asyncio
 import concurrent.futures
 import signal
 import time
-import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pebble
 
-from services.gateway.core.dispatch import Dispatcher
+from services.gateway.config import FunctionConfig
 from services.gateway.core.registry import RewardFunction
+from services.gateway.errors import ComponentFailed, InvalidReturn
 from services.gateway.execution.pool import WorkerPool
-from services.gateway.execution.results import InvalidReturn, normalise_return
+from services.gateway.execution.results import error_location, normalise_return
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.reliability.function_limits import FunctionGate, estimate_tokens
 from services.gateway.reliability.idempotency import ResultCache
-from services.gateway.reliability.input_limits import SampleLimits
 from services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
 
 
@@ -35,8 +36,8 @@ class Injectables:
 
     reward_router_address: str | None = None
     router_addresses: dict[str, str] = field(default_factory=dict)
-    http_client: Any = None  # aiohttp.ClientSession, set by the app's lifespan
-    reward_model_tokenizer: Any = None
+    http_client: aiohttp.ClientSession | None = None
+    reward_model_tokenizer: Any = None  # a transformers tokenizer (optional dependency)
     tokenizer_path: str | None = None
 
 
@@ -47,11 +48,6 @@ def _exit_description(exitcode: int | None) -> str:
         except ValueError:
             return f"killed by signal {-exitcode}"
     return f"exit code {exitcode}"
-
-
-def _where(exc: BaseException) -> str:
-    tb = traceback.extract_tb(exc.__traceback__)
-    return f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
 
 
 @dataclass
@@ -65,29 +61,28 @@ class _Outcome:
 
 
 class Scorer:
+    """Scores one sample with a given function. Built complete by the app (its cache and per-function gates
+    included) before anything that scores through it: composites, fallbacks, graders and groups."""
+
     def __init__(
         self,
-        dispatcher: Dispatcher,
         pool: WorkerPool | None,
         metrics: GatewayMetrics,
         injectables: Injectables,
+        cache: ResultCache | None,
+        gates: Mapping[str, FunctionGate],
     ) -> None:
-        self.dispatcher = dispatcher
         self.pool = pool
         self.metrics = metrics
         self.injectables = injectables
-        # Reliability (issue 7), set by the app: result cache, per-function limits, input limits.
-        self.cache: ResultCache | None = None
-        self.gates: dict[str, FunctionGate] = {}
-        self.limits: SampleLimits | None = None
+        self.cache = cache
+        self.gates = dict(gates)
 
-    def resolve(self, request: ScoreRequest) -> tuple[RewardFunction, str]:
-        """Raises UnknownRewardFunction / Undispatchable (404), or an input-limit error, before any work."""
-        if self.limits is not None:
-            self.limits.check(request)
-        return self.dispatcher.resolve(request.reward_fn, request.data_source)
-
-    def build_kwargs(self, fn: RewardFunction, request: ScoreRequest) -> dict[str, Any]:
+    def build_kwargs(
+        self, fn: RewardFunction, request: ScoreRequest, config: FunctionConfig | None = None
+    ) -> dict[str, Any]:
+        """verl's four arguments, the injectable ones `fn` asks for, and the reward_kwargs of `config`
+        (default: the function's own)."""
         kwargs: dict[str, Any] = {
             "data_source": request.data_source,
             "solution_str": request.solution_str,
@@ -111,8 +106,9 @@ class Scorer:
                 for name, value in available.items():
                     if name not in kwargs and value is not None and value != {}:
                         kwargs[name] = value
-        if fn.config.reward_kwargs:
-            kwargs.update(fn.config.reward_kwargs)
+        reward_kwargs = (config or fn.config).reward_kwargs
+        if reward_kwargs:
+            kwargs.update(reward_kwargs)
         return kwargs
 
     async def score(self, request: ScoreRequest, fn: RewardFunction, label: str) -> ScoreResult:
@@ -124,18 +120,19 @@ class Scorer:
                 return await cache.run(key, request, lambda: self._score(request, fn, label))
         return await self._score(request, fn, label)
 
-    async def _call(self, fn: RewardFunction, kwargs: dict[str, Any]) -> _Outcome:
-        return await (self._call_async(fn, kwargs) if fn.is_async else self._call_sync(fn, kwargs))
+    async def _call(self, fn: RewardFunction, request: ScoreRequest, label: str) -> _Outcome:
+        if fn.is_async:
+            return await self._call_async(fn, request, label)
+        return await self._call_sync(fn, self.build_kwargs(fn, request))
 
     async def _score(self, request: ScoreRequest, fn: RewardFunction, label: str) -> ScoreResult:
         started = time.perf_counter()
-        kwargs = self.build_kwargs(fn, request)
         gate = self.gates.get(fn.name) if self.gates else None
         if gate is None:
-            outcome = await self._call(fn, kwargs)
+            outcome = await self._call(fn, request, label)
         else:
             async with gate.hold(estimate_tokens(request.prompt, request.solution_str, request.ground_truth)):
-                outcome = await self._call(fn, kwargs)
+                outcome = await self._call(fn, request, label)
         total_s = time.perf_counter() - started
         self.metrics.observe_call(fn.name, label, outcome.status, outcome.compute_s, outcome.score)
         score, fallback = outcome.score, False
@@ -157,12 +154,17 @@ class Scorer:
             version=fn.version,
         )
 
-    async def _call_async(self, fn: RewardFunction, kwargs: dict[str, Any]) -> _Outcome:
+    async def _call_async(self, fn: RewardFunction, request: ScoreRequest, label: str) -> _Outcome:
         timeout_s = fn.config.timeout_s
+        # Built-from-config functions (composites, graders, fallbacks) take the request itself.
+        if fn.takes_request:
+            call = fn.fn(request, label, fn.config)
+        else:
+            call = fn.fn(**self.build_kwargs(fn, request))
         started = time.perf_counter()
         try:
             async with asyncio.timeout(timeout_s):
-                value = await fn.fn(**kwargs)
+                value = await call
             score, extra = normalise_return(value)
         except TimeoutError:
             return _Outcome(
@@ -176,12 +178,17 @@ class Scorer:
                 error=ErrorInfo(type="InvalidReturn", message=str(exc)),
                 compute_s=time.perf_counter() - started,
             )
+        except ComponentFailed as exc:  # keeps the components' reports (composites.py, fallbacks.py)
+            return _Outcome(
+                "error",
+                extra=exc.result_extra,
+                error=ErrorInfo(type=exc.type, message=str(exc)),
+                compute_s=time.perf_counter() - started,
+            )
         except Exception as exc:
             return _Outcome(
                 "error",
-                # A composite's failure carries its components' results (composite.py): keep them.
-                extra=getattr(exc, "result_extra", None) or {},
-                error=ErrorInfo(type=type(exc).__name__, message=f"{exc}{_where(exc)}"),
+                error=ErrorInfo(type=type(exc).__name__, message=f"{exc}{error_location(exc)}"),
                 compute_s=time.perf_counter() - started,
             )
         return _Outcome("ok", score=score, extra=extra, compute_s=time.perf_counter() - started)

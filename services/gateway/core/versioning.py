@@ -9,20 +9,15 @@ versions of what they call, so changing a component changes the composite's vers
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from services.gateway.schemas import canonical_json
+
 VERSION_CHARS = 12
-
-
-def _canonical(value: Any) -> bytes:
-    if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json")
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr).encode()
 
 
 def digest(*parts: bytes) -> str:
@@ -35,9 +30,9 @@ def digest(*parts: bytes) -> str:
 
 def function_version(source_file: Path, config: BaseModel | dict[str, Any]) -> str:
     """Hash of the function's source bytes and its config."""
-    return digest(source_file.read_bytes(), _canonical(config))
+    return digest(source_file.read_bytes(), canonical_json(config))
 
 
 def spec_version(spec: BaseModel | dict[str, Any], dependencies: Iterable[str] = ()) -> str:
     """Hash of a declarative spec and the versions of the functions it calls (in a stable order)."""
-    return digest(_canonical(spec), *(d.encode() for d in dependencies))
+    return digest(canonical_json(spec), *(d.encode() for d in dependencies))

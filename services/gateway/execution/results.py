@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import traceback
+from pathlib import Path
 from typing import Any
 
+from services.gateway.errors import InvalidReturn
+
 _EXPECTED = "expected a number, a dict with a 'score' key, or a tuple whose first element is the score"
-
-
-class InvalidReturn(Exception):
-    pass
 
 
 def _describe(value: Any) -> str:
@@ -77,3 +77,9 @@ def normalise_return(value: Any) -> tuple[float, dict[str, Any]]:
         score = as_score(value[0], "the tuple's first element")
         return score, ({"tuple_rest": jsonable(value[1:])} if len(value) > 1 else {})
     return as_score(value, "the return value"), {}
+
+
+def error_location(exc: BaseException) -> str:
+    """` (at file.py:line)` of the innermost frame of `exc`'s traceback, or "" when it has none."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    return f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""

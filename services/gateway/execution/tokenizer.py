@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-
-class TokenizerUnavailable(RuntimeError):
-    pass
+from services.gateway.errors import TokenizerUnavailable
 
 
 def load_tokenizer(path: str) -> Any:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import logging
 import time
-import traceback
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from services.gateway.errors import InvalidReturn
 from services.gateway.execution.isolation import detach, limit_memory
 from services.gateway.execution.loader import FunctionRef, load_ref
-from services.gateway.execution.results import InvalidReturn, normalise_return
+from services.gateway.execution.results import error_location, normalise_return
 
 log = logging.getLogger("rewardfleet.gateway.workers")
 
@@ -68,7 +67,5 @@ def run_call(ref: FunctionRef, kwargs: dict[str, Any], tokenizer_path: str | Non
     except InvalidReturn as exc:
         return "error", ("InvalidReturn", str(exc)), started, time.monotonic()
     except Exception as exc:
-        tb = traceback.extract_tb(exc.__traceback__)
-        where = f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
-        return "error", (type(exc).__name__, f"{exc}{where}"), started, time.monotonic()
+        return "error", (type(exc).__name__, f"{exc}{error_location(exc)}"), started, time.monotonic()
     return "ok", outcome, started, time.monotonic()

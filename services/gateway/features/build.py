@@ -1,71 +1,63 @@
-"""Building the issue-9 features on top of the loaded reward functions, and holding them for the routes.
+"""The catalog: everything a request can be scored by, built in one go over the loaded reward functions.
 
-`build_functions` turns `load_functions`' table into the served one: functions with a `fallbacks` entry are
-wrapped, every `graders` entry and every `composites` entry becomes an async function of its own name. All of
-it is checked together; every problem is reported at once in a `LoadError`.
+`build_catalog` turns `load_functions`' table into the served one: functions with a `fallbacks` entry are
+wrapped, every `graders` entry and every `composites` entry becomes an async function of its own name, and
+the group functions are loaded. It needs the complete `Scorer` (composites, fallbacks and graders score
+through it), and it checks everything together: every problem is reported at once in a `LoadError`.
+A hot reload (`reload.py`) builds a new catalog the same way and swaps it in whole.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from services.gateway.config import GatewayConfig
+import aiohttp
+
+from services.gateway.config import FunctionConfig, GatewayConfig
 from services.gateway.config.graders import GraderSpec
+from services.gateway.core.dispatch import Dispatcher
 from services.gateway.core.registry import RewardFunction, check_signature
 from services.gateway.core.scoring import Scorer
 from services.gateway.core.versioning import spec_version
 from services.gateway.errors import LoadError
-from services.gateway.features.composites import make_composite, rebuild_request, synthetic_function
+from services.gateway.features.composites import make_composite, synthetic_function
 from services.gateway.features.fallbacks import with_fallback
 from services.gateway.features.graders.runtime import GraderRuntime
-from services.gateway.features.groups import GroupFunction, GroupScorer, load_group_functions
+from services.gateway.features.groups import GroupFunction, load_group_functions
+from services.gateway.schemas import ScoreRequest
+
+# A grader's call gets this much beyond its own limit, so the grader's own timeout error wins the race.
+GRADER_TIMEOUT_MARGIN_S = 1.0
 
 
-@dataclass
-class Features:
-    """What the graders, groups and admin routes need; the lifespan builds it, reload swaps its parts."""
+@dataclass(frozen=True)
+class Catalog:
+    """What the served requests are scored by; built together, swapped together (a request keeps the
+    `RewardFunction` it resolved, so calls in flight finish on the catalog they started with)."""
 
-    graders: GraderRuntime
+    functions: dict[str, RewardFunction]
+    dispatcher: Dispatcher
     group_functions: dict[str, GroupFunction]
-    groups: GroupScorer | None = None
-    scorer: Scorer | None = None
-    reloader: Any = None  # reload.Reloader
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def scorer_of(self) -> Scorer:
-        if self.scorer is None:
-            raise RuntimeError("the gateway is not started")
-        return self.scorer
+    graders: GraderRuntime
 
 
-def _grader_timeout(spec: Any) -> float:
-    return float(getattr(spec, "timeout_s", 30.0)) + 1.0 if spec.type != "multi" else 300.0
-
-
-def _grader_function(name: str, spec: GraderSpec, runtime: GraderRuntime) -> RewardFunction:
-    async def run(
-        data_source: str,
-        solution_str: str,
-        ground_truth: Any,
-        extra_info: Any,
-        prompt: Any = None,
-        uid: Any = None,
-    ) -> dict[str, Any]:
-        request = rebuild_request(data_source, solution_str, ground_truth, extra_info, prompt, uid)
+def grader_function(name: str, spec: GraderSpec, runtime: GraderRuntime) -> RewardFunction:
+    async def run(request: ScoreRequest, label: str, config: FunctionConfig) -> dict[str, Any]:
         score, extra = await runtime.run(spec, request)
         return {"score": score, "grader_type": spec.type, **extra}
 
-    return synthetic_function(name, run, "grader", spec_version(spec), _grader_timeout(spec), [])
+    timeout_s = runtime.timeout_s(spec) + GRADER_TIMEOUT_MARGIN_S
+    version = spec_version(spec, runtime.code_versions(spec))
+    return synthetic_function(name, run, "grader", version, timeout_s, [])
 
 
 def _with_kwargs(fn: RewardFunction, kwargs: dict[str, Any], where: str) -> RewardFunction:
     if not kwargs:
         return fn
     config = fn.config.model_copy(update={"reward_kwargs": {**fn.config.reward_kwargs, **kwargs}})
-    if not fn.source_file.name.startswith("<"):  # a real function: its signature must take the kwargs
+    if not fn.takes_request:  # a plain function: its signature must take the kwargs
         try:
             check_signature(fn.fn, fn.is_async, config)
         except ValueError as exc:
@@ -73,11 +65,8 @@ def _with_kwargs(fn: RewardFunction, kwargs: dict[str, Any], where: str) -> Rewa
     return dataclasses.replace(fn, config=config, version=spec_version(config, [fn.version]))
 
 
-def build_functions(
-    config: GatewayConfig,
-    loaded: dict[str, RewardFunction],
-    graders: GraderRuntime,
-    scorer_of: Callable[[], Scorer],
+def _functions(
+    config: GatewayConfig, loaded: dict[str, RewardFunction], graders: GraderRuntime, scorer: Scorer
 ) -> dict[str, RewardFunction]:
     problems: list[str] = []
     functions = dict(loaded)
@@ -93,7 +82,7 @@ def build_functions(
         elif fallback is None:
             problems.append(f"fallbacks.{name}.fn: no reward function named {fspec.fn!r}")
         else:
-            functions[name] = with_fallback(original, fallback, fspec, scorer_of)
+            functions[name] = with_fallback(original, fallback, fspec, scorer)
 
     for name, gspec in config.graders.items():
         if not name.isidentifier():
@@ -106,7 +95,7 @@ def build_functions(
         if found:
             problems += found
             continue
-        functions[name] = _grader_function(name, gspec, graders)
+        functions[name] = grader_function(name, gspec, graders)
 
     for name, cspec in config.composites.items():
         if not name.isidentifier() or name in functions:
@@ -126,24 +115,22 @@ def build_functions(
         except ValueError as exc:
             problems.append(f"composites.{name}.{exc}")
             continue
-        functions[name] = make_composite(name, cspec, gate, components, scorer_of)
+        functions[name] = make_composite(name, cspec, gate, components, scorer)
 
     if problems:
         raise LoadError("cannot build composites / graders / fallbacks:\n  " + "\n  ".join(problems))
     return functions
 
 
-def build_features(
-    config: GatewayConfig, loaded: dict[str, RewardFunction]
-) -> tuple[Features, dict[str, Any]]:
-    """Start-up: the served function table and the `Features` holder (its scorer is attached later)."""
-    runtime = GraderRuntime(config.graders, config.routers, config.reward_router_address, None)
-    features = Features(graders=runtime, group_functions=load_group_functions(config.groups))
-    functions = build_functions(config, loaded, runtime, features.scorer_of)
-    return features, functions
-
-
-def attach(features: Features, config: GatewayConfig, scorer: Scorer, http_client: Any) -> None:
-    features.scorer = scorer
-    features.graders.http_client = http_client
-    features.groups = GroupScorer(config.groups, features.group_functions, scorer)
+def build_catalog(
+    config: GatewayConfig,
+    loaded: dict[str, RewardFunction],
+    scorer: Scorer,
+    http_client: aiohttp.ClientSession | None,
+) -> Catalog:
+    """The served catalog over `loaded` (see the module docstring); raises `LoadError`."""
+    graders = GraderRuntime(config.graders, config.routers, config.reward_router_address, http_client)
+    group_functions = load_group_functions(config.groups)
+    functions = _functions(config, loaded, graders, scorer)
+    dispatcher = Dispatcher(functions, config.dispatch, config.default_reward_fn)
+    return Catalog(functions, dispatcher, group_functions, graders)

@@ -4,16 +4,20 @@ A composite is an async `RewardFunction` built at load time, so dispatch, timeou
 it like any function. Its components are the `RewardFunction` objects of the same load: a hot reload never
 mixes versions inside one composite call.
 
+Components and gate are scored with the request itself (every field, `reward_fn` and the group fields
+included), through the same `Scorer` as any sample: their own timeouts, limits, cache and metrics.
+
 Errors: with `on_component_error: fail` (the default) a failed component (or gate) fails the composite with
-`CompositeComponentFailed`, whose `result_extra` still lists every component; `skip` drops the failed
-components and renormalises the remaining weights (all failed → fail); `score` counts a failure as
-`error_score`. A closed gate (score below `min_score`) gives `gate_closed_score` without running components.
+`ComponentFailed` (`error.type` "CompositeComponentFailed"), whose `result_extra` still lists every
+component; `skip` drops the failed components and renormalises the remaining weights (all failed → fail);
+`score` counts a failure as `error_score`. A closed gate (score below `min_score`) gives `gate_closed_score`
+without running components.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,47 +26,23 @@ from services.gateway.config.features import CompositeSpec
 from services.gateway.core.registry import RewardFunction
 from services.gateway.core.scoring import Scorer
 from services.gateway.core.versioning import spec_version
+from services.gateway.errors import ComponentFailed
 from services.gateway.execution.loader import FunctionRef
 from services.gateway.schemas import ScoreRequest, ScoreResult
 
-# Synthetic functions get the per-request values they need to rebuild the sample for their inner calls.
-SAMPLE_PARAMS = frozenset({"prompt", "uid"})
-
-
-class CompositeComponentFailed(Exception):
-    def __init__(self, message: str, result_extra: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.result_extra = result_extra
-
-
-def rebuild_request(
-    data_source: str, solution_str: str, ground_truth: Any, extra_info: Any, prompt: Any, uid: Any
-) -> ScoreRequest:
-    return ScoreRequest(
-        data_source=data_source,
-        solution_str=solution_str,
-        ground_truth=ground_truth,
-        extra_info=extra_info or {},
-        prompt=prompt,
-        uid=uid,
-    )
-
-
-def data_source_label(scorer: Scorer, data_source: str) -> str:
-    try:
-        return scorer.dispatcher.resolve(None, data_source)[1]
-    except Exception:  # no function claims it: the composite was named explicitly
-        return "other"
+FAILED = "CompositeComponentFailed"  # the failed composite's `error.type`
+RequestFunction = Callable[[ScoreRequest, str, FunctionConfig], Awaitable[Any]]
 
 
 def synthetic_function(
     name: str,
-    fn: Callable[..., Any],
+    fn: RequestFunction,
     kind: str,
     version: str,
     timeout_s: float,
     data_sources: list[str],
 ) -> RewardFunction:
+    """A function built from config: async, called with the request itself (`takes_request`)."""
     return RewardFunction(
         name=name,
         ref=FunctionRef(f"<{kind}>", name),
@@ -70,11 +50,12 @@ def synthetic_function(
         source_file=Path(f"<{kind} {name}>"),
         origin="config",
         is_async=True,
-        declared=SAMPLE_PARAMS,
+        declared=frozenset(),
         var_kwargs=False,
         data_sources=tuple(data_sources),
         version=version,
         config=FunctionConfig(timeout_s=timeout_s, data_sources=data_sources),
+        takes_request=True,
     )
 
 
@@ -98,31 +79,22 @@ def make_composite(
     spec: CompositeSpec,
     gate: RewardFunction | None,
     components: list[RewardFunction],
-    scorer_of: Callable[[], Scorer],
+    scorer: Scorer,
 ) -> RewardFunction:
     weights = [c.weight for c in spec.components]
 
-    async def run(
-        data_source: str,
-        solution_str: str,
-        ground_truth: Any,
-        extra_info: Any,
-        prompt: Any = None,
-        uid: Any = None,
-    ) -> dict[str, Any]:
-        scorer = scorer_of()
-        request = rebuild_request(data_source, solution_str, ground_truth, extra_info, prompt, uid)
-        label = data_source_label(scorer, data_source)
+    async def run(request: ScoreRequest, label: str, config: FunctionConfig) -> dict[str, Any]:
         extra: dict[str, Any] = {}
         if gate is not None and spec.gate is not None:
             gate_result = await scorer.score(request, gate, label)
             report = _report(gate_result, gate)
             report["min_score"] = spec.gate.min_score
             ok = gate_result.status == "ok" and gate_result.score is not None
-            report["open"] = ok and gate_result.score >= spec.gate.min_score  # type: ignore[operator]
+            score = gate_result.score
+            report["open"] = ok and score is not None and score >= spec.gate.min_score
             extra["gate"] = report
             if not ok and spec.on_component_error == "fail":
-                raise CompositeComponentFailed(f"gate {gate.name} {gate_result.status}", extra)
+                raise ComponentFailed(FAILED, f"gate {gate.name} {gate_result.status}", extra)
             if not report["open"]:
                 extra["components"] = []
                 return {"score": spec.gate_closed_score, **extra}
@@ -132,7 +104,7 @@ def make_composite(
         failed = [r for r in results if r.status != "ok" or r.score is None]
         if failed and spec.on_component_error == "fail":
             names = ", ".join(f"{r.reward_fn} ({r.status})" for r in failed)
-            raise CompositeComponentFailed(f"component(s) failed: {names}", extra)
+            raise ComponentFailed(FAILED, f"component(s) failed: {names}", extra)
         total = 0.0
         used_weight = 0.0
         for result, weight, report in zip(results, weights, reports, strict=True):
@@ -147,7 +119,7 @@ def make_composite(
                 report["skipped"] = True
         if spec.on_component_error == "skip" and failed:
             if used_weight == 0.0:
-                raise CompositeComponentFailed("every component failed (on_component_error: skip)", extra)
+                raise ComponentFailed(FAILED, "every component failed (on_component_error: skip)", extra)
             total *= sum(weights) / used_weight  # renormalise onto the full weight
         return {"score": total, **extra}
 

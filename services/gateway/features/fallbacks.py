@@ -4,7 +4,8 @@
 wrapper runs the original under its own `timeout_s`; if the call times out or raises a `RemoteCallError` whose
 kind matches `on` (HTTP 503 from the router = `circuit_open`; refused / dropped connection or 502 =
 `unreachable`; client timeout or 504 = `timeout`), the fallback scores the sample and the answer's extra
-carries `fallback: {"from", "fn", "reason", "error", "version"}`. Any other error (a verdict that does not
+carries `fallback: {"from", "fn", "reason", "error", "version"}`; a failed fallback is `ComponentFailed`
+(`error.type` "FallbackFailed"). Any other error (a verdict that does not
 parse, a 4xx) is the original's error as before: a fallback must not hide a broken judge prompt.
 """
 
@@ -12,15 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 from reward_fns._router_http import RemoteCallError
+from services.gateway.config import FunctionConfig
 from services.gateway.config.features import FallbackReason, FallbackSpec
 from services.gateway.core.registry import RewardFunction
 from services.gateway.core.scoring import Scorer
 from services.gateway.core.versioning import spec_version
-from services.gateway.features.composites import SAMPLE_PARAMS, data_source_label, rebuild_request
+from services.gateway.errors import ComponentFailed
+from services.gateway.schemas import ScoreRequest
 
 _STATUS_REASONS: dict[int, FallbackReason] = {503: "circuit_open", 502: "unreachable", 504: "timeout"}
 _KIND_REASONS: dict[str, FallbackReason] = {
@@ -28,12 +30,6 @@ _KIND_REASONS: dict[str, FallbackReason] = {
     "transport": "unreachable",
     "timeout": "timeout",
 }
-
-
-class FallbackFailed(Exception):
-    def __init__(self, message: str, result_extra: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.result_extra = result_extra
 
 
 def classify(exc: BaseException) -> FallbackReason | None:
@@ -47,38 +43,24 @@ def classify(exc: BaseException) -> FallbackReason | None:
 
 
 def with_fallback(
-    original: RewardFunction, fallback: RewardFunction, spec: FallbackSpec, scorer_of: Callable[[], Scorer]
+    original: RewardFunction, fallback: RewardFunction, spec: FallbackSpec, scorer: Scorer
 ) -> RewardFunction:
-    passes_sample_params = original.var_kwargs
-    wanted = original.declared
-
-    async def run(**kwargs: Any) -> Any:
-        prompt, uid = kwargs.get("prompt"), kwargs.get("uid")
-        call_kwargs = kwargs
-        if not passes_sample_params:
-            call_kwargs = {k: v for k, v in kwargs.items() if k not in SAMPLE_PARAMS or k in wanted}
+    async def run(request: ScoreRequest, label: str, config: FunctionConfig) -> Any:
         try:
             async with asyncio.timeout(original.config.timeout_s):
-                return await original.fn(**call_kwargs)
+                # `config`: this entry's, whose reward_kwargs a composite component may have extended.
+                return await original.fn(**scorer.build_kwargs(original, request, config))
         except Exception as exc:
             reason = classify(exc)
             if reason is None or reason not in spec.on:
                 raise
             error = str(exc) or f"no answer within {original.config.timeout_s}s"
-        scorer = scorer_of()
-        request = rebuild_request(
-            kwargs["data_source"],
-            kwargs["solution_str"],
-            kwargs["ground_truth"],
-            kwargs["extra_info"],
-            prompt,
-            uid,
-        )
-        result = await scorer.score(request, fallback, data_source_label(scorer, request.data_source))
+        result = await scorer.score(request, fallback, label)
         flag = {"from": original.name, "fn": fallback.name, "reason": reason, "error": error}
         flag["version"] = fallback.version
         if result.status != "ok" or result.score is None:
-            raise FallbackFailed(
+            raise ComponentFailed(
+                "FallbackFailed",
                 f"{original.name} failed ({reason}) and its fallback {fallback.name} gave {result.status}",
                 {"fallback": flag, "fallback_error": result.error.model_dump() if result.error else None},
             )
@@ -90,7 +72,7 @@ def with_fallback(
     return dataclasses.replace(
         original,
         fn=run,
-        declared=original.declared | SAMPLE_PARAMS,
         config=config,
         version=spec_version(spec, [original.version, fallback.version]),
+        takes_request=True,
     )

@@ -23,7 +23,7 @@ import inspect
 import logging
 import pkgutil
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,24 +32,14 @@ from services.gateway.config.features import GroupFunctionConfig, GroupsConfig
 from services.gateway.core.registry import RewardFunction
 from services.gateway.core.scoring import Scorer
 from services.gateway.core.versioning import function_version
-from services.gateway.errors import GatewayError, LoadError
-from services.gateway.execution.loader import load_module
-from services.gateway.execution.results import InvalidReturn, as_score
+from services.gateway.errors import GroupRequestError, InvalidReturn, LoadError, TooManyOpenGroups
+from services.gateway.execution.loader import load_module, resolve
+from services.gateway.execution.results import as_score
 from services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult
 
 log = logging.getLogger("rewardfleet.gateway")
 GROUP_ENTRY_POINT = "compute_group_score"
 MemberKey = tuple[str, str | int]
-
-
-class GroupRequestError(GatewayError):
-    status_code = 422
-    type = "GroupRequestError"
-
-
-class TooManyOpenGroups(GatewayError):
-    status_code = 503
-    type = "TooManyOpenGroups"
 
 
 @dataclass(frozen=True)
@@ -65,20 +55,9 @@ class GroupFunction:
 def _load_group_function(
     name: str, path: str | None, module_name: str | None, cfg: GroupFunctionConfig
 ) -> GroupFunction:
-    if path is not None:
-        target, _, attr = path.rpartition(":")
-        if target.endswith(".py") or "/" in target:
-            file = Path(target).resolve()
-            if not file.is_file():
-                raise FileNotFoundError(f"no such file {file}")
-            module = load_module(f"rewardfleet_group_{abs(hash(str(file)))}_{file.stem}", str(file))
-        else:
-            module = load_module(target, None)
-    else:
-        module, attr = load_module(module_name or name, None), GROUP_ENTRY_POINT
-    fn = getattr(module, attr, None)
-    if fn is None or not callable(fn):
-        raise AttributeError(f"defines no callable {attr!r}")
+    # One loader for all user code (execution/loader.py): an edited file is a new module after a reload.
+    ref, module, fn = resolve(path if path is not None else f"{module_name or name}:{GROUP_ENTRY_POINT}")
+    attr = ref.attr
     params = inspect.signature(fn).parameters
     var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     missing = [p for p in ("samples", "scores") if p not in params]
@@ -134,6 +113,10 @@ def load_group_functions(config: GroupsConfig) -> dict[str, GroupFunction]:
     return found
 
 
+def _name(fn: GroupFunction | None) -> str | None:
+    return fn.name if fn is not None else None
+
+
 @dataclass
 class _Group:
     group_id: str | int
@@ -148,17 +131,12 @@ class _Group:
 
 
 class GroupScorer:
-    def __init__(self, config: GroupsConfig, functions: dict[str, GroupFunction], scorer: Scorer) -> None:
+    def __init__(self, config: GroupsConfig, scorer: Scorer) -> None:
         self.config = config
-        self.functions = functions
         self.scorer = scorer
         self._open: dict[str | int, _Group] = {}
         self._finished: OrderedDict[str | int, dict[MemberKey, ScoreResult]] = OrderedDict()
         self._background: set[asyncio.Task[Any]] = set()
-
-    @property
-    def open_groups(self) -> int:
-        return len(self._open)
 
     def _member_key(self, request: ScoreRequest) -> MemberKey:
         if request.group_size is None:
@@ -173,16 +151,26 @@ class GroupScorer:
             raise GroupRequestError("a group member needs group_index or uid (to recognise a repeated post)")
         return ("uid", request.uid)
 
-    def _group_fn(self, request: ScoreRequest) -> GroupFunction | None:
+    def _group_fn(
+        self, request: ScoreRequest, functions: Mapping[str, GroupFunction]
+    ) -> GroupFunction | None:
         name = request.group_fn or self.config.default_group_fn
         if name is None:
             return None
-        fn = self.functions.get(name)
+        fn = functions.get(name)
         if fn is None:
-            raise GroupRequestError(f"unknown group_fn {name!r}; available: {sorted(self.functions)}")
+            raise GroupRequestError(f"unknown group_fn {name!r}; available: {sorted(functions)}")
         return fn
 
-    async def submit(self, request: ScoreRequest, fn: RewardFunction, label: str) -> ScoreResult:
+    async def submit(
+        self,
+        request: ScoreRequest,
+        fn: RewardFunction,
+        label: str,
+        functions: Mapping[str, GroupFunction],
+    ) -> ScoreResult:
+        """Score a group member and wait for its group's answer. `functions` are the group functions being
+        served now (a group keeps the one it started with)."""
         key = self._member_key(request)
         gid = request.group_id
         if gid is None:
@@ -198,14 +186,16 @@ class GroupScorer:
         if group is None:
             if len(self._open) >= self.config.max_open_groups:
                 raise TooManyOpenGroups(f"{len(self._open)} groups are open (max_open_groups); retry later")
-            group = _Group(group_id=gid, size=request.group_size or 1, fn=self._group_fn(request))
+            group = _Group(group_id=gid, size=request.group_size or 1, fn=self._group_fn(request, functions))
             group.timer = asyncio.get_running_loop().call_later(self.config.timeout_s, self._expire, group)
             self._open[gid] = group
         elif request.group_size != group.size:
             raise GroupRequestError(
                 f"group {gid!r} has group_size {group.size}, this sample says {request.group_size}"
             )
-        elif (self._group_fn(request) or None) is not group.fn:
+        elif _name(self._group_fn(request, functions)) != _name(
+            group.fn
+        ):  # by name: a reload makes new objects
             raise GroupRequestError(f"group {gid!r} members name different group functions")
         if key not in group.members:
             if group.completing:

@@ -15,18 +15,29 @@ updates. Other routes (`/health`, `/ready`, `/metrics`) are never queued: livene
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import deque
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from services.gateway.errors import Draining, GatewayError, Overloaded
+from services.gateway.metrics import GatewayMetrics
 
 WORK_PATH_PREFIXES: tuple[str, ...] = ("/score", "/openrlhf", "/slime")
 
 
+class Backlog:
+    """Calls waiting for a sync worker, as last reported by the worker pool (which starts after admission)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+
+    def set(self, depth: int) -> None:
+        self.depth = depth
+
+
 class Admission:
-    """The counters and the FIFO of waiting requests; shared by the middleware, the drain and `/metrics`."""
+    """The counters and the FIFO of waiting requests; shared by the middleware and the drain."""
 
     def __init__(
         self,
@@ -35,39 +46,48 @@ class Admission:
         queue_timeout_s: float,
         retry_after_s: int,
         max_backlog: int,
+        backlog: Backlog,
+        metrics: GatewayMetrics,
     ) -> None:
         self.max_inflight = max_inflight
         self.max_queued = max_queued
         self.queue_timeout_s = queue_timeout_s
         self.retry_after_s = retry_after_s
         self.max_backlog = max_backlog
-        self.backlog: Callable[[], int] = lambda: 0  # the sync pool's queue depth, set once the pool exists
+        self.backlog = backlog
+        self.metrics = metrics
         self.active = 0
         self.draining = False
-        self.rejected_overload = 0
-        self.rejected_draining = 0
         self._waiters: deque[asyncio.Future[bool]] = deque()
 
     @property
     def queued(self) -> int:
         return len(self._waiters)
 
-    async def enter(self) -> str | None:
-        """Take a slot; None when admitted, else why not ("draining" or the overload message)."""
+    def _refuse(self, error: GatewayError) -> GatewayError:
+        self.metrics.admission_rejected(error.type)
+        return error.with_headers(Retry_After=str(self.retry_after_s))
+
+    def _draining(self) -> GatewayError:
+        return self._refuse(Draining("the gateway is shutting down; retry later"))
+
+    async def enter(self) -> GatewayError | None:
+        """Take a slot; None when admitted, else the refusal to send (`Overloaded` 429 or `Draining` 503)."""
         if self.draining:
-            self.rejected_draining += 1
-            return "draining"
-        if self.backlog() > self.max_backlog:
-            self.rejected_overload += 1
-            return f"the worker pool has over max_pool_queue={self.max_backlog} calls waiting"
+            return self._draining()
+        if self.backlog.depth > self.max_backlog:
+            return self._refuse(
+                Overloaded(f"the worker pool has over max_pool_queue={self.max_backlog} calls waiting")
+            )
         if self.active < self.max_inflight and not self._waiters:
             self.active += 1
             return None
         if len(self._waiters) >= self.max_queued:
-            self.rejected_overload += 1
-            return (
-                f"{self.active} requests in flight and {len(self._waiters)} queued "
-                f"(max_inflight_requests={self.max_inflight}, max_queued_requests={self.max_queued})"
+            return self._refuse(
+                Overloaded(
+                    f"{self.active} requests in flight and {len(self._waiters)} queued "
+                    f"(max_inflight_requests={self.max_inflight}, max_queued_requests={self.max_queued})"
+                )
             )
         waiter: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
@@ -79,8 +99,7 @@ class Admission:
                 self.leave()
             else:
                 waiter.cancel()
-            self.rejected_overload += 1
-            return f"no slot freed within queue_timeout_s={self.queue_timeout_s}"
+            return self._refuse(Overloaded(f"no slot freed within queue_timeout_s={self.queue_timeout_s}"))
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled() and waiter.result():
                 self.leave()
@@ -91,8 +110,7 @@ class Admission:
             if waiter in self._waiters:
                 self._waiters.remove(waiter)
         if not admitted:
-            self.rejected_draining += 1
-            return "draining"
+            return self._draining()
         return None
 
     def leave(self) -> None:
@@ -111,16 +129,6 @@ class Admission:
                 waiter.set_result(False)
 
 
-def _error_response(status: int, type_: str, message: str, retry_after_s: int) -> tuple[bytes, list[Any]]:
-    body = json.dumps({"error": {"type": type_, "message": message}}).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"retry-after", str(retry_after_s).encode()),
-    ]
-    return body, headers
-
-
 class AdmissionMiddleware:
     def __init__(
         self, app: ASGIApp, admission: Admission, prefixes: Iterable[str] = WORK_PATH_PREFIXES
@@ -136,13 +144,9 @@ class AdmissionMiddleware:
         admission = self.admission
         refused = await admission.enter()
         if refused is not None:
-            if refused == "draining":
-                status, type_, message = 503, "Draining", "the gateway is shutting down; retry later"
-            else:
-                status, type_, message = 429, "Overloaded", refused
-            body, headers = _error_response(status, type_, message, admission.retry_after_s)
-            await send({"type": "http.response.start", "status": status, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
+            start, body = refused.asgi_response()
+            await send(start)
+            await send(body)
             return
         try:
             await self.app(scope, receive, send)

@@ -11,11 +11,12 @@ says only that the key was missing or not accepted.
 from __future__ import annotations
 
 import hmac
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from services.gateway.errors import Unauthorized
 
 PUBLIC_PATHS: frozenset[str] = frozenset({"/health"})
 
@@ -58,16 +59,7 @@ class ApiKeyAuth:
             await self.app(scope, receive, send)
             return
         why = "missing Authorization: Bearer <key>" if presented is None else "the API key is not accepted"
-        body = json.dumps({"error": {"type": "Unauthorized", "message": why}}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b'Bearer realm="rewardfleet"'),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        refusal = Unauthorized(why).with_headers(WWW_Authenticate='Bearer realm="rewardfleet"')
+        start, body = refusal.asgi_response()
+        await send(start)
+        await send(body)

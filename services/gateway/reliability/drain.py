@@ -10,7 +10,7 @@ refused connection instead of an answer. `Drain` takes the signal from uvicorn w
    (closing idle keep-alive connections, running the lifespan's shutdown, exiting).
 
 A second signal during the drain skips the wait. Workers of the sync pool are in their own process group
-(`isolation.py`), so a SIGTERM sent to the gateway's group does not kill the calls being drained.
+(`execution/isolation.py`), so a SIGTERM sent to the gateway's group does not kill the calls being drained.
 """
 
 from __future__ import annotations

@@ -22,21 +22,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Any, Literal
+from typing import Literal
 
-from services.gateway.schemas import ScoreRequest, ScoreResult
+from services.gateway.metrics import GatewayMetrics
+from services.gateway.schemas import ScoreRequest, ScoreResult, canonical_json
 
 IdempotencyMode = Literal["uid", "inputs", "off"]
-
-
-def _canonical(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
 
 
 def inputs_digest(request: ScoreRequest) -> bytes:
@@ -44,11 +38,11 @@ def inputs_digest(request: ScoreRequest) -> bytes:
     for part in (
         request.data_source,
         request.solution_str,
-        _canonical(request.ground_truth),
-        _canonical(request.extra_info),
-        _canonical(request.prompt),
+        canonical_json(request.ground_truth),
+        canonical_json(request.extra_info),
+        canonical_json(request.prompt),
     ):
-        data = part.encode("utf-8", "surrogatepass")
+        data = part if isinstance(part, bytes) else part.encode("utf-8", "surrogatepass")
         h.update(len(data).to_bytes(8, "little"))  # length-prefixed: no two splits of one string collide
         h.update(data)
     return h.digest()
@@ -86,12 +80,13 @@ class TTLCache:
 
 
 class ResultCache:
-    def __init__(self, mode: IdempotencyMode, max_entries: int, ttl_s: float) -> None:
+    def __init__(
+        self, mode: IdempotencyMode, max_entries: int, ttl_s: float, metrics: GatewayMetrics
+    ) -> None:
         self.mode = mode
         self.cache = TTLCache(max_entries, ttl_s)
+        self.metrics = metrics
         self._inflight: dict[Hashable, asyncio.Future[ScoreResult]] = {}
-        self.hits = 0
-        self.joined = 0
 
     def key(self, request: ScoreRequest, fn_name: str, fn_version: str) -> Hashable | None:
         if self.mode == "off" or (self.mode == "uid" and request.uid is None):
@@ -110,7 +105,7 @@ class ResultCache:
     ) -> ScoreResult:
         hit = self.cache.get(key)
         if hit is not None:
-            self.hits += 1
+            self.metrics.result_cache_answered("hit")
             return self._as_cached(hit, request)
         running = self._inflight.get(key)
         if running is not None:
@@ -121,7 +116,7 @@ class ResultCache:
                     raise  # this request was cancelled
                 # the first request was cancelled (its client went away): compute here instead
             else:
-                self.joined += 1
+                self.metrics.result_cache_answered("join")
                 return self._as_cached(result, request)
         future: asyncio.Future[ScoreResult] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future

@@ -4,7 +4,8 @@
     max_batch_samples      413 BatchTooLarge     (routes/score.py)
     max_solution_chars     413 FieldTooLarge     solution_str
     max_ground_truth_chars 413 FieldTooLarge     ground_truth (a string; or the JSON text of any other value)
-    max_prompt_chars       413 FieldTooLarge     prompt (text, or the sum of the messages' string contents)
+    max_prompt_chars       413 FieldTooLarge     prompt (`prompt_chars`: the text, or the sum of the
+                                                 messages' string `content`; token estimates count the same)
     max_extra_info_depth   422 TooDeep           extra_info nested deeper than this (a flat dict is depth 1)
 
 Lengths are in characters (Python `len`), not bytes.
@@ -16,18 +17,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from services.gateway.errors import GatewayError
+from services.gateway.errors import FieldTooLarge, TooDeep
 from services.gateway.schemas import ScoreRequest
-
-
-class FieldTooLarge(GatewayError):
-    status_code = 413
-    type = "FieldTooLarge"
-
-
-class TooDeep(GatewayError):
-    status_code = 422
-    type = "TooDeep"
 
 
 def nesting_depth(value: Any, limit: int) -> int:
@@ -49,17 +40,17 @@ def nesting_depth(value: Any, limit: int) -> int:
     return deepest
 
 
-def _prompt_chars(prompt: Any) -> int:
+def prompt_chars(prompt: Any) -> int:
+    """Length of a prompt: the text, or the sum of the chat messages' string `content`."""
     if isinstance(prompt, str):
         return len(prompt)
+    total = 0
     if isinstance(prompt, list):
-        total = 0
         for message in prompt:
-            for value in message.values() if isinstance(message, dict) else ():
-                if isinstance(value, str):
-                    total += len(value)
-        return total
-    return 0
+            content = message.get("content") if isinstance(message, dict) else None
+            if isinstance(content, str):
+                total += len(content)
+    return total
 
 
 @dataclass(frozen=True)
@@ -86,7 +77,7 @@ class SampleLimits:
                     field="ground_truth",
                 )
         if sample.prompt is not None:
-            size = _prompt_chars(sample.prompt)
+            size = prompt_chars(sample.prompt)
             if size > self.max_prompt_chars:
                 raise FieldTooLarge(
                     f"prompt has {size} characters; max_prompt_chars is {self.max_prompt_chars}",

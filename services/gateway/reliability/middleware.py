@@ -7,7 +7,6 @@ body cannot get past it.
 
 from __future__ import annotations
 
-import json
 import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -98,16 +97,6 @@ class BodySizeLimit:
 
     @staticmethod
     async def _reject(send: Send, message: str) -> None:
-        body = json.dumps(PayloadTooLarge(message).body()).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"connection", b"close"),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        start, body = PayloadTooLarge(message).with_headers(Connection="close").asgi_response()
+        await send(start)
+        await send(body)

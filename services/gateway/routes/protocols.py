@@ -27,21 +27,29 @@ Failed samples (function error or timeout). Neither trainer has a "no reward" va
 into a tensor and slime uses whatever `score` holds. So a failure is never a number unless someone chose it:
 1. a score the gateway set from the function's `on_error_score` is used, flagged (`reward_failed`);
 2. else `?error_score=X` on the URL (or the router's `error_score` default) is used, flagged the same way;
-3. else the whole request is answered HTTP 500 (function error) or 504 (function timeout) with the error
-   envelope and the failing samples. Both trainers retry non-2xx answers (OpenRLHF 5 times, 1 s apart; slime
-   10 times with backoff), which absorbs transient timeouts; a persistent failure then stops the run loudly.
+3. else the whole request is answered HTTP 500 `RewardFunctionFailed` (function error) or 504
+   `RewardFunctionTimeout` (function timeout) with the error envelope and the failing samples. Both trainers
+   retry non-2xx answers (OpenRLHF 5 times, 1 s apart; slime 10 times with backoff), which absorbs transient
+   timeouts; a persistent failure then stops the run loudly.
+
+Sample uids: slime's `uid` when given; otherwise (and always for OpenRLHF, which sends none) a digest of the
+sample's content, so a trainer's retry of the same samples is answered from the idempotency cache.
 """
 
 from __future__ import annotations
 
 import asyncio
-import uuid
+import hashlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, FastAPI, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from services.gateway.errors import GatewayError, RewardFunctionFailed, RewardFunctionTimeout
+from services.gateway.routes.deps import Gateway
+from services.gateway.schemas import ScoreRequest, canonical_json
 
 ScoreOne = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -130,7 +138,6 @@ def make_protocol_router(score_one: ScoreOne, *, error_score: float | None = Non
             if isinstance(meta, Mapping):
                 extra_info = {**meta, **extra_info}
             body: dict[str, Any] = {
-                "uid": uuid.uuid4().hex,
                 "data_source": data_source or label_source or "openrlhf",
                 "solution_str": response,
                 "ground_truth": ground_truth,
@@ -140,12 +147,11 @@ def make_protocol_router(score_one: ScoreOne, *, error_score: float | None = Non
                 body["prompt"] = prompt
             if reward_fn:
                 body["reward_fn"] = reward_fn
+            body["uid"] = content_uid(body)  # a retried request gets the same uid: answered from the cache
             bodies.append(body)
         results = list(await asyncio.gather(*(score_one(b) for b in bodies)))
         fallback = error_score if error_score is not None else default_error_score
-        failure = _failure_response(results, fallback)
-        if failure is not None:
-            return failure
+        _raise_on_failure(results, fallback)
         rewards = [_score(r, fallback) for r in results]
         extra_logs: dict[str, list[float]] = {
             "reward_failed": [0.0 if r.get("status") == "ok" else 1.0 for r in results],
@@ -177,7 +183,6 @@ def make_protocol_router(score_one: ScoreOne, *, error_score: float | None = Non
         extra_info = dict(request.metadata or {})
         extra_info.update(request.extra_info or {})
         body: dict[str, Any] = {
-            "uid": request.uid or uuid.uuid4().hex,
             "data_source": data_source or request.data_source or "slime",
             "solution_str": request.response,
             "ground_truth": request.label,
@@ -187,11 +192,10 @@ def make_protocol_router(score_one: ScoreOne, *, error_score: float | None = Non
             body["prompt"] = request.prompt
         if reward_fn or request.reward_fn:
             body["reward_fn"] = reward_fn or request.reward_fn
+        body["uid"] = request.uid or content_uid(body)
         result = await score_one(body)
         fallback = error_score if error_score is not None else default_error_score
-        failure = _failure_response([result], fallback)
-        if failure is not None:
-            return failure
+        _raise_on_failure([result], fallback)
         extra = dict(result.get("extra") or {})
         payload: dict[str, Any] = {k: v for k, v in extra.items() if k not in _SLIME_RESERVED}
         payload.update(
@@ -221,21 +225,22 @@ def make_protocol_router(score_one: ScoreOne, *, error_score: float | None = Non
     return router
 
 
-def gateway_score_one(app: Any) -> ScoreOne:
-    """The gateway's scoring path as a `score_one` for `make_protocol_router` (same dispatch and metrics).
-
-    The gateway object exists only once the app's lifespan has run, so it is looked up at call time.
-    """
-    from services.gateway.schemas import ScoreRequest
+def gateway_score_one(app: FastAPI) -> ScoreOne:
+    """The gateway's scoring path as a `score_one` for `make_protocol_router` (same dispatch, limits, cache
+    and metrics as `/score`). The gateway exists once the app's lifespan has run: it is looked up per call."""
 
     async def score_one(body: dict[str, Any]) -> dict[str, Any]:
-        gateway = app.state.gateway
-        sample = ScoreRequest.model_validate(body)
-        fn, label = gateway.scorer.resolve(sample)  # unknown function: the gateway's 404 propagates
-        result = await gateway.scorer.score(sample, fn, label)
-        return dict(result.model_dump(mode="json"))
+        gateway: Gateway = app.state.gateway
+        result = await gateway.score(ScoreRequest.model_validate(body))  # errors: the gateway's envelope
+        return result.model_dump(mode="json")
 
     return score_one
+
+
+def content_uid(body: Mapping[str, Any]) -> str:
+    """A uid derived from the sample itself (its `/score` body): a trainer's retry of the same samples gets
+    the same uids, so the idempotency cache answers it instead of calling every judge again."""
+    return hashlib.blake2b(canonical_json(body), digest_size=16).hexdigest()
 
 
 def _unpack_label(label: Any) -> tuple[Any, str | None, dict[str, Any]]:
@@ -259,13 +264,13 @@ def _score(result: Mapping[str, Any], fallback: float | None) -> float:
     return float(score)
 
 
-def _failure_response(results: Sequence[Mapping[str, Any]], fallback: float | None) -> JSONResponse | None:
-    """The 500/504 answer when some sample has neither a score nor a fallback; None when all can be scored."""
+def _raise_on_failure(results: Sequence[Mapping[str, Any]], fallback: float | None) -> None:
+    """Raise the 500/504 answer when some sample has neither a score nor a fallback (see the docstring)."""
     if fallback is not None:
-        return None
+        return
     failed = [(i, r) for i, r in enumerate(results) if r.get("score") is None]
     if not failed:
-        return None
+        return
     timed_out = all(r.get("status") == "timeout" for _, r in failed)
     first = failed[0][1]
     error = first.get("error") or {}
@@ -278,17 +283,8 @@ def _failure_response(results: Sequence[Mapping[str, Any]], fallback: float | No
         {"index": i, "uid": r.get("uid"), "status": r.get("status"), "error": r.get("error")}
         for i, r in failed
     ]
-    return JSONResponse(
-        status_code=504 if timed_out else 500,
-        content={
-            "error": {
-                "type": "reward_function_timeout" if timed_out else "reward_function_failed",
-                "message": message,
-                "fields": [],
-                "samples": samples,
-            }
-        },
-    )
+    error_cls: type[GatewayError] = RewardFunctionTimeout if timed_out else RewardFunctionFailed
+    raise error_cls(message, fields=[], samples=samples)
 
 
 def _common_numeric_keys(results: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -13,7 +13,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from services.gateway.routes.protocols import make_protocol_router, split_query
+from services.gateway.routes.error_handlers import install_error_handlers
+from services.gateway.routes.protocols import content_uid, make_protocol_router, split_query
 
 IM_PROMPT = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
 
@@ -67,6 +68,7 @@ def scorer() -> Scorer:
 @pytest.fixture
 async def http(scorer: Scorer) -> AsyncIterator[httpx.AsyncClient]:
     app = FastAPI()
+    install_error_handlers(app)
     app.include_router(make_protocol_router(scorer))
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
@@ -93,6 +95,32 @@ async def test_openrlhf_single_sample(http: httpx.AsyncClient, scorer: Scorer) -
     (body,) = scorer.bodies
     assert body["solution_str"] == "4<|im_end|>" and body["prompt"] == IM_PROMPT
     assert body["ground_truth"] == "4" and body["data_source"] == "openrlhf" and "reward_fn" not in body
+
+
+async def test_openrlhf_uids_are_stable_digests_of_the_samples(
+    http: httpx.AsyncClient, scorer: Scorer
+) -> None:
+    """A retried request carries the same uids (so the gateway's idempotency cache answers it); different
+    samples get different uids; equal samples share one."""
+    payload = openrlhf_payload("4", "5", "4")
+    await http.post("/openrlhf", json=payload)
+    await http.post("/openrlhf", json=payload)
+    first, retry = [b["uid"] for b in scorer.bodies[:3]], [b["uid"] for b in scorer.bodies[3:]]
+    assert first == retry
+    assert first[0] == first[2] != first[1]
+    body = {k: v for k, v in scorer.bodies[0].items() if k != "uid"}
+    assert first[0] == content_uid(body)
+    other_label = openrlhf_payload("4", labels=["5"])
+    await http.post("/openrlhf", json=other_label)
+    assert scorer.bodies[-1]["uid"] != first[0]
+
+
+async def test_slime_keeps_its_uid_else_derives_one(http: httpx.AsyncClient, scorer: Scorer) -> None:
+    await http.post("/slime", json={"response": "4", "label": "4", "uid": "u-1"})
+    await http.post("/slime", json={"response": "4", "label": "4"})
+    await http.post("/slime", json={"response": "4", "label": "4"})
+    given, derived, again = (b["uid"] for b in scorer.bodies)
+    assert given == "u-1" and derived == again and len(derived) == 32
 
 
 async def test_openrlhf_several_samples_keep_order(http: httpx.AsyncClient) -> None:
@@ -135,10 +163,10 @@ async def test_openrlhf_failure_without_fallback_is_500_with_the_samples(http: h
     resp = await http.post("/openrlhf", json=openrlhf_payload("4", "boom"))
     assert resp.status_code == 500
     error = resp.json()["error"]
-    assert error["type"] == "reward_function_failed" and "ValueError: boom" in error["message"]
+    assert error["type"] == "RewardFunctionFailed" and "ValueError: boom" in error["message"]
     assert [s["index"] for s in error["samples"]] == [1]
     resp = await http.post("/openrlhf", json=openrlhf_payload("slow"))
-    assert resp.status_code == 504 and resp.json()["error"]["type"] == "reward_function_timeout"
+    assert resp.status_code == 504 and resp.json()["error"]["type"] == "RewardFunctionTimeout"
 
 
 async def test_openrlhf_error_score_and_gateway_fallback_are_flagged(http: httpx.AsyncClient) -> None:
@@ -154,6 +182,7 @@ async def test_openrlhf_error_score_and_gateway_fallback_are_flagged(http: httpx
 
 async def test_router_default_error_score() -> None:
     app = FastAPI()
+    install_error_handlers(app)
     app.include_router(make_protocol_router(Scorer(), error_score=0.25))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://g") as http:
         resp = await http.post("/openrlhf", json=openrlhf_payload("boom"))
@@ -194,7 +223,7 @@ async def test_slime_sample(http: httpx.AsyncClient, scorer: Scorer) -> None:
 
 async def test_slime_failures(http: httpx.AsyncClient) -> None:
     resp = await http.post("/slime", json={"prompt": "q", "response": "boom", "label": "4"})
-    assert resp.status_code == 500 and resp.json()["error"]["type"] == "reward_function_failed"
+    assert resp.status_code == 500 and resp.json()["error"]["type"] == "RewardFunctionFailed"
     resp = await http.post("/slime?error_score=0", json={"prompt": "q", "response": "slow", "label": "4"})
     assert resp.status_code == 200
     assert resp.json()["score"] == 0.0 and resp.json()["reward_failed"] is True

@@ -2,7 +2,9 @@
 
 `GraderRuntime.problems(spec)` lists what would stop a grader from ever working (a python path that does not
 import, a pool with no router, a `multi` naming an unknown grader); `run(spec, sample)` grades one sample and
-returns `(score, extra)` or raises `GraderError` (bad input) / the model pool's call error.
+returns `(score, extra)` or raises `GraderError` (bad input) / the model pool's call error;
+`timeout_s(spec)` is the limit a grader's call runs under. A reload builds a new runtime (python graders
+follow an edited file).
 """
 
 from __future__ import annotations
@@ -11,13 +13,14 @@ import asyncio
 import inspect
 import json
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
+
+import aiohttp
 
 from reward_fns import judge, similarity
 from services.gateway.config.formula import Formula
 from services.gateway.config.graders import (
-    _TEMPLATE_RE,
+    TEMPLATE_RE,
     GraderSpec,
     MultiGrader,
     PythonGrader,
@@ -25,16 +28,13 @@ from services.gateway.config.graders import (
     StringCheck,
     TextSimilarity,
 )
-from services.gateway.execution.loader import load_module
+from services.gateway.errors import GraderError
+from services.gateway.execution.loader import parse_ref, resolve
 from services.gateway.execution.results import normalise_return
 from services.gateway.features.graders import text
 from services.gateway.schemas import ScoreRequest
 
 MAX_MULTI_DEPTH = 8
-
-
-class GraderError(Exception):
-    """The sample does not fit the grader (a template names a missing key, a formula divides by zero...)."""
 
 
 def _as_text(value: Any) -> str:
@@ -65,15 +65,7 @@ def _lookup(path: str, sample: ScoreRequest) -> Any:
 
 
 def render(template: str, sample: ScoreRequest) -> str:
-    return _TEMPLATE_RE.sub(lambda m: _as_text(_lookup(m.group(1), sample)), template)
-
-
-def _python_target(path: str) -> tuple[str, str | None, str]:
-    target, _, attr = path.rpartition(":")
-    if target.endswith(".py") or "/" in target:
-        file = Path(target).resolve()
-        return f"rewardfleet_grader_{abs(hash(str(file)))}_{file.stem}", str(file), attr
-    return target, None, attr
+    return TEMPLATE_RE.sub(lambda m: _as_text(_lookup(m.group(1), sample)), template)
 
 
 class GraderRuntime:
@@ -82,7 +74,7 @@ class GraderRuntime:
         graders: Mapping[str, GraderSpec],
         router_addresses: Mapping[str, str],
         reward_router_address: str | None,
-        http_client: Any,
+        http_client: aiohttp.ClientSession | None,
     ) -> None:
         self.graders = dict(graders)
         self.router_addresses = dict(router_addresses)
@@ -118,15 +110,30 @@ class GraderRuntime:
             return found
         return []
 
+    def timeout_s(self, spec: GraderSpec, depth: int = 0) -> float:
+        """The grader's own time limit: a multi grader runs its graders at once, so its limit is theirs."""
+        if isinstance(spec, MultiGrader):
+            if depth > MAX_MULTI_DEPTH:
+                return 0.0
+            subs = [self.graders.get(s) if isinstance(s, str) else s for s in spec.graders.values()]
+            return max((self.timeout_s(s, depth + 1) for s in subs if s is not None), default=0.0)
+        return float(getattr(spec, "timeout_s", 0.0))
+
+    def code_versions(self, spec: GraderSpec, depth: int = 0) -> list[str]:
+        """What a grader's version depends on besides its spec: the (content-addressed) module of each python
+        grader in it, so an edited grader file is a new version."""
+        if isinstance(spec, PythonGrader):
+            return [parse_ref(spec.path).module]
+        if isinstance(spec, MultiGrader) and depth <= MAX_MULTI_DEPTH:
+            subs = [self.graders.get(s) if isinstance(s, str) else s for s in spec.graders.values()]
+            return [v for s in subs if s is not None for v in self.code_versions(s, depth + 1)]
+        return []
+
     def _load_python(self, path: str) -> Callable[..., Any]:
+        """Loaded once per runtime: a reload builds a new runtime; the loader names an edited file anew."""
         fn = self._python.get(path)
         if fn is None:
-            module, file, attr = _python_target(path)
-            if file is not None and not Path(file).is_file():
-                raise FileNotFoundError(f"no such file {file}")
-            fn = getattr(load_module(module, file), attr, None)
-            if fn is None or not callable(fn):
-                raise AttributeError(f"{path} names no callable")
+            _, _, fn = resolve(path)
             params = inspect.signature(fn).parameters
             if not {"sample", "item"} <= set(params) and not any(
                 p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
