@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from router.config import RouterConfig
 from services.gateway.config import GatewayConfig, format_validation_error
-from services.gateway.external_pools import ExternalPoolConfig
+from services.gateway.config.external_pools import ExternalPoolConfig
 from services.model_server.checkpoints import BUILTIN_MODELS
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default.yaml")
