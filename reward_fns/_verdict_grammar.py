@@ -2,9 +2,11 @@
 verdict line that `_verdicts.parse_verdict` reads, so a constrained judge cannot wander off the format.
 
 The output may start with a bounded stretch of reasoning (when the template asks for it). The bound is in
-characters; every token the grammar admits is at least one character, so `reasoning_chars` characters fit in
-that many tokens and the verdict line always fits in `max_tokens`. Reasoning may not hold `{` or `}` where a
-JSON object in it would outrank the final verdict line in the parser's order of trust.
+characters, and the reasoning is printable ASCII: a token of ASCII text is at least one character (a
+byte-level token can be a fraction of a multi-byte character, so this does not hold for other text), so
+`reasoning_chars` characters fit in that many tokens and the verdict line always fits in `max_tokens`.
+Reasoning may not hold `{` or `}` where a JSON object in it would outrank the final verdict line in the
+parser's order of trust.
 """
 
 from __future__ import annotations
@@ -54,5 +56,5 @@ def verdict_regex(
     if template.name not in _REASONS or room <= 0:
         return line
     # `\boxed{}` is read last-wins whatever precedes it, so step critiques may reason in LaTeX.
-    chars = r"[\s\S]" if template.verdict_kind == "step_index" else r"[^{}]"
+    chars = r"[\t\n\x20-\x7e]" if template.verdict_kind == "step_index" else r"[\t\n\x20-\x7a|~]"
     return rf"(?:{chars}{{0,{room}}}\n)?{line}"

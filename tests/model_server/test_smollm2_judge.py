@@ -52,7 +52,7 @@ def smollm2(log_dir: Path) -> Iterator[RunningServer]:
 
 def _chat(server: RunningServer, content: str, **extra: object) -> dict:
     body = {"model": "smollm2", "messages": [{"role": "user", "content": content}], "temperature": 0}
-    resp = httpx.post(f"{server.url}/v1/chat/completions", json={**body, **extra}, timeout=120)
+    resp = httpx.post(f"{server.url}/v1/chat/completions", json={**body, **extra}, timeout=600)
     assert resp.status_code == 200, resp.text
     return resp.json()
 
@@ -84,10 +84,10 @@ def test_batched_generation_equals_unbatched(smollm2: RunningServer) -> None:
     ]
     params = {"max_new_tokens": 12, "temperature": 0}
     batched = httpx.post(
-        f"{smollm2.url}/generate", json={"text": prompts, "sampling_params": params}, timeout=120
+        f"{smollm2.url}/generate", json={"text": prompts, "sampling_params": params}, timeout=600
     ).json()
     alone = [
-        httpx.post(f"{smollm2.url}/generate", json={"text": p, "sampling_params": params}, timeout=120).json()
+        httpx.post(f"{smollm2.url}/generate", json={"text": p, "sampling_params": params}, timeout=600).json()
         for p in prompts
     ]
     assert [b["output_ids"] for b in batched] == [a["output_ids"] for a in alone]
@@ -101,7 +101,7 @@ def test_regex_json_schema_and_ebnf_constrain_the_output(smollm2: RunningServer)
     def gen(**constraint: object) -> dict:
         params = {"max_new_tokens": 48, "temperature": 0, **constraint}
         resp = httpx.post(
-            f"{smollm2.url}/generate", json={"text": prompt, "sampling_params": params}, timeout=120
+            f"{smollm2.url}/generate", json={"text": prompt, "sampling_params": params}, timeout=600
         )
         assert resp.status_code == 200, resp.text
         return resp.json()
@@ -146,7 +146,7 @@ def test_a_bad_grammar_is_a_400_naming_the_field(smollm2: RunningServer, samplin
     resp = httpx.post(
         f"{smollm2.url}/generate",
         json={"text": "Hello", "sampling_params": {"max_new_tokens": 4, **sampling}},
-        timeout=60,
+        timeout=600,
     )
     assert resp.status_code == 400, resp.text
     assert param in resp.text
@@ -162,7 +162,7 @@ def test_constrained_judge_verdicts_always_parse(smollm2: RunningServer) -> None
                     "judge", response, reference,
                     {"question": problem, "reference_response": f"The answer is {reference}."},
                     reward_router_address=smollm2.url.removeprefix("http://"), http_client=session,
-                    template=template, model="smollm2", max_tokens=40,
+                    template=template, model="smollm2", max_tokens=32, timeout_s=600,
                 )
                 for template in ("correctness", "rubric", "pairwise", "correctness_yes_no")
                 for problem, reference, response in SAMPLES[:4]
@@ -193,7 +193,7 @@ def test_probability_mode_on_real_logits(smollm2: RunningServer) -> None:
             return await judge.compute_score(
                 "judge", "2+2 = 4.", "4", {"question": "What is 2+2?"}, reward_router_address=address,
                 http_client=session, reward_model_tokenizer=tok, probability=True,
-                score_server_address=address, model="smollm2",
+                score_server_address=address, model="smollm2", timeout_s=600,
             )  # fmt: skip
 
     result = asyncio.run(run())
@@ -204,13 +204,13 @@ def test_probability_mode_on_real_logits(smollm2: RunningServer) -> None:
     messages = [{"role": "user", "content": "What is 2+2? Answer Yes or No."}]
     text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     ids = tok(text, add_special_tokens=False)["input_ids"]
-    raw = httpx.post(f"{smollm2.url}/v1/score", timeout=60, json={
+    raw = httpx.post(f"{smollm2.url}/v1/score", timeout=600, json={
         "query": ids, "items": [[]], "label_token_ids": [yes[0], no[0]], "apply_softmax": False,
     })  # fmt: skip
     assert raw.status_code == 200, raw.text
     ry, rn = raw.json()["scores"][0]
     assert 0 < ry < 1 and 0 < rn < 1 and ry + rn <= 1.0 + 1e-6
-    soft = httpx.post(f"{smollm2.url}/v1/score", timeout=60, json={
+    soft = httpx.post(f"{smollm2.url}/v1/score", timeout=600, json={
         "query": ids, "items": [[]], "label_token_ids": [yes[0], no[0]], "apply_softmax": True,
     }).json()["scores"][0]  # fmt: skip
     assert sum(soft) == pytest.approx(1.0) and soft[0] == pytest.approx(ry / (ry + rn), rel=1e-4)
@@ -232,13 +232,13 @@ def test_the_router_passes_the_constraint_through(smollm2: RunningServer, log_di
 
     proc, url = start_router(smollm2, log_dir, "smollm2")
     try:
-        chat = httpx.post(f"{url}/v1/chat/completions", timeout=120, json={
+        chat = httpx.post(f"{url}/v1/chat/completions", timeout=600, json={
             "model": "smollm2", "messages": [{"role": "user", "content": "Write a long poem about the sea."}],
             "temperature": 0, "max_tokens": 16, "regex": "(Yes|No)",
         })  # fmt: skip
         assert chat.status_code == 200, chat.text
         assert chat.json()["choices"][0]["message"]["content"] in ("Yes", "No"), chat.text
-        gen = httpx.post(f"{url}/generate", timeout=120, json={
+        gen = httpx.post(f"{url}/generate", timeout=600, json={
             "text": "<|im_start|>user\nWrite a long poem about the sea.<|im_end|>\n<|im_start|>assistant\n",
             "sampling_params": {"temperature": 0, "max_new_tokens": 16, "regex": "(Yes|No)"},
         })  # fmt: skip
