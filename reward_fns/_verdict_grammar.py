@@ -31,6 +31,7 @@ _REASONS = {"correctness", "rubric", "pairwise", "step_critique"}
 
 def scale_line(scale_min: float, scale_max: float) -> str:
     """`Score: <n>` for each integer n of an integer scale, else any decimal (the parser checks range)."""
+    scale_min, scale_max = float(scale_min), float(scale_max)  # YAML gives ints
     if scale_min.is_integer() and scale_max.is_integer() and 0 <= scale_max - scale_min <= 100:
         values = range(math.floor(scale_min), math.floor(scale_max) + 1)
         return "Score: (" + "|".join(str(v) for v in sorted(values, key=lambda v: -len(str(v)))) + ")"
