@@ -90,10 +90,14 @@ def reported_tokens(extra: dict[str, Any]) -> int | None:
     usage = extra.get("usage")
     if not isinstance(usage, dict):
         return None
-    total = usage.get("total_tokens")
-    if isinstance(total, numbers.Integral) and not isinstance(total, bool) and total >= 0:
-        return int(total)
-    parts = [usage.get("prompt_tokens"), usage.get("completion_tokens")]
-    if all(isinstance(p, numbers.Integral) and not isinstance(p, bool) and p >= 0 for p in parts):
-        return sum(int(p) for p in parts)  # type: ignore[arg-type]
+    total = _count(usage.get("total_tokens"))
+    if total is not None:
+        return total
+    prompt, completion = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+    return None if prompt is None or completion is None else prompt + completion
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 0:
+        return int(value)
     return None

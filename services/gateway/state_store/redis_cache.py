@@ -103,11 +103,10 @@ class RedisResults:
     async def run(
         self, key: Hashable, request: ScoreRequest, compute: Callable[[], Awaitable[ScoreResult]]
     ) -> ScoreResult:
-        result_key, lease_key, out_key, channel = self._keys(key)
+        result_key, lease_key, out_key, _ = self._keys(key)
         token = uuid.uuid4().hex
-        call = self.store.call
-        kind, value = await call(
-            "cache_claim", lambda: self._claim(keys=[result_key, lease_key, out_key], args=[token, self.lease_ms])
+        kind, value = await self.store.call(
+            "cache_claim", self._claim(keys=[result_key, lease_key, out_key], args=[token, self.lease_ms])
         )
         if kind == 1:
             self.hits += 1
@@ -129,7 +128,7 @@ class RedisResults:
         async with self.store.notifier.listen(channel) as inbox:
             while True:
                 kind, value = await self.store.call(
-                    "cache_check", lambda: self._check(keys=[lease_key, out_key], args=[holder])
+                    "cache_check", self._check(keys=[lease_key, out_key], args=[holder])
                 )
                 if kind == 3:
                     self.joined += 1
@@ -137,7 +136,7 @@ class RedisResults:
                 if kind == 4:  # the run ended without an outcome (crashed, cancelled): claim it again
                     kind, value = await self.store.call(
                         "cache_claim",
-                        lambda: self._claim(keys=[result_key, lease_key, out_key], args=[token, self.lease_ms]),
+                        self._claim(keys=[result_key, lease_key, out_key], args=[token, self.lease_ms]),
                     )
                     if kind in (1, 3):
                         self.hits += kind == 1
@@ -153,7 +152,9 @@ class RedisResults:
     ) -> ScoreResult:
         result_key, lease_key, out_key, channel = self._keys(key)
         keeper = LeaseKeeper(
-            lambda: self.store.call("lease_renew", lambda: self._renew(keys=[lease_key], args=[token, self.lease_ms])),
+            lambda: self.store.call(
+                "lease_renew", self._renew(keys=[lease_key], args=[token, self.lease_ms])
+            ),
             self.lease_s,
         )
         try:
@@ -161,16 +162,14 @@ class RedisResults:
         except BaseException:
             keeper.stop()
             with contextlib.suppress(StateStoreUnavailable):
-                await self.store.call(
-                    "cache_release", lambda: self._release(keys=[lease_key], args=[token, channel])
-                )
+                await self.store.call("cache_release", self._release(keys=[lease_key], args=[token, channel]))
             raise
         keeper.stop()
         cacheable = "1" if result.status == "ok" else "0"
         try:
             await self.store.call(
                 "cache_finish",
-                lambda: self._finish(
+                self._finish(
                     keys=[result_key, lease_key, out_key, self.index],
                     args=[
                         token,

@@ -7,10 +7,10 @@ stale when Redis restarted (so the fleet recovers by itself), and nothing waits 
 Redis is really gone (the request fails fast with `StateStoreUnavailable`).
 
 `Notifier` keeps one subscriber connection per replica. Waiters `listen(channel)` before they look at the
-state and are woken by a PUBLISH of whoever changes it. Correctness never rests on a message arriving: every
-wait also re-reads the state at least every `poll_s`, so a message lost in a reconnect only costs latency. When
-the subscriber connection is lost, every current waiter is woken with `StateStoreUnavailable`; the notifier
-reconnects in the background with backoff.
+state and are woken by a PUBLISH of whoever changes it. Correctness never rests on a message arriving:
+every wait also re-reads the state at least every `poll_s`, so a message lost in a reconnect only costs
+latency. When the subscriber connection is lost, every current waiter is woken with
+`StateStoreUnavailable`; the notifier reconnects in the background with backoff.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -71,7 +71,6 @@ class RedisStore:
             socket_connect_timeout=settings.connect_timeout_s,
             socket_timeout=settings.op_timeout_s,
             retry=Retry(NoBackoff(), 1),
-            retry_on_error=[ConnectionError, TimeoutError],
             max_connections=settings.max_connections,
             health_check_interval=30,
         )
@@ -83,12 +82,12 @@ class RedisStore:
     def script(self, text: str) -> AsyncScript:
         return self.client.register_script(text)
 
-    async def call(self, op: str, make: Callable[[], Awaitable[T]]) -> T:
+    async def call(self, op: str, pending: Awaitable[T]) -> T:
         """Run one store operation; any failure becomes `StateStoreUnavailable` naming the operation."""
         histogram, errors = self.metrics.op(op)
         started = time.perf_counter()
         try:
-            result = await make()
+            result = await pending
         except STORE_ERRORS as exc:
             errors.inc()
             log.warning("state store %s failed: %s: %s", op, type(exc).__name__, exc)
@@ -164,7 +163,7 @@ class Notifier:
                 await self._pubsub.aclose()
 
     async def publish(self, channel: str) -> None:
-        await self.store.call("publish", lambda: self.store.client.publish(channel, b"1"))
+        await self.store.call("publish", self.store.client.publish(channel, b"1"))
 
     @contextlib.asynccontextmanager
     async def listen(self, channel: str) -> AsyncIterator[Inbox]:
@@ -181,7 +180,7 @@ class Notifier:
                 confirmed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                 state.confirmations.append(confirmed)
                 state.inboxes.add(inbox)
-                await self.store.call("subscribe", lambda: pubsub.subscribe(name))
+                await self.store.call("subscribe", pubsub.subscribe(name))
                 await self._confirmed(confirmed)
             else:
                 state.inboxes.add(inbox)
@@ -262,11 +261,15 @@ class Notifier:
 
     def _lost(self, exc: BaseException) -> None:
         if self._ready.is_set():
-            log.warning("state store: pub/sub connection lost (%s: %s); reconnecting", type(exc).__name__, exc)
+            log.warning(
+                "state store: pub/sub connection lost (%s: %s); reconnecting", type(exc).__name__, exc
+            )
         self._ready.clear()
         self._pubsub = None
         self.store.metrics.errors.labels("pubsub").inc()
-        error = StateStoreUnavailable(f"the state store connection was lost ({type(exc).__name__}); retry later")
+        error = StateStoreUnavailable(
+            f"the state store connection was lost ({type(exc).__name__}); retry later"
+        )
         for state in self._channels.values():
             for future in state.confirmations:
                 if not future.done():

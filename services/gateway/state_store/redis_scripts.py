@@ -169,8 +169,8 @@ return 1
 # its answer. open zset: gid -> deadline + grace. done zset: gid -> finish time (trimmed to `kept`).
 
 # KEYS: meta, members, open. ARGV: gid, member, size, fn, timeout_ms, max_open, keep_ms.
-# -> {"new"|"dup", ms to deadline} | {"answered", 0|1 member known} | {"open_full", n}
-#    | {"size", size} | {"fn", fn} | {"full", size}
+# -> {"new"|"dup", ms to deadline, open groups (when it opened one, else 0)} | {"answered", 0|1 member known}
+#    | {"open_full", n} | {"size", size} | {"fn", fn} | {"full", size}
 GROUP_JOIN = (
     _NOW
     + """
@@ -191,15 +191,16 @@ if not st then
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('HSET', KEYS[2], ARGV[2], '')
   redis.call('PEXPIRE', KEYS[2], ttl)
-  return {'new', deadline - now}
+  return {'new', deadline - now, n + 1}
 end
-if redis.call('HGET', KEYS[1], 'size') ~= ARGV[3] then return {'size', redis.call('HGET', KEYS[1], 'size')} end
+local size = redis.call('HGET', KEYS[1], 'size')
+if size ~= ARGV[3] then return {'size', size} end
 if redis.call('HGET', KEYS[1], 'fn') ~= ARGV[4] then return {'fn', redis.call('HGET', KEYS[1], 'fn')} end
 deadline = tonumber(redis.call('HGET', KEYS[1], 'deadline'))
-if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return {'dup', deadline - now} end
+if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return {'dup', deadline - now, 0} end
 if redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[3]) then return {'full', ARGV[3]} end
 redis.call('HSET', KEYS[2], ARGV[2], '')
-return {'new', deadline - now}
+return {'new', deadline - now, 0}
 """
 )
 
