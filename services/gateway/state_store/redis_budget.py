@@ -14,10 +14,12 @@ charges the difference between the real and the estimated tokens.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
+from services.gateway.state_store.base import StateStoreUnavailable
 from services.gateway.state_store.redis_cache import LeaseKeeper
 from services.gateway.state_store.redis_client import RedisStore
 from services.gateway.state_store.redis_scripts import (
@@ -96,9 +98,12 @@ class RedisGate:
             yield RedisCharge(self, tokens)
         finally:
             keeper.stop()
-            await self.store.call(
-                "slot_release", self._release(keys=[self.slots_key], args=[token, self.channel])
-            )
+            # A release that fails must not fail a call that already ran (its caller would retry and run it
+            # again): the store counts the error and the lease frees the slot within lease_s.
+            with contextlib.suppress(StateStoreUnavailable):
+                await self.store.call(
+                    "slot_release", self._release(keys=[self.slots_key], args=[token, self.channel])
+                )
 
     async def _take_slot(self, token: str) -> None:
         store = self.store
