@@ -44,8 +44,14 @@ def fleet(tmp_path: Path, redis_for_fleet: RedisServer) -> Iterator[Fleet]:
 
 
 def sample(uid: str, solution: str, **more: Any) -> dict[str, Any]:
-    return {"data_source": "x", "reward_fn": "stamped", "solution_str": solution, "ground_truth": "", "uid": uid,
-            **more}  # fmt: skip
+    return {
+        "data_source": "x",
+        "reward_fn": "stamped",
+        "solution_str": solution,
+        "ground_truth": "",
+        "uid": uid,
+        **more,
+    }
 
 
 def groups(n_groups: int, size: int = 8) -> list[dict[str, Any]]:
@@ -57,7 +63,7 @@ def groups(n_groups: int, size: int = 8) -> list[dict[str, Any]]:
             group_size=size,
             group_index=i,
             group_fn="rank_normalise" if g % 2 else None,
-        )  # fmt: skip
+        )
         for g in range(n_groups)
         for i in range(size)
     ]
