@@ -141,6 +141,7 @@ class RedisGroupScorer(GroupScorer):
             task = loop.create_task(self._own(request, fn, label, keys, member, size, gfn, deadline))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved if nobody waits
             return await asyncio.shield(task)  # a client that goes away must not cancel the group's answer
         async with self.store.notifier.listen(keys.channel) as inbox:
             return await self._wait(keys, member, size, gfn, deadline, inbox, None)
