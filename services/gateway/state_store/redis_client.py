@@ -66,14 +66,18 @@ class RedisStore:
         self.settings = settings
         self.metrics = metrics
         self.prefix = settings.key_prefix
-        self.client: aioredis.Redis = aioredis.Redis.from_url(
+        # A blocking pool: past max_connections a call waits (up to op_timeout_s) for a free connection
+        # instead of failing at once.
+        pool = aioredis.BlockingConnectionPool.from_url(
             settings.url,
             socket_connect_timeout=settings.connect_timeout_s,
             socket_timeout=settings.op_timeout_s,
             retry=Retry(NoBackoff(), 1),
             max_connections=settings.max_connections,
+            timeout=settings.op_timeout_s,
             health_check_interval=30,
         )
+        self.client: aioredis.Redis = aioredis.Redis(connection_pool=pool)
         self.notifier = Notifier(self)
 
     def key(self, *parts: str) -> str:
