@@ -44,7 +44,7 @@ class RedisCharge:
         delta = real_tokens - min(self.estimated, int(gate.tpm))
         store = gate.store
         self.pending = asyncio.get_running_loop().create_task(
-            store.call("bucket_settle", gate._settle(keys=[gate.tpm_key], args=[gate.tpm or 0, delta]))
+            store.call("bucket_settle", gate.store.eval(gate._settle, [gate.tpm_key], [gate.tpm or 0, delta]))
         )
         # a failed correction is counted by the store; the answer to the caller does not wait for it
         self.pending.add_done_callback(lambda t: t.cancelled() or t.exception())
@@ -89,7 +89,7 @@ class RedisGate:
         await self._take_slot(token)
         keeper = LeaseKeeper(
             lambda: self.store.call(
-                "slot_renew", self._renew(keys=[self.slots_key], args=[token, self.lease_ms])
+                "slot_renew", self.store.eval(self._renew, [self.slots_key], [token, self.lease_ms])
             ),
             self.lease_s,
         )
@@ -102,16 +102,18 @@ class RedisGate:
             # again): the store counts the error and the lease frees the slot within lease_s.
             with contextlib.suppress(StateStoreUnavailable):
                 await self.store.call(
-                    "slot_release", self._release(keys=[self.slots_key], args=[token, self.channel])
+                    "slot_release", self.store.eval(self._release, [self.slots_key], [token, self.channel])
                 )
 
     async def _take_slot(self, token: str) -> None:
         store = self.store
         args: list[str | int] = [token, self.lease_ms, self.max_concurrency or 0]
-        if await store.call("slot_acquire", self._acquire(keys=[self.slots_key], args=args)):
+        if await store.call("slot_acquire", self.store.eval(self._acquire, [self.slots_key], args)):
             return
         async with store.notifier.listen(self.channel) as inbox:
-            while not await store.call("slot_acquire", self._acquire(keys=[self.slots_key], args=args)):
+            while not await store.call(
+                "slot_acquire", self.store.eval(self._acquire, [self.slots_key], args)
+            ):
                 await inbox.wait(store.settings.poll_s)
 
     async def _pace(self, tokens: int) -> None:
@@ -121,7 +123,7 @@ class RedisGate:
         keys = [self.rpm_key, self.tpm_key]
         async with self._turn:
             while True:
-                wait_ms = await self.store.call("bucket_take", self._take(keys=keys, args=args))
+                wait_ms = await self.store.call("bucket_take", self.store.eval(self._take, keys, args))
                 if not wait_ms:
                     return
                 await asyncio.sleep(int(wait_ms) / 1000)

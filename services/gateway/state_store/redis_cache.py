@@ -106,7 +106,8 @@ class RedisResults:
         result_key, lease_key, out_key, _ = self._keys(key)
         token = uuid.uuid4().hex
         kind, value = await self.store.call(
-            "cache_claim", self._claim(keys=[result_key, lease_key, out_key], args=[token, self.lease_ms])
+            "cache_claim",
+            self.store.eval(self._claim, [result_key, lease_key, out_key], [token, self.lease_ms]),
         )
         if kind == 1:
             self.hits += 1
@@ -128,7 +129,7 @@ class RedisResults:
         async with self.store.notifier.listen(channel) as inbox:
             while True:
                 kind, value = await self.store.call(
-                    "cache_check", self._check(keys=[lease_key, out_key], args=[holder])
+                    "cache_check", self.store.eval(self._check, [lease_key, out_key], [holder])
                 )
                 if kind == 3:
                     self.joined += 1
@@ -136,7 +137,9 @@ class RedisResults:
                 if kind == 4:  # the run ended without an outcome (crashed, cancelled): claim it again
                     kind, value = await self.store.call(
                         "cache_claim",
-                        self._claim(keys=[result_key, lease_key, out_key], args=[token, self.lease_ms]),
+                        self.store.eval(
+                            self._claim, [result_key, lease_key, out_key], [token, self.lease_ms]
+                        ),
                     )
                     if kind in (1, 3):
                         self.hits += kind == 1
@@ -153,7 +156,7 @@ class RedisResults:
         result_key, lease_key, out_key, channel = self._keys(key)
         keeper = LeaseKeeper(
             lambda: self.store.call(
-                "lease_renew", self._renew(keys=[lease_key], args=[token, self.lease_ms])
+                "lease_renew", self.store.eval(self._renew, [lease_key], [token, self.lease_ms])
             ),
             self.lease_s,
         )
@@ -162,16 +165,19 @@ class RedisResults:
         except BaseException:
             keeper.stop()
             with contextlib.suppress(StateStoreUnavailable):
-                await self.store.call("cache_release", self._release(keys=[lease_key], args=[token, channel]))
+                await self.store.call(
+                    "cache_release", self.store.eval(self._release, [lease_key], [token, channel])
+                )
             raise
         keeper.stop()
         cacheable = "1" if result.status == "ok" else "0"
         try:
             await self.store.call(
                 "cache_finish",
-                self._finish(
-                    keys=[result_key, lease_key, out_key, self.index],
-                    args=[
+                self.store.eval(
+                    self._finish,
+                    [result_key, lease_key, out_key, self.index],
+                    [
                         token,
                         result.model_dump_json(),
                         cacheable,

@@ -20,7 +20,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -33,6 +33,7 @@ from redis.exceptions import RedisError
 
 from services.gateway.state_store.base import StateStoreUnavailable
 from services.gateway.state_store.metrics import StateStoreMetrics
+from services.gateway.state_store.redis_pipeline import Pipeliner
 
 log = logging.getLogger("rewardfleet.gateway")
 T = TypeVar("T")
@@ -78,6 +79,7 @@ class RedisStore:
             health_check_interval=30,
         )
         self.client: aioredis.Redis = aioredis.Redis(connection_pool=pool)
+        self.pipeliner = Pipeliner(self.client)
         self.notifier = Notifier(self)
 
     def key(self, *parts: str) -> str:
@@ -85,6 +87,10 @@ class RedisStore:
 
     def script(self, text: str) -> AsyncScript:
         return self.client.register_script(text)
+
+    def eval(self, script: AsyncScript, keys: Sequence[Any], args: Sequence[Any]) -> Awaitable[Any]:
+        """Run a Lua script, in the pipeline of this event-loop turn (redis_pipeline.py)."""
+        return self.pipeliner.run(script, keys, args)
 
     async def call(self, op: str, pending: Awaitable[T]) -> T:
         """Run one store operation; any failure becomes `StateStoreUnavailable` naming the operation."""

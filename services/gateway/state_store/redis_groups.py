@@ -116,7 +116,7 @@ class RedisGroupScorer(GroupScorer):
             self.keep_ms,
         ]
         reply = await self.store.call(
-            "group_join", self._join(keys=[keys.meta, keys.members, self.open_key], args=args)
+            "group_join", self.store.eval(self._join, [keys.meta, keys.members, self.open_key], args)
         )
         status = reply[0].decode()
         if status == "open_full":
@@ -165,7 +165,7 @@ class RedisGroupScorer(GroupScorer):
         async with self.store.notifier.listen(keys.channel) as inbox:
             reply = await self.store.call(
                 "group_report",
-                self._report(keys=[keys.meta, keys.members], args=[member, payload, lease_ms]),
+                self.store.eval(self._report, [keys.meta, keys.members], [member, payload, lease_ms]),
             )
             state = reply[0].decode()
             if state == "complete":
@@ -213,9 +213,10 @@ class RedisGroupScorer(GroupScorer):
     async def _time_out(self, keys: _Keys) -> tuple[str, int]:
         reply = await self.store.call(
             "group_expire",
-            self._expire_script(
-                keys=[keys.meta, keys.members, self.open_key, self.done_key],
-                args=[keys.gid, self.config.finished_groups_kept, self.prefix, keys.channel],
+            self.store.eval(
+                self._expire_script,
+                [keys.meta, keys.members, self.open_key, self.done_key],
+                [keys.gid, self.config.finished_groups_kept, self.prefix, keys.channel],
             ),
         )
         return reply[0].decode(), int(reply[1])
@@ -250,7 +251,9 @@ class RedisGroupScorer(GroupScorer):
         )
         await self.store.call(
             "group_answer",
-            self._answer(keys=[keys.final, keys.meta], args=[member, answer.model_dump_json(), keys.channel]),
+            self.store.eval(
+                self._answer, [keys.final, keys.meta], [member, answer.model_dump_json(), keys.channel]
+            ),
         )
         return answer
 
@@ -284,9 +287,10 @@ class RedisGroupScorer(GroupScorer):
         pairs = [part for m, a in answers.items() for part in (m, a.model_dump_json())]
         await self.store.call(
             "group_finish",
-            self._finish(
-                keys=[keys.meta, keys.final, self.open_key, self.done_key],
-                args=[keys.gid, self.config.finished_groups_kept, self.prefix, keys.channel, *pairs],
+            self.store.eval(
+                self._finish,
+                [keys.meta, keys.final, self.open_key, self.done_key],
+                [keys.gid, self.config.finished_groups_kept, self.prefix, keys.channel, *pairs],
             ),
         )
         return answers

@@ -1,0 +1,54 @@
+"""Automatic pipelining against a real redis-server: calls of one event-loop turn share a round trip, each
+gets its own answer or error, and scripts Redis forgot (a restart, SCRIPT FLUSH) are loaded again."""
+
+from __future__ import annotations
+
+import asyncio
+
+from redis.exceptions import ConnectionError, ResponseError
+
+from services.gateway.state_store.redis_backend import RedisBackend
+
+ECHO = "return ARGV[1]"
+FAIL_ON_X = "if ARGV[1] == 'x' then return redis.error_reply('bad x') end return ARGV[1]"
+
+
+async def test_one_turn_one_pipeline_each_its_answer(replicas: list[RedisBackend]) -> None:
+    store = replicas[0].store
+    echo = store.script(ECHO)
+    before = store.pipeliner.batches
+    answers = await asyncio.gather(*(store.eval(echo, ["k"], [str(i)]) for i in range(100)))
+    assert answers == [str(i).encode() for i in range(100)]
+    assert store.pipeliner.batches - before == 1
+
+
+async def test_an_error_reaches_only_its_caller(replicas: list[RedisBackend]) -> None:
+    store = replicas[0].store
+    script = store.script(FAIL_ON_X)
+    results = await asyncio.gather(
+        store.eval(script, ["k"], ["a"]), store.eval(script, ["k"], ["x"]), return_exceptions=True
+    )
+    assert results[0] == b"a"
+    assert isinstance(results[1], ResponseError) and "bad x" in str(results[1])
+
+
+async def test_forgotten_scripts_are_loaded_again(replicas: list[RedisBackend]) -> None:
+    store = replicas[0].store
+    echo = store.script(ECHO)
+    assert await store.eval(echo, ["k"], ["1"]) == b"1"
+    await store.client.script_flush()  # what a restarted Redis knows of our scripts: nothing
+    assert await asyncio.gather(store.eval(echo, ["k"], ["2"]), store.eval(echo, ["k"], ["3"])) == [
+        b"2",
+        b"3",
+    ]
+
+
+async def test_lost_connection_fails_every_call_of_the_batch(replicas: list[RedisBackend]) -> None:
+    store = replicas[0].store
+    echo = store.script(ECHO)
+    await store.client.connection_pool.disconnect()
+    store.client.connection_pool.connection_kwargs["port"] = 1  # nothing listens there
+    results = await asyncio.gather(
+        store.eval(echo, ["k"], ["a"]), store.eval(echo, ["k"], ["b"]), return_exceptions=True
+    )
+    assert all(isinstance(r, ConnectionError) for r in results), results
