@@ -80,7 +80,7 @@ class RedisStore:
         )
         self.client: aioredis.Redis = aioredis.Redis(connection_pool=pool)
         self.pipeliner = Pipeliner(self.client)
-        self.notifier = Notifier(self)
+        self.notifier = Notifier(self, self.key("g", ""))
 
     def key(self, *parts: str) -> str:
         return self.prefix + ":".join(parts)
@@ -147,8 +147,15 @@ class _Channel:
 
 
 class Notifier:
-    def __init__(self, store: RedisStore) -> None:
+    """Per-key channels are subscribed while someone listens. The channels under `broadcast_prefix` (groups:
+    a completion wakes members on every replica anyway) are covered by one pattern subscription made at
+    connect time, so listening to one of them costs no round trip."""
+
+    def __init__(self, store: RedisStore, broadcast_prefix: str) -> None:
         self.store = store
+        self.broadcast = broadcast_prefix.encode()
+        escaped = "".join("\\" + c if c in "*?[]\\" else c for c in broadcast_prefix)
+        self._pattern = (escaped + "*").encode()
         self._channels: dict[bytes, _Channel] = {}
         self._pubsub: Any = None
         self._ready = asyncio.Event()
@@ -182,7 +189,13 @@ class Notifier:
         inbox = Inbox()
         state = self._channels.get(name)
         try:
-            if state is None:
+            if name.startswith(self.broadcast):
+                if self._pubsub is None or not self._ready.is_set():
+                    raise StateStoreUnavailable("the state store's pub/sub connection is down; retry later")
+                if state is None:
+                    state = self._channels[name] = _Channel()
+                state.inboxes.add(inbox)
+            elif state is None:
                 state = self._channels[name] = _Channel()
                 pubsub = self._pubsub
                 if pubsub is None or not self._ready.is_set():
@@ -215,6 +228,8 @@ class Notifier:
         if state.inboxes:
             return
         del self._channels[name]
+        if name.startswith(self.broadcast):
+            return  # covered by the pattern: nothing to unsubscribe
         for future in state.confirmations:
             if not future.done():
                 future.cancel()
@@ -234,8 +249,10 @@ class Notifier:
             pubsub = self.store.client.pubsub()
             try:
                 await pubsub.subscribe(self._keepalive)  # opens the connection; keeps it open when idle
-                if self._channels:
-                    await pubsub.subscribe(*self._channels)
+                await pubsub.psubscribe(self._pattern)
+                own = [name for name in self._channels if not name.startswith(self.broadcast)]
+                if own:
+                    await pubsub.subscribe(*own)
                 self._pubsub = pubsub
                 if not first:
                     self.store.metrics.reconnects.inc()
@@ -261,7 +278,7 @@ class Notifier:
         if state is None:
             return
         kind = message["type"]
-        if kind == "message":
+        if kind in ("message", "pmessage"):
             for inbox in state.inboxes:
                 inbox.event.set()
         elif kind == "subscribe" and state.confirmations:

@@ -34,9 +34,11 @@ from services.gateway.state_store.base import StateStoreUnavailable
 from services.gateway.state_store.redis_client import Inbox, RedisStore
 from services.gateway.state_store.redis_scripts import (
     GROUP_ANSWER,
+    GROUP_COLLECT,
     GROUP_EXPIRE,
     GROUP_FINISH,
     GROUP_JOIN,
+    GROUP_READ,
     GROUP_REPORT,
 )
 
@@ -85,6 +87,8 @@ class RedisGroupScorer(GroupScorer):
         self._finish = store.script(GROUP_FINISH)
         self._expire_script = store.script(GROUP_EXPIRE)
         self._answer = store.script(GROUP_ANSWER)
+        self._read = store.script(GROUP_READ)
+        self._collect = store.script(GROUP_COLLECT)
         self._open_seen = 0
 
     @property
@@ -189,7 +193,7 @@ class RedisGroupScorer(GroupScorer):
         loop = asyncio.get_running_loop()
         give_up = deadline + (gfn.timeout_s if gfn else 0.0) + COMPLETER_GRACE_S + self.store.settings.poll_s
         while True:
-            raw = await self.store.call("group_read", self.store.client.hget(keys.final, member))
+            raw = await self.store.call("group_read", self.store.eval(self._read, [keys.final], [member]))
             if raw is not None:
                 return ScoreResult.model_validate_json(raw)
             now = loop.time()
@@ -260,7 +264,8 @@ class RedisGroupScorer(GroupScorer):
     async def _finish_group(
         self, keys: _Keys, size: int, gfn: GroupFunction | None
     ) -> dict[str, ScoreResult]:
-        stored = await self.store.call("group_collect", self.store.client.hgetall(keys.members))
+        flat = await self.store.call("group_collect", self.store.eval(self._collect, [keys.members], []))
+        stored = dict(zip(flat[::2], flat[1::2], strict=True))
         members = sorted(
             ((tuple(json.loads(m)), json.loads(p)) for m, p in stored.items()),
             key=lambda item: _member_order(cast(MemberKey, item[0])),

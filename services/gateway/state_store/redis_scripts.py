@@ -274,6 +274,10 @@ return {st, tonumber(redis.call('HGET', KEYS[1], 'received') or '0')}
 """
 )
 
+# Plain reads, as scripts so that they ride in the automatic pipeline.
+GROUP_READ = "return redis.call('HGET', KEYS[1], ARGV[1])"
+GROUP_COLLECT = "return redis.call('HGETALL', KEYS[1])"
+
 # KEYS: final, meta. ARGV: member, answer, channel. One member's own answer after a timeout.
 GROUP_ANSWER = """
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
