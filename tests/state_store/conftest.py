@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
+from services.gateway.metrics import GatewayMetrics
 from services.gateway.state_store.metrics import StateStoreMetrics
 from services.gateway.state_store.redis_backend import RedisBackend
 from services.gateway.state_store.redis_client import RedisSettings
@@ -29,7 +30,8 @@ def make_backend(url: str, prefix: str, poll_s: float = 0.5, lease_s: float = 10
     settings = RedisSettings(
         url=url, key_prefix=prefix, poll_s=poll_s, connect_timeout_s=1.0, op_timeout_s=2.0
     )
-    return RedisBackend(settings, StateStoreMetrics(CollectorRegistry()), lease_s=lease_s)
+    metrics = GatewayMetrics(CollectorRegistry())
+    return RedisBackend(settings, metrics, StateStoreMetrics(metrics.registry), lease_s=lease_s)
 
 
 @pytest.fixture

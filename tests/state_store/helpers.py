@@ -9,14 +9,6 @@ from typing import Any
 from services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
 
 
-@dataclass(frozen=True)
-class FnId:
-    """What the cache key reads of a reward function."""
-
-    name: str = "judge"
-    version: str = "v1"
-
-
 def request(uid: str | int | None = "u1", solution: str = "42", **more: Any) -> ScoreRequest:
     return ScoreRequest(data_source="test", solution_str=solution, ground_truth="42", uid=uid, **more)
 

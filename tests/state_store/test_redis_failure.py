@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from services.gateway.state_store.base import StateStoreUnavailable
+from services.gateway.errors import StateStoreUnavailable
 from tests.state_store.conftest import make_backend
-from tests.state_store.helpers import CountingCompute, FnId, request
+from tests.state_store.helpers import CountingCompute, request
 from tests.state_store.redis_server import RedisServer
 from tests.support import free_port
 
@@ -41,7 +41,7 @@ async def test_lost_mid_run_fails_fast_then_recovers(own_redis: RedisServer) -> 
     try:
         caches = owner.results("uid", 100, 60.0), waiter.results("uid", 100, 60.0)
         req = request("lost")
-        key = caches[0].key(req, FnId())
+        key = caches[0].key(req, "judge", "v1")
         compute = CountingCompute()
         compute.gate.clear()
         running = asyncio.create_task(caches[0].run(key, req, compute.bind(req)))
@@ -54,7 +54,7 @@ async def test_lost_mid_run_fails_fast_then_recovers(own_redis: RedisServer) -> 
             await joining
         fresh = request("new-sample")
         with pytest.raises(StateStoreUnavailable, match="cache_claim"):  # refused before running
-            await caches[1].run(caches[1].key(fresh, FnId()), fresh, compute.bind(fresh))
+            await caches[1].run(caches[1].key(fresh, "judge", "v1"), fresh, compute.bind(fresh))
         compute.gate.set()
         done = await running  # the run in flight keeps its result; only its sharing is lost
         assert done.status == "ok" and compute.runs == 1
@@ -62,7 +62,7 @@ async def test_lost_mid_run_fails_fast_then_recovers(own_redis: RedisServer) -> 
         assert errors >= 1
 
         own_redis.start()  # same port, empty: the fleet recovers without a restart
-        again = await caches[1].run(caches[1].key(fresh, FnId()), fresh, compute.bind(fresh))
+        again = await caches[1].run(caches[1].key(fresh, "judge", "v1"), fresh, compute.bind(fresh))
         assert again.status == "ok" and compute.runs == 2
         for _ in range(100):  # the notifier reconnects in the background
             if waiter.store.notifier._ready.is_set():

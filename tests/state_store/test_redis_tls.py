@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from services.gateway.state_store.base import StateStoreUnavailable
+from services.gateway.errors import StateStoreUnavailable
 from tests.state_store.conftest import make_backend
-from tests.state_store.helpers import CountingCompute, FnId, request
+from tests.state_store.helpers import CountingCompute, request
 from tests.state_store.redis_server import RedisServer
 from tests.support import free_port
 
@@ -75,8 +75,8 @@ async def test_rediss_url_with_password(tls_redis: tuple[RedisServer, Path]) -> 
         cache = backend.results("uid", 10, 60.0)
         req = request("tls")
         compute = CountingCompute()
-        await cache.run(cache.key(req, FnId()), req, compute.bind(req))
-        assert (await cache.run(cache.key(req, FnId()), req, compute.bind(req))).cached
+        await cache.run(cache.key(req, "judge", "v1"), req, compute.bind(req))
+        assert (await cache.run(cache.key(req, "judge", "v1"), req, compute.bind(req))).cached
     finally:
         await backend.close()
     wrong = make_backend(f"rediss://:nope@127.0.0.1:{port}/0?ssl_ca_certs={cert}", "tls:")

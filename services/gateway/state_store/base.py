@@ -1,32 +1,24 @@
 """What a state backend provides, and the error a lost store turns into.
 
 A backend builds the three stateful parts of a gateway: the result cache with its in-flight join
-(`idempotency.py`), a per-function gate (`admission.py`'s max_concurrency / RPM / TPM) and the group scorer
-(`groups.py`). `memory.py` keeps them in the process; `redis_backend.py` keeps them in Redis so that every
-replica of a fleet sees the same ones.
+(`reliability/idempotency.py`), a per-function gate (`reliability/function_limits.py`: max_concurrency,
+RPM, TPM) and the group scorer (`features/groups.py`). `memory.py` keeps them in the process;
+`redis_backend.py` keeps them in Redis so that every replica of a fleet sees the same ones.
 
 A lost store is never papered over: a request whose state cannot be read or written gets
-`StateStoreUnavailable` (503 + Retry-After), before its reward function runs whenever possible. The trainer's
-retry (the client retries 503) then lands once the store is back; falling back to per-replica state would
-quietly run judges twice, multiply budgets by the replica count and leave groups incomplete.
+`errors.StateStoreUnavailable` (503 + Retry-After), before its reward function runs whenever possible. The
+trainer's retry (the client retries 503) then lands once the store is back; falling back to per-replica
+state would quietly run judges twice, multiply budgets by the replica count and leave groups incomplete.
 """
 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-from services.gateway.errors import GatewayError
 from services.gateway.schemas import ScoreRequest, ScoreResult
-
-
-class StateStoreUnavailable(GatewayError):
-    """The shared state store could not be reached or answered an error; retry after Retry-After."""
-
-    status_code = 503
-    type = "StateStoreUnavailable"
 
 
 class Charge(Protocol):
@@ -42,12 +34,9 @@ class Gate(Protocol):
 
 
 class Results(Protocol):
-    """Result cache + in-flight join (see idempotency.py for the key and the semantics)."""
+    """Result cache + in-flight join (see reliability/idempotency.py for the key and the semantics)."""
 
-    hits: int
-    joined: int
-
-    def key(self, request: ScoreRequest, fn: Any) -> Hashable | None: ...
+    def key(self, request: ScoreRequest, fn_name: str, fn_version: str) -> Hashable | None: ...
 
     async def run(
         self, key: Hashable, request: ScoreRequest, compute: Callable[[], Awaitable[ScoreResult]]
@@ -55,10 +44,9 @@ class Results(Protocol):
 
 
 class Groups(Protocol):
-    @property
-    def open_groups(self) -> int: ...
-
-    async def submit(self, request: ScoreRequest, fn: Any, label: str) -> ScoreResult: ...
+    async def submit(
+        self, request: ScoreRequest, fn: Any, label: str, functions: Mapping[str, Any]
+    ) -> ScoreResult: ...
 
 
 class StateBackend(Protocol):
@@ -81,7 +69,7 @@ class StateBackend(Protocol):
         lease_s: float,
     ) -> Gate: ...
 
-    def groups(self, config: Any, functions: Any, scorer: Any) -> Groups: ...
+    def groups(self, config: Any, scorer: Any) -> Groups: ...
 
 
 def reported_tokens(extra: dict[str, Any]) -> int | None:

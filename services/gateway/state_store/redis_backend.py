@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.gateway.metrics import GatewayMetrics
 from services.gateway.state_store.base import Gate, Groups, Results
 from services.gateway.state_store.metrics import StateStoreMetrics
 from services.gateway.state_store.redis_budget import RedisGate
@@ -16,8 +17,15 @@ from services.gateway.state_store.redis_groups import RedisGroupScorer
 class RedisBackend:
     name = "redis"
 
-    def __init__(self, settings: RedisSettings, metrics: StateStoreMetrics, lease_s: float = 10.0) -> None:
-        self.store = RedisStore(settings, metrics)
+    def __init__(
+        self,
+        settings: RedisSettings,
+        metrics: GatewayMetrics,
+        store_metrics: StateStoreMetrics,
+        lease_s: float = 10.0,
+    ) -> None:
+        self.metrics = metrics
+        self.store = RedisStore(settings, store_metrics)
         self.lease_s = lease_s
         self.finished_keep_s = 600.0
 
@@ -29,7 +37,7 @@ class RedisBackend:
 
     def results(self, mode: str, max_entries: int, ttl_s: float) -> Results:
         self.finished_keep_s = max(self.finished_keep_s, ttl_s)
-        return RedisResults(self.store, mode, max_entries, ttl_s, self.lease_s)
+        return RedisResults(self.store, mode, max_entries, ttl_s, self.lease_s, self.metrics)
 
     def gate(
         self,
@@ -43,5 +51,5 @@ class RedisBackend:
             self.store, fn_name, max_concurrency, requests_per_minute, tokens_per_minute, lease_s
         )
 
-    def groups(self, config: Any, functions: Any, scorer: Any) -> Groups:
-        return RedisGroupScorer(self.store, config, functions, scorer, self.finished_keep_s)
+    def groups(self, config: Any, scorer: Any) -> Groups:
+        return RedisGroupScorer(self.store, config, scorer, self.finished_keep_s)

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from services.gateway.state_store.base import StateStoreUnavailable
+from services.gateway.errors import StateStoreUnavailable
 from services.gateway.state_store.redis_cache import LeaseKeeper
 from services.gateway.state_store.redis_client import RedisStore
 from services.gateway.state_store.redis_scripts import (
@@ -42,6 +42,7 @@ class RedisCharge:
         if gate.tpm is None or real_tokens == self.estimated:
             return
         delta = real_tokens - min(self.estimated, int(gate.tpm))
+        self.estimated = real_tokens
         store = gate.store
         self.pending = asyncio.get_running_loop().create_task(
             store.call("bucket_settle", gate.store.eval(gate._settle, [gate.tpm_key], [gate.tpm or 0, delta]))

@@ -24,9 +24,10 @@ import uuid
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
-from services.gateway.idempotency import inputs_digest
+from services.gateway.errors import StateStoreUnavailable
+from services.gateway.metrics import GatewayMetrics
+from services.gateway.reliability.idempotency import inputs_digest
 from services.gateway.schemas import ScoreRequest, ScoreResult
-from services.gateway.state_store.base import StateStoreUnavailable
 from services.gateway.state_store.redis_client import RedisStore
 from services.gateway.state_store.redis_scripts import (
     CACHE_CHECK,
@@ -68,8 +69,17 @@ class LeaseKeeper:
 
 
 class RedisResults:
-    def __init__(self, store: RedisStore, mode: str, max_entries: int, ttl_s: float, lease_s: float) -> None:
+    def __init__(
+        self,
+        store: RedisStore,
+        mode: str,
+        max_entries: int,
+        ttl_s: float,
+        lease_s: float,
+        metrics: GatewayMetrics,
+    ) -> None:
         self.store = store
+        self.metrics = metrics
         self.mode = mode
         self.max_entries = max_entries
         self.ttl_ms = max(1, int(ttl_s * 1000))
@@ -81,16 +91,14 @@ class RedisResults:
         self._finish = store.script(CACHE_FINISH)
         self._release = store.script(CACHE_RELEASE)
         self._renew = store.script(LEASE_RENEW)
-        self.hits = 0
-        self.joined = 0
 
-    def key(self, request: ScoreRequest, fn: Any) -> Hashable | None:
+    def key(self, request: ScoreRequest, fn_name: str, fn_version: str) -> Hashable | None:
         if self.mode == "off" or (self.mode == "uid" and request.uid is None):
             return None
         digest = inputs_digest(request).hex()
         if self.mode == "uid":
-            return f"{fn.name}|{fn.version}|{request.uid!s}|{digest}"
-        return f"{fn.name}|{fn.version}|{digest}"
+            return f"{fn_name}|{fn_version}|{request.uid!s}|{digest}"
+        return f"{fn_name}|{fn_version}|{digest}"
 
     def _keys(self, key: Hashable) -> tuple[str, str, str, str]:
         base = self.store.key("r", "{" + str(key) + "}")
@@ -110,10 +118,10 @@ class RedisResults:
             self.store.eval(self._claim, [result_key, lease_key, out_key], [token, self.lease_ms]),
         )
         if kind == 1:
-            self.hits += 1
+            self.metrics.result_cache_answered("hit")
             return self._as_cached(value, request)
         if kind == 3:
-            self.joined += 1
+            self.metrics.result_cache_answered("join")
             return self._as_cached(value, request)
         if kind == 0:
             joined = await self._join(key, value, request)
@@ -132,7 +140,7 @@ class RedisResults:
                     "cache_check", self.store.eval(self._check, [lease_key, out_key], [holder])
                 )
                 if kind == 3:
-                    self.joined += 1
+                    self.metrics.result_cache_answered("join")
                     return self._as_cached(value, request)
                 if kind == 4:  # the run ended without an outcome (crashed, cancelled): claim it again
                     kind, value = await self.store.call(
@@ -142,8 +150,7 @@ class RedisResults:
                         ),
                     )
                     if kind in (1, 3):
-                        self.hits += kind == 1
-                        self.joined += kind == 3
+                        self.metrics.result_cache_answered("hit" if kind == 1 else "join")
                         return self._as_cached(value, request)
                     if kind == 2:
                         return token

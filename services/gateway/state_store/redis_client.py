@@ -31,7 +31,7 @@ from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
-from services.gateway.state_store.base import StateStoreUnavailable
+from services.gateway.errors import StateStoreUnavailable
 from services.gateway.state_store.metrics import StateStoreMetrics
 from services.gateway.state_store.redis_pipeline import Pipeliner
 
@@ -269,7 +269,7 @@ class Notifier:
             except STORE_ERRORS as exc:
                 self._lost(exc)
                 with contextlib.suppress(*STORE_ERRORS):
-                    await pubsub.aclose()
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
                 await asyncio.sleep(backoff_s)
                 backoff_s = min(backoff_s * 2, 2.0)
 

@@ -19,18 +19,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from services.gateway.groups import (
-    GroupFunction,
+from services.gateway.errors import (
+    GroupAnswerLost,
     GroupRequestError,
-    GroupScorer,
-    MemberKey,
+    StateStoreUnavailable,
     TooManyOpenGroups,
 )
+from services.gateway.features.groups import GroupFunction, GroupScorer, MemberKey
 from services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult
-from services.gateway.state_store.base import StateStoreUnavailable
 from services.gateway.state_store.redis_client import Inbox, RedisStore
 from services.gateway.state_store.redis_scripts import (
     GROUP_ANSWER,
@@ -43,13 +43,6 @@ from services.gateway.state_store.redis_scripts import (
 )
 
 COMPLETER_GRACE_S = 10.0  # a completer's lease: the group function's timeout plus this
-
-
-class GroupAnswerLost(StateStoreUnavailable):
-    """A repeated member waited past the deadline and the completer's lease for an answer no one wrote
-    (the replica that held the member died)."""
-
-    type = "GroupAnswerLost"
 
 
 @dataclass(frozen=True)
@@ -76,8 +69,8 @@ def _member_order(key: MemberKey) -> tuple[str, Any]:
 
 
 class RedisGroupScorer(GroupScorer):
-    def __init__(self, store: RedisStore, config: Any, functions: Any, scorer: Any, keep_s: float) -> None:
-        super().__init__(config, functions, scorer)
+    def __init__(self, store: RedisStore, config: Any, scorer: Any, keep_s: float) -> None:
+        super().__init__(config, scorer)
         self.store = store
         self.keep_ms = max(1000, int(keep_s * 1000))
         self.prefix = store.key("g", "")
@@ -89,24 +82,21 @@ class RedisGroupScorer(GroupScorer):
         self._answer = store.script(GROUP_ANSWER)
         self._read = store.script(GROUP_READ)
         self._collect = store.script(GROUP_COLLECT)
-        self._open_seen = 0
-
-    @property
-    def open_groups(self) -> int:
-        """Open groups fleet-wide as of the last group this replica opened (the count lives in Redis)."""
-        return self._open_seen
 
     def _keys(self, gid: str | int) -> _Keys:
         encoded = json.dumps(gid)
         base = self.prefix + "{" + encoded + "}"
         return _Keys(encoded, base + ":meta", base + ":m", base + ":f", base)
 
-    async def submit(self, request: ScoreRequest, fn: Any, label: str) -> ScoreResult:
+    async def submit(
+        self, request: ScoreRequest, fn: Any, label: str, functions: Mapping[str, GroupFunction]
+    ) -> ScoreResult:
+        """As `GroupScorer.submit`, fleet-wide; `functions` are the group functions served now."""
         key = self._member_key(request)
         gid = request.group_id
         if gid is None:
             raise GroupRequestError("not a group member: group_id is null")
-        gfn = self._group_fn(request)
+        gfn = self._group_fn(request, functions)
         size = request.group_size or 1
         keys = self._keys(gid)
         member = json.dumps(list(key))
@@ -140,8 +130,6 @@ class RedisGroupScorer(GroupScorer):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (int(reply[1]) / 1000 if status != "answered" else 0.0)
         if status == "new":
-            if reply[2]:
-                self._open_seen = int(reply[2])
             task = loop.create_task(self._own(request, fn, label, keys, member, size, gfn, deadline))
             self._background.add(task)
             task.add_done_callback(self._background.discard)

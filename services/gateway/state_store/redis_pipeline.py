@@ -85,7 +85,7 @@ class Pipeliner:
             for script, keys, args, _ in batch
         )
         pool = self.client.connection_pool
-        conn = await pool.get_connection()
+        conn = await pool.get_connection()  # type: ignore[no-untyped-call]
         try:
             await conn.send_packed_command(payload, check_health=False)
             results: list[Any] = []
