@@ -38,13 +38,14 @@ from services.gateway.reliability.admission import Admission, AdmissionMiddlewar
 from services.gateway.reliability.auth import ApiKeyAuth, read_keys_file
 from services.gateway.reliability.drain import Drain
 from services.gateway.reliability.function_limits import function_gates
+from services.gateway.reliability.idempotency import Results
 from services.gateway.reliability.input_limits import SampleLimits
 from services.gateway.reliability.middleware import BodySizeLimit, RequestMetrics
 from services.gateway.routes import admin, graders, meta, score
 from services.gateway.routes.deps import Gateway
 from services.gateway.routes.error_handlers import install_error_handlers
 from services.gateway.routes.protocols import gateway_score_one, make_protocol_router
-from services.gateway.state_store.base import Results, StateBackend
+from services.gateway.state_store.base import StateBackend
 from services.gateway.state_store.factory import build_backend
 
 log = logging.getLogger("rewardfleet.gateway")

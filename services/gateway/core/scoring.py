@@ -25,9 +25,9 @@ from services.gateway.errors import ComponentFailed, InvalidReturn
 from services.gateway.execution.pool import WorkerPool
 from services.gateway.execution.results import error_location, normalise_return
 from services.gateway.metrics import GatewayMetrics
-from services.gateway.reliability.function_limits import estimate_tokens
+from services.gateway.reliability.function_limits import Gate, estimate_tokens, reported_tokens
+from services.gateway.reliability.idempotency import Results
 from services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
-from services.gateway.state_store.base import Gate, Results, reported_tokens
 
 
 @dataclass

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import math
+import numbers
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
-from typing import Any
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Protocol
 
 from services.gateway.config import FunctionConfig
 from services.gateway.reliability.input_limits import prompt_chars
@@ -52,6 +53,37 @@ class TokenBucket:
 
     def take(self, amount: float) -> None:
         self.level -= min(amount, self.capacity)
+
+
+class Charge(Protocol):
+    """Tokens charged up front (an estimate); `settle` corrects the charge once the call reports usage."""
+
+    def settle(self, real_tokens: int) -> None: ...
+
+
+class Gate(Protocol):
+    """One reward function's budgets: `hold(estimated_tokens)` waits for a slot and for RPM/TPM budget."""
+
+    def hold(self, tokens: int) -> AbstractAsyncContextManager[Charge]: ...
+
+
+def reported_tokens(extra: dict[str, Any]) -> int | None:
+    """Tokens a judge's answer says it used: `extra["usage"]` in the OpenAI shape (`total_tokens`, or
+    `prompt_tokens` + `completion_tokens`). None when the function reports nothing usable."""
+    usage = extra.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    total = _count(usage.get("total_tokens"))
+    if total is not None:
+        return total
+    prompt, completion = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+    return None if prompt is None or completion is None else prompt + completion
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 0:
+        return int(value)
+    return None
 
 
 class TokenCharge:

@@ -13,34 +13,12 @@ state would quietly run judges twice, multiply budgets by the replica count and 
 
 from __future__ import annotations
 
-import numbers
-from collections.abc import Awaitable, Callable, Hashable, Mapping
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Mapping
 from typing import Any, Protocol
 
+from services.gateway.reliability.function_limits import Gate
+from services.gateway.reliability.idempotency import Results
 from services.gateway.schemas import ScoreRequest, ScoreResult
-
-
-class Charge(Protocol):
-    """Tokens charged up front (an estimate); `settle` corrects the charge once the call reports usage."""
-
-    def settle(self, real_tokens: int) -> None: ...
-
-
-class Gate(Protocol):
-    """One reward function's budgets: `hold(estimated_tokens)` waits for a slot and for RPM/TPM budget."""
-
-    def hold(self, tokens: int) -> AbstractAsyncContextManager[Charge]: ...
-
-
-class Results(Protocol):
-    """Result cache + in-flight join (see reliability/idempotency.py for the key and the semantics)."""
-
-    def key(self, request: ScoreRequest, fn_name: str, fn_version: str) -> Hashable | None: ...
-
-    async def run(
-        self, key: Hashable, request: ScoreRequest, compute: Callable[[], Awaitable[ScoreResult]]
-    ) -> ScoreResult: ...
 
 
 class Groups(Protocol):
@@ -70,22 +48,3 @@ class StateBackend(Protocol):
     ) -> Gate: ...
 
     def groups(self, config: Any, scorer: Any) -> Groups: ...
-
-
-def reported_tokens(extra: dict[str, Any]) -> int | None:
-    """Tokens a judge's answer says it used: `extra["usage"]` in the OpenAI shape (`total_tokens`, or
-    `prompt_tokens` + `completion_tokens`). None when the function reports nothing usable."""
-    usage = extra.get("usage")
-    if not isinstance(usage, dict):
-        return None
-    total = _count(usage.get("total_tokens"))
-    if total is not None:
-        return total
-    prompt, completion = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
-    return None if prompt is None or completion is None else prompt + completion
-
-
-def _count(value: Any) -> int | None:
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 0:
-        return int(value)
-    return None

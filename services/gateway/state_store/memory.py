@@ -9,9 +9,9 @@ from typing import Any
 
 from services.gateway.features.groups import GroupScorer
 from services.gateway.metrics import GatewayMetrics
-from services.gateway.reliability.function_limits import FunctionGate
-from services.gateway.reliability.idempotency import ResultCache
-from services.gateway.state_store.base import Gate, Groups, Results
+from services.gateway.reliability.function_limits import FunctionGate, Gate
+from services.gateway.reliability.idempotency import ResultCache, Results
+from services.gateway.state_store.base import Groups
 
 
 class MemoryBackend:

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from services.gateway.metrics import GatewayMetrics
-from services.gateway.state_store.base import Gate, Groups, Results
+from services.gateway.reliability.function_limits import Gate
+from services.gateway.reliability.idempotency import Results
+from services.gateway.state_store.base import Groups
 from services.gateway.state_store.metrics import StateStoreMetrics
 from services.gateway.state_store.redis_budget import RedisGate
 from services.gateway.state_store.redis_cache import RedisResults
