@@ -1,11 +1,13 @@
 """A generic async supervisor: run one child process, watch its readiness, restart it with backoff.
 
-Nothing here is specific to sglang-router: a `ChildSpec` names any command (router, model server, gateway),
-so `rewardfleet up` can supervise every child with one class. Each child runs in its own process group; when
-it exits, whatever it left in its group is killed before the restart, and `stop()` leaves nothing behind.
+Nothing here is specific to one kind of child: a `ChildSpec` names any command (model server, sglang-router,
+gateway), so `rewardfleet up` supervises every child with one class. Each child runs in its own process group;
+when it exits, whatever it left in its group is killed before the restart, and `stop()` leaves nothing behind.
 
 Restart delays grow `initial_s * multiplier**n` up to `max_s`; a child that stayed up `reset_after_s` before
 crashing starts again from `initial_s`. With `max_restarts` the supervisor gives up (state `failed`).
+`events` keeps only the most recent `events_kept` events, so a child crash-looping for days costs no memory;
+`restarts` counts them all.
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ import enum
 import os
 import signal
 import time
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 import aiohttp
+
+from services.fleet.redact import redact_argv
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,6 @@ class ChildSpec:
     log_path: Path | None = None  # None: output discarded
     cwd: Path | None = None
     stop_timeout_s: float = 10.0  # SIGTERM → SIGKILL
-    secret_flags: tuple[str, ...] = ()  # flags whose values `display_argv` hides
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -47,11 +51,8 @@ class ChildSpec:
 
     @property
     def display_argv(self) -> list[str]:
-        out = list(self.argv)
-        for i, arg in enumerate(out[:-1]):
-            if arg in self.secret_flags:
-                out[i + 1] = "***"
-        return out
+        """`argv` with every secret (flag values, URL passwords) hidden, safe to print or log."""
+        return redact_argv(self.argv)
 
 
 @dataclass(frozen=True)
@@ -99,15 +100,21 @@ class Supervisor:
     """Keeps one child running until `stop()`: `async with Supervisor(spec) as s: await s.wait_ready()`."""
 
     def __init__(
-        self, spec: ChildSpec, backoff: Backoff | None = None, probe_interval_s: float = 0.2
+        self,
+        spec: ChildSpec,
+        backoff: Backoff | None = None,
+        probe_interval_s: float = 0.2,
+        events_kept: int = 100,
     ) -> None:
+        if events_kept < 1:
+            raise ValueError("Supervisor.events_kept must be >= 1")
         self.spec = spec
         self.backoff = backoff or Backoff()
         self.probe_interval_s = probe_interval_s
         self.state = ChildState.CREATED
         self.restarts = 0
         self.last_exit_code: int | None = None
-        self.events: list[ChildEvent] = []
+        self.events: deque[ChildEvent] = deque(maxlen=events_kept)  # the most recent only
         self._proc: asyncio.subprocess.Process | None = None
         self._log: IO[bytes] | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -120,10 +127,6 @@ class Supervisor:
     def pid(self) -> int | None:
         proc = self._proc
         return proc.pid if proc is not None and proc.returncode is None else None
-
-    @property
-    def is_ready(self) -> bool:
-        return self._ready.is_set()
 
     async def start(self) -> Supervisor:
         if self._task is not None:

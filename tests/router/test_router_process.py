@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from router import RouterProcess
 from tests.router.conftest import Replica, ReplicaFactory, RouterFactory, pid_exists
+from tests.router.router_process import RouterProcess
 from tests.sglang_standin import standin_embedding, standin_reward
 
 

@@ -13,7 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from router import Backoff, ChildFailed, ChildSpec, ChildState, RouterConfig, Supervisor, router_child_spec
+from router import RouterConfig
+from services.fleet.plan import router_child_spec
+from services.fleet.supervisor import Backoff, ChildFailed, ChildSpec, ChildState, Supervisor
 from tests.router.conftest import FAST_HEALTH, ReplicaFactory, pid_exists
 from tests.support import free_port
 
@@ -33,6 +35,30 @@ def test_backoff_grows_and_is_capped() -> None:
         Backoff(multiplier=0.5)
     with pytest.raises(ValueError, match="argv"):
         ChildSpec(name="x", argv=())
+    with pytest.raises(ValueError, match="events_kept"):
+        Supervisor(ChildSpec(name="x", argv=("true",)), events_kept=0)
+
+
+def test_display_argv_hides_secrets() -> None:
+    spec = ChildSpec(name="x", argv=("sglang-router", "--api-key", "sk-1", "--redis", "redis://:pw@h:6379"))
+    assert spec.display_argv == ["sglang-router", "--api-key", "***", "--redis", "redis://:***@h:6379"]
+    assert "sk-1" in spec.argv  # the child itself gets the real key
+
+
+async def test_events_keep_only_the_most_recent(tmp_path: Path) -> None:
+    # A crash loop must not grow memory: 20 restarts make ~60 events, the supervisor keeps the last 5.
+    spec = ChildSpec(name="crasher", argv=(sys.executable, "-c", "import sys; sys.exit(3)"))
+    sup = Supervisor(spec, Backoff(initial_s=0.0, max_s=0.0, max_restarts=20), events_kept=5)
+    await sup.start()
+    try:
+        await _until(lambda: sup.state is ChildState.FAILED, 60)
+    finally:
+        await sup.stop()
+    assert sup.restarts == 20
+    assert len(sup.events) == 5
+    assert [e.kind for e in sup.events][-2:] == ["gave_up", "stopped"]
+    with pytest.raises(ChildFailed, match="after 20 restarts"):  # the last detail survives the trimming
+        await sup.wait_ready(timeout_s=0.1)
 
 
 async def test_supervisor_restarts_killed_router(start_replica: ReplicaFactory, tmp_path: Path) -> None:

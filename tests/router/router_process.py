@@ -1,4 +1,7 @@
-"""`RouterProcess`: one sglang-router binary as a child process, with readiness, workers and a clean stop.
+"""`RouterProcess`, for tests and benchmarks: one sglang-router child with readiness, workers, a clean stop.
+
+The fleet runs its routers under `services.fleet.supervisor.Supervisor`; tests and benchmarks that need one
+router, synchronously, with its admin API at hand, use this instead.
 
 The `sglang-router` script runs the Rust router inside its Python process (pyo3), so the child's pid is the
 router's. It gets its own process group, so `stop()` can signal everything it started and leave no orphan.
@@ -17,9 +20,8 @@ from pathlib import Path
 from typing import IO
 
 from router.admin import Readiness, RouterAdmin, RouterAdminError, WorkerInfo
-from router.command import build_command, redacted_command
+from router.command import build_command
 from router.config import RouterConfig
-from router.supervisor import ChildSpec
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -30,22 +32,6 @@ class RouterStartError(RuntimeError):
 
 def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
-
-
-def router_child_spec(cfg: RouterConfig, name: str, log_path: Path | None = None) -> ChildSpec:
-    """What a `Supervisor` needs to run (and restart) this router.
-
-    Readiness is `/readiness` (at least one healthy worker) when the router has static workers, otherwise
-    `/liveness`: a router started empty is ready to be given workers.
-    """
-    probe = "/readiness" if cfg.worker_urls or cfg.service_discovery else "/liveness"
-    return ChildSpec(
-        name=name,
-        argv=tuple(build_command(cfg)),
-        readiness_url=cfg.url + probe,
-        log_path=log_path,
-        secret_flags=("--api-key",),
-    )
 
 
 class RouterProcess:
@@ -72,11 +58,6 @@ class RouterProcess:
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
-
-    @property
-    def command(self) -> list[str]:
-        """The argv with secrets hidden, safe to print."""
-        return redacted_command(build_command(self.cfg))
 
     # --- lifecycle ------------------------------------------------------------------------------------
     def start(self) -> RouterProcess:
