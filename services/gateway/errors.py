@@ -16,6 +16,8 @@
     ├── RewardFunctionFailed      500: OpenRLHF/slime sample failed with no fallback score
     ├── Draining                  503: the gateway is shutting down (+ Retry-After)
     ├── TooManyOpenGroups         503: `max_open_groups` groups are waiting for members
+    ├── StateStoreUnavailable     503: the shared state store (Redis) failed or is unreachable (+ Retry-After)
+    │   └── GroupAnswerLost       503: a repeated group member's answer was never written (its replica died)
     └── RewardFunctionTimeout     504: OpenRLHF/slime sample timed out with no fallback score
 
     Raised inside a reward call; the sample gets a result with `status: "error"` and this `error.type`
@@ -145,6 +147,21 @@ class Draining(GatewayError):
 class TooManyOpenGroups(GatewayError):
     status_code = 503
     type = "TooManyOpenGroups"
+
+
+class StateStoreUnavailable(GatewayError):
+    """Raised before the reward function runs whenever possible, so a retry after Retry-After runs it once."""
+
+    status_code = 503
+    type = "StateStoreUnavailable"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.with_headers(Retry_After="1")
+
+
+class GroupAnswerLost(StateStoreUnavailable):
+    type = "GroupAnswerLost"
 
 
 class RewardFunctionTimeout(GatewayError):
