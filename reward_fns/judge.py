@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -60,6 +60,22 @@ class JudgeConfigError(ValueError):
 class JudgeReply:
     text: str
     finish_reason: str
+    usage: dict[str, int] = field(default_factory=dict)  # OpenAI-shaped token counts, when the server says
+
+
+def _usage(prompt: Any, completion: Any) -> dict[str, int]:
+    """`{"prompt_tokens", "completion_tokens", "total_tokens"}`, or {} if the counts are missing: the gateway
+    charges a function's TPM budget with these real counts (`extra["usage"]`)."""
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return {}
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def total_usage(replies: Sequence[JudgeReply]) -> dict[str, int]:
+    if not replies or any(not r.usage for r in replies):
+        return {}
+    keys = ("prompt_tokens", "completion_tokens", "total_tokens")
+    return {k: sum(r.usage[k] for r in replies) for k in keys}
 
 
 @dataclass(frozen=True)
@@ -106,7 +122,13 @@ async def ask_judge(endpoint: JudgeEndpoint, messages: list[dict[str, str]]) -> 
     if not isinstance(content, str):
         # A reasoning parser on the server may have moved everything into `reasoning_content`.
         raise _bad_response(endpoint, "/v1/chat/completions", body, "message.content is not text")
-    return JudgeReply(text=content, finish_reason=finish)
+    reported = body.get("usage")
+    usage: Mapping[str, Any] = reported if isinstance(reported, Mapping) else {}
+    return JudgeReply(
+        text=content,
+        finish_reason=finish,
+        usage=_usage(usage.get("prompt_tokens"), usage.get("completion_tokens")),
+    )
 
 
 async def _ask_generate(endpoint: JudgeEndpoint, messages: list[dict[str, str]]) -> JudgeReply:
@@ -133,9 +155,13 @@ async def _ask_generate(endpoint: JudgeEndpoint, messages: list[dict[str, str]])
             raise _bad_response(endpoint, "/generate", body, "neither text nor output_ids")
         # A server started with --skip-tokenizer-init answers with ids only.
         text = await asyncio.to_thread(tokenizer.decode, output_ids, skip_special_tokens=True)
-    finish = body.get("meta_info", {}).get("finish_reason") or {}
+    meta_info = body.get("meta_info")
+    meta: Mapping[str, Any] = meta_info if isinstance(meta_info, Mapping) else {}
+    finish = meta.get("finish_reason") or {}
     return JudgeReply(
-        text=str(text), finish_reason=str(finish.get("type", "")) if isinstance(finish, dict) else ""
+        text=str(text),
+        finish_reason=str(finish.get("type", "")) if isinstance(finish, dict) else "",
+        usage=_usage(meta.get("prompt_tokens"), meta.get("completion_tokens")),
     )
 
 
@@ -289,7 +315,8 @@ async def compute_score(
     """Score `solution_str` with an LLM judge; see the module docstring and docs/remote_reward_fns.md.
 
     Returns {"score": 0..1, "judge_verdict": str, "judge_verdict_source": str, "judge_response": str,
-    "judge_template": str} (probability mode: verdict "p_yes=…", source "probability", response "").
+    "judge_template": str, "usage": {prompt/completion/total tokens} or {}} (probability mode: verdict
+    "p_yes=…", source "probability", response "", no usage).
     """
     try:
         tmpl = get_template(
@@ -360,6 +387,7 @@ async def compute_score(
             "judge_verdict_source": " / ".join(v.source for v in verdicts),
             "judge_response": "\n\n=====\n\n".join(r.text for r in replies),
             "judge_template": tmpl.name,
+            "usage": total_usage(replies),
         }
 
     reply = await ask_judge(endpoint, render(values))
@@ -370,4 +398,5 @@ async def compute_score(
         "judge_verdict_source": verdict.source,
         "judge_response": reply.text,
         "judge_template": tmpl.name,
+        "usage": reply.usage,
     }
