@@ -157,10 +157,14 @@ def test_info_routes_for_registration(rm_server: RunningServer) -> None:
     assert info["is_generation"] is False and info["architectures"] == ["Qwen2ForSequenceClassification"]
     assert info["model_type"] == "qwen2" and info["model_path"].endswith("qwen2-rm")
     assert server_info["served_model_name"] == "tiny-rm" and server_info["dp_size"] == 1
-    assert server_info["max_batch_size"] == 32 and "version" in server_info
+    assert server_info["rewardfleet"]["max_batch_size"] == 32 and "version" in server_info
     assert models["object"] == "list" and models["data"][0]["id"] == "tiny-rm"
     assert models["data"][0]["max_model_len"] == 512
-    assert load["load"] == 0 and load["num_waiting_reqs"] == 0
+    assert load == [
+        {"dp_rank": 0, "num_reqs": 0, "num_waiting_reqs": 0, "num_running_reqs": 0, "num_tokens": 0}
+    ]
+    with rm_server.client() as c:
+        assert c.get("/ready").status_code == 200
 
 
 def test_metrics_exposition(rm_server: RunningServer) -> None:
