@@ -241,3 +241,26 @@ def test_malformed_json_is_400(rm_server: RunningServer) -> None:
     with rm_server.client() as c:
         r = c.post("/v1/embeddings", content=b"{not json", headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["object"] == "error"
+
+
+def test_score_pools_last_real_token_even_when_it_is_the_pad_id(
+    rm_server: RunningServer, tiny_models: dict[str, Path]
+) -> None:
+    """SGLang pools at each sequence's true last token. A chat template may end with the pad token itself
+    (`<|im_end|>` as pad); pooling "the rightmost non-pad token" (HF's head) would then score the wrong one."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    path = tiny_models["qwen2_rm"]
+    pad = AutoTokenizer.from_pretrained(path).pad_token_id
+    model = AutoModelForSequenceClassification.from_pretrained(path).eval()
+    ends_in_pad, short = [11, 12, 13, pad], [11, 12, 13]
+    with torch.inference_mode():
+        hidden = model.base_model(input_ids=torch.tensor([ends_in_pad])).last_hidden_state
+        expected = model.score(hidden[0, -1]).item()
+        hf_head = model(input_ids=torch.tensor([ends_in_pad])).logits[0, 0].item()
+    with rm_server.client() as c:
+        # Batched with a shorter input, so right padding (with that same id) is in play too.
+        got = c.post("/classify", json={"input_ids": [ends_in_pad, short]}).json()
+    assert got[0]["embedding"][0] == pytest.approx(expected, abs=1e-4)
+    assert abs(hf_head - expected) > 1e-4  # the HF head's pooling would have been wrong here
