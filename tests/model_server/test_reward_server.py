@@ -247,7 +247,7 @@ def test_score_pools_last_real_token_even_when_it_is_the_pad_id(
     rm_server: RunningServer, tiny_models: dict[str, Path]
 ) -> None:
     """SGLang pools at each sequence's true last token. A chat template may end with the pad token itself
-    (`<|im_end|>` as pad); pooling "the rightmost non-pad token" (HF's head) would then score the wrong one."""
+    (`<|im_end|>` as pad); pooling "the rightmost non-pad token" (HF) then scores the wrong one."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
