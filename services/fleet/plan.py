@@ -168,7 +168,7 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
             spec = None
             if argv is not None:
                 spec = ChildSpec(
-                    name=f"{name}-{i}", argv=tuple(argv), readiness_url=f"{url}/health",
+                    name=f"{name}-{i}", argv=tuple(argv), readiness_url=f"{url}/ready",
                     log_path=logs / f"{name}-{i}.log", stop_timeout_s=20.0,
                 )  # fmt: skip
             replicas.append(ReplicaPlan(pool=name, index=i, url=url, spec=spec))
