@@ -42,7 +42,7 @@ def _pool(**overrides: object) -> dict[str, object]:
 
 
 def test_fleet_refuses_power_of_two_on_sglang_pools() -> None:
-    with pytest.raises(ValueError, match="power_of_two.*SGLang 0.5.23 does not serve"):
+    with pytest.raises(ValueError, match=r"power_of_two.*SGLang 0\.5\.23 does not serve"):
         FleetConfig.model_validate(
             {"pools": {"rm": _pool(backend="sglang", router={"policy": "power_of_two"})}}
         )
