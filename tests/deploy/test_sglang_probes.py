@@ -97,4 +97,4 @@ def test_fleet_waits_on_ready_for_model_servers(tmp_path: Path) -> None:
         {"run_dir": str(tmp_path), "pools": {"enc": {"kind": "encoder", "model_path": "builtin:minilm"}}}
     )
     (pool,) = plan_fleet(config).pools
-    assert [r.spec.readiness_url.rsplit("/", 1)[1] for r in pool.replicas if r.spec] == ["ready"]
+    assert [r.spec.readiness_url for r in pool.replicas if r.spec] == [f"{pool.replicas[0].url}/ready"]

@@ -120,6 +120,7 @@ def health_sleeps_before_answering() -> bool:
             and node.func.attr == "sleep"
             and node.args
             and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, int | float)
             and node.args[0].value >= 1
         ):
             return True
