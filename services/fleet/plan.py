@@ -141,7 +141,10 @@ def _cpu_command(pool: PoolConfig, port: int) -> list[str]:
 
 
 def sglang_available() -> bool:
-    return importlib.util.find_spec("sglang") is not None
+    """Whether this machine can run `sglang.launch_server`: the package *and* its compiled kernels
+    (`sgl_kernel`, from sglang-kernel, a CUDA build). The wheel alone, as the conformance tests install it
+    with --no-deps, cannot serve."""
+    return all(importlib.util.find_spec(m) is not None for m in ("sglang", "sgl_kernel"))
 
 
 # Time the gateway gets after its drain to stop its worker pool and exit, before SIGKILL.
