@@ -20,6 +20,8 @@ WORKDIR /opt/rewardfleet
 ARG TORCH_VERSION=2.13.0
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 ARG TORCH_FIND_LINKS=
+# DL3013 misreads the optional --find-links expansion as an unpinned package; torch is pinned (TORCH_VERSION).
+# hadolint ignore=DL3013
 RUN pip install --no-compile --index-url "${TORCH_INDEX_URL}" \
         ${TORCH_FIND_LINKS:+--find-links "${TORCH_FIND_LINKS}"} "torch==${TORCH_VERSION}"
 COPY pyproject.toml README.md ./

@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,10 +43,11 @@ class Built:
     buildah: im.Buildah
     tags: dict[str, str]
     logs: Path
+    containers: dict[str, str]  # one working container per image, shared by the tests (vfs copies each)
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     b = im.Buildah(tool("buildah"))
     logs = tmp_path_factory.mktemp("image-logs")
     started = time.perf_counter()
@@ -74,7 +76,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
         print(f"built {name}: {time.perf_counter() - t0:.0f}s")
         tags[name] = tag
     print(f"all images: {time.perf_counter() - started:.0f}s")
-    return Built(b, tags, logs)
+    with ExitStack() as stack:
+        containers = {name: stack.enter_context(b.container(tag)) for name, tag in tags.items()}
+        yield Built(b, tags, logs, containers)
 
 
 @pytest.fixture
@@ -111,15 +115,14 @@ def entrypoint(built: Built, name: str, args: list[str] | None = None) -> list[s
 def test_gateway_image_scores(built: Built) -> None:
     port = free_port()
     log = built.logs / "run-gateway.log"
-    with built.buildah.container(built.tags["gateway"]) as ctr:
-        env = {"REWARDFLEET_GATEWAY_PORT": str(port)}
-        proc = built.buildah.start(ctr, entrypoint(built, "gateway"), log, env=env)
-        try:
-            _wait(f"http://127.0.0.1:{port}/health", proc, log)
-            body = {"data_source": "openai/gsm8k", "solution_str": "so #### 42", "ground_truth": "42"}
-            resp = httpx.post(f"http://127.0.0.1:{port}/score", json=body, timeout=30)
-        finally:
-            im.stop(proc)
+    env = {"REWARDFLEET_GATEWAY_PORT": str(port)}
+    proc = built.buildah.start(built.containers["gateway"], entrypoint(built, "gateway"), log, env=env)
+    try:
+        _wait(f"http://127.0.0.1:{port}/health", proc, log)
+        body = {"data_source": "openai/gsm8k", "solution_str": "so #### 42", "ground_truth": "42"}
+        resp = httpx.post(f"http://127.0.0.1:{port}/score", json=body, timeout=30)
+    finally:
+        im.stop(proc)
     assert resp.status_code == 200, resp.text
     assert resp.json()["score"] == 1.0 and resp.json()["reward_fn"] == "gsm8k"
 
@@ -132,26 +135,26 @@ def test_model_server_and_router_images(built: Built, model_dir: Path) -> None:
     ms_args += ["--host", "127.0.0.1", "--port", str(ms_port)]
     router_args = ["--worker-urls", f"http://127.0.0.1:{ms_port}", "--host", "127.0.0.1"]
     router_args += ["--port", str(router_port), "--prometheus-port", str(prom_port)]
-    with b.container(built.tags["model-server"]) as ms_ctr, b.container(built.tags["router"]) as router_ctr:
-        volume = (f"{model_dir}:/models/rm:ro",)
-        ms = b.start(ms_ctr, entrypoint(built, "model-server", ms_args), ms_log, volumes=volume)
-        router = None
-        try:
-            _wait(f"http://127.0.0.1:{ms_port}/ready", ms, ms_log)
-            direct = httpx.post(
-                f"http://127.0.0.1:{ms_port}/v1/embeddings", json={"model": "rm", "input": "hi"}, timeout=30
-            )
-            router = b.start(router_ctr, entrypoint(built, "router", router_args), router_log)
-            _wait(f"http://127.0.0.1:{router_port}/readiness", router, router_log)
-            routed = httpx.post(
-                f"http://127.0.0.1:{router_port}/v1/embeddings",
-                json={"model": "rm", "input": "hi"},
-                timeout=30,
-            )
-        finally:
-            if router is not None:
-                im.stop(router)
-            im.stop(ms)
+    ms_ctr, router_ctr = built.containers["model-server"], built.containers["router"]
+    volume = (f"{model_dir}:/models/rm:ro",)
+    ms = b.start(ms_ctr, entrypoint(built, "model-server", ms_args), ms_log, volumes=volume)
+    router = None
+    try:
+        _wait(f"http://127.0.0.1:{ms_port}/ready", ms, ms_log)
+        direct = httpx.post(
+            f"http://127.0.0.1:{ms_port}/v1/embeddings", json={"model": "rm", "input": "hi"}, timeout=30
+        )
+        router = b.start(router_ctr, entrypoint(built, "router", router_args), router_log)
+        _wait(f"http://127.0.0.1:{router_port}/readiness", router, router_log)
+        routed = httpx.post(
+            f"http://127.0.0.1:{router_port}/v1/embeddings",
+            json={"model": "rm", "input": "hi"},
+            timeout=30,
+        )
+    finally:
+        if router is not None:
+            im.stop(router)
+        im.stop(ms)
     assert direct.status_code == 200, direct.text
     assert routed.status_code == 200, routed.text
     (value,) = direct.json()["data"][0]["embedding"]
@@ -163,14 +166,16 @@ def test_model_server_image_refuses_root_only_model_files(built: Built, model_di
         f.chmod(0o600)  # owned by root, as a checkpoint copied in by root without a+r
     log = built.logs / "run-model-server-perm.log"
     args = ["--model-path", "/models/rm", "--port", str(free_port())]
-    with built.buildah.container(built.tags["model-server"]) as ctr:
-        proc = built.buildah.start(
-            ctr, entrypoint(built, "model-server", args), log, volumes=(f"{model_dir}:/models/rm:ro",)
-        )
-        try:
-            code = proc.wait(timeout=120)
-        finally:
-            im.stop(proc)
+    proc = built.buildah.start(
+        built.containers["model-server"],
+        entrypoint(built, "model-server", args),
+        log,
+        volumes=(f"{model_dir}:/models/rm:ro",),
+    )
+    try:
+        code = proc.wait(timeout=120)
+    finally:
+        im.stop(proc)
     out = log.read_text()
     assert code != 0, out
     assert "cannot be read by this process (uid 10001; mode 0600, owner uid 0)" in out, out[-3000:]

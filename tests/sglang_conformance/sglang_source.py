@@ -2,10 +2,10 @@
 
 The pinned wheel is installed with `--no-deps` (.ci/setup). `import sglang` runs `sglang/__init__.py`, which
 imports triton (a GPU package) through `sglang.srt.utils`; the protocol module and the embedding registry do
-not need it. So `protocol()` registers a bare `sglang` package object with the wheel's path and imports
-`sglang.srt.entrypoints.openai.protocol` (the real module, unchanged) through it. Facts that live in code
-that cannot be imported here (http_server.py, tokenizer_manager.py, models/*.py all import CUDA-only
-packages) are read from the source with `ast`.
+not need it. So `protocol()` registers the `sglang` package from its real spec without executing its
+`__init__.py`, and imports `sglang.srt.entrypoints.openai.protocol` (the real module, unchanged) through it.
+Facts that live in code that cannot be imported here (http_server.py, tokenizer_manager.py, models/*.py all
+import CUDA-only packages) are read from the source with `ast`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import importlib
 import importlib.metadata
 import importlib.util
 import sys
-import types
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -35,10 +34,14 @@ def package_dir() -> Path:
 
 
 def _bare_package() -> None:
+    """Register the `sglang` package from its real spec without running its `__init__.py` (which needs
+    triton); submodules then import from the wheel as usual."""
     if "sglang" not in sys.modules:
-        pkg = types.ModuleType("sglang")
-        pkg.__path__ = [str(package_dir())]
-        sys.modules["sglang"] = pkg
+        package_dir()
+        spec = importlib.util.find_spec("sglang")
+        if spec is None:
+            raise RuntimeError("the sglang wheel is not installed")
+        sys.modules["sglang"] = importlib.util.module_from_spec(spec)
 
 
 @cache
