@@ -86,7 +86,7 @@ def check_sandbox(reward_kwargs: dict[str, Any]) -> None:
 
 def _verdict(result: dict[str, Any], expected: Any, call_based: bool) -> str:
     verdict = str(result.get("verdict"))
-    if verdict != "ok":
+    if verdict != "ok" or result.get("case") == -1:  # -1: no cases, the program loaded
         return verdict
     return "pass" if case_passes(result, expected, call_based) else "wrong_answer"
 
@@ -133,7 +133,7 @@ async def compute_score(
             async with asyncio.timeout(settings.sample_timeout_s):
                 first = await run.first_pass()
                 verdicts = [_verdict(r, outputs[r["case"]] if r["case"] >= 0 else None, call_based) for r in first]
-                if len(first) == max(1, len(inputs)) and all(v == "pass" or v == "ok" for v in verdicts):
+                if len(first) == max(1, len(inputs)) and all(v in ("pass", "ok") for v in verdicts):
                     return {"score": 1.0, "all_passed": True, "verdicts": verdicts if inputs else []}
                 if not continuous:
                     return {"score": 0.0, "all_passed": False, "verdicts": verdicts}

@@ -2,7 +2,8 @@
 
 Runs outside the sandbox, on what the harness reported, so the program never sees the expected outputs.
 
-stdin/stdout cases (the expected output is a string, or a list of lines joined with newlines) pass when:
+Every input and expected output must be a string (prime_code asserts it, so a list fails the case).
+stdin/stdout cases pass when:
 1. the printed text equals the expected text after stripping both ends (also with every line stripped);
 2. or the printed lines equal `[expected]`, or the expected text's non-empty lines stripped (printed lines as
    they are, then with empty ones dropped);
@@ -53,11 +54,7 @@ def _digits(value: str) -> bool:
 
 
 def stdin_case_passes(printed: str, expected: Any) -> bool:
-    if isinstance(expected, list):
-        if not all(isinstance(line, str) for line in expected):
-            return False
-        expected = "\n".join(expected)
-    if not isinstance(expected, str):
+    if not isinstance(expected, str):  # prime_code asserts a string (for its report) before comparing
         return False
     lines = printed.splitlines()
     want = expected.strip()
@@ -91,7 +88,7 @@ def _int_keys(value: dict[Any, Any]) -> dict[int, Any] | None:
 
 
 def call_case_passes(returned: Any, expected_json: Any) -> bool:
-    if not isinstance(expected_json, str | bytes | bytearray):
+    if not isinstance(expected_json, str):
         return False
     try:
         expected = json.loads(expected_json)

@@ -168,9 +168,10 @@ def _load(job: dict[str, Any], timer_s: float) -> Any:
 def _run_case(method: Any, job: dict[str, Any], raw_inputs: Any, timer_s: float) -> dict[str, Any]:
     signal.setitimer(signal.ITIMER_REAL, timer_s)
     try:
+        if not isinstance(raw_inputs, str):
+            # prime_code truncates every input for its report and asserts it is a string first.
+            raise TypeError(f"test case input must be a string, got {type(raw_inputs).__name__}")
         if job.get("fn_name") is None:
-            if isinstance(raw_inputs, list):
-                raw_inputs = "\n".join(raw_inputs)
             with _Capture() as captured:
                 _call_with_stdin(method, raw_inputs)
             return {"verdict": "ok", "output": captured[0]}
