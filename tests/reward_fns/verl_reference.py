@@ -65,3 +65,27 @@ def installed_version() -> str:
     from importlib.metadata import version
 
     return version("verl")
+
+
+def dispatch_names() -> tuple[set[str], set[str]]:
+    """The data_source names verl's `default_compute_score` compares against, read from its source:
+    (exact names from `==` / `in [...]`, prefixes from `data_source.startswith(...)`)."""
+    tree = ast.parse((reward_score_dir() / "__init__.py").read_text())
+    function = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "default_compute_score")
+    exact: set[str] = set()
+    prefixes: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "data_source":
+            for comparator in node.comparators:
+                for const in ast.walk(comparator):
+                    if isinstance(const, ast.Constant) and isinstance(const.value, str):
+                        exact.add(const.value)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "startswith"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "data_source"
+        ):
+            prefixes.update(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str))
+    return exact, prefixes
