@@ -267,9 +267,27 @@ def _collect(pid: int, read_fd: int, expected: list[int], deadline: float, cap: 
     return results
 
 
+def _fork(patience_s: float) -> int | None:
+    """fork(), waiting out EAGAIN for a while: after a fork bomb the killed processes take a moment to be
+    reaped by the namespace's init, and until then they still count against the process limit."""
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            return os.fork()
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.05)
+
+
 def _run_phase(job: dict[str, Any], indices: list[int], timer_s: float) -> list[dict[str, Any]]:
     read_fd, write_fd = os.pipe()
-    pid = os.fork()
+    pid = _fork(patience_s=timer_s + 1)
+    if pid is None:
+        os.close(read_fd)
+        os.close(write_fd)
+        case = indices[0] if indices else -1
+        return [{"case": case, "verdict": "crashed", "detail": "fork failed: the process limit is still in use"}]
     if pid == 0:
         os.close(read_fd)
         try:
