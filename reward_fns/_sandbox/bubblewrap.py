@@ -12,8 +12,8 @@ What the sandboxed program gets (and the gateway's process keeps to itself):
   files. When the gateway runs as root, `setpriv` first drops to an unprivileged uid per slot: Linux does
   not enforce `RLIMIT_NPROC` on root, and one uid per slot keeps one sample's fork bomb from using another
   sample's process budget.
-- At the sample deadline (or when the call is cancelled) the whole process group is SIGKILLed; bwrap's pid
-  namespace takes every process the program started with it.
+- At the sample deadline (or when the call is cancelled) the sandbox's pid namespace is SIGKILLed through
+  its init (which takes every process the program started with it), then bwrap's process group.
 
 `check_bubblewrap` runs a trivial sandbox once and, when this host cannot create the namespaces, raises
 `SandboxUnavailable` naming the options. Code is never run without the sandbox.
@@ -114,6 +114,31 @@ def _processes_of_this_user() -> int:
     return count
 
 
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _uid_has_processes(uid: int) -> bool:
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if entry.stat().st_uid == uid:
+                    return True
+    return False
+
+
+async def _wait_until_uid_is_idle(uid: int, patience_s: float = 5.0) -> None:
+    """Before a slot is reused: the killed sandbox's processes still count against its uid's process limit
+    until the kernel has torn its pid namespace down (quick, but not instant after a fork bomb)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + patience_s
+    while _uid_has_processes(uid) and loop.time() < deadline:
+        await asyncio.sleep(0.02)
+
+
 def check_bubblewrap(settings: SandboxSettings) -> None:
     """Runs a trivial sandbox; raises SandboxUnavailable (naming the options) when this host cannot."""
     probe = bwrap_command(settings, slot=0)
@@ -168,9 +193,20 @@ class BubblewrapRun:
         if proc is None:
             return
         if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            # Kill the namespace's init (bwrap's child): the kernel kills every process in the namespace and
+            # bwrap reaps them and exits. Killing bwrap first would orphan them to the host's init, whose
+            # zombies keep counting against the slot's process limit until it gets round to reaping them.
+            for child in _children(proc.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child, signal.SIGKILL)
+            try:
+                await asyncio.wait_for(asyncio.shield(proc.wait()), 2.0)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
         await proc.wait()
+        if os.geteuid() == 0:
+            await _wait_until_uid_is_idle(SLOT_UID_BASE + self._slot)
         if self._stderr_task is not None:
             self._stderr_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -221,7 +257,7 @@ class BubblewrapRun:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), 1.0)
         stderr = bytes(self._stderr).decode(errors="replace").strip()
-        if "No permissions to create new namespace" in stderr or "Creating new namespace failed" in stderr:
+        if "No permissions to create new namespace" in stderr or "new namespace failed: Operation not" in stderr:
             return SandboxUnavailable(UNAVAILABLE_HELP.format(reason=stderr[:300]))
         status = proc.returncode
         return SandboxCrashed(f"{what} (exit status {status}){': ' + stderr[-300:] if stderr else ''}")
