@@ -131,20 +131,25 @@ async def compute_score(
         run = _start(settings, job, slot, http_client)
         try:
             async with asyncio.timeout(settings.sample_timeout_s):
-                first = await run.first_pass()
-                verdicts = [_verdict(r, outputs[r["case"]] if r["case"] >= 0 else None, call_based) for r in first]
-                if len(first) == max(1, len(inputs)) and all(v in ("pass", "ok") for v in verdicts):
-                    return {"score": 1.0, "all_passed": True, "verdicts": verdicts if inputs else []}
-                if not continuous:
-                    return {"score": 0.0, "all_passed": False, "verdicts": verdicts}
-                retry = await run.retry_pass()
+                return await judge(run, outputs, len(inputs), call_based, continuous)
         except TimeoutError:
             raise SandboxTimeout(
                 f"the sample did not finish within sample_timeout_s={settings.sample_timeout_s}; its sandbox was killed"
             ) from None
         finally:
             await run.close()
+
+
+async def judge(run: _Run, outputs: list[Any], cases: int, call_based: bool, continuous: bool) -> dict[str, Any]:
+    """prime_code's two passes over a started sandbox run: all cases at once, then one by one."""
+    first = await run.first_pass()
+    verdicts = [_verdict(r, outputs[r["case"]] if r["case"] >= 0 else None, call_based) for r in first]
+    if len(first) == max(1, cases) and all(v in ("pass", "ok") for v in verdicts):
+        return {"score": 1.0, "all_passed": True, "verdicts": verdicts if cases else []}
+    if not continuous:
+        return {"score": 0.0, "all_passed": False, "verdicts": verdicts}
     # The retry pass runs every program as a stdin program (prime_code's one-by-one cases carry no fn_name).
+    retry = await run.retry_pass()
     verdicts = [_verdict(r, outputs[r["case"]], False) for r in retry]
     passed = sum(v == "pass" for v in verdicts)
     return {"score": passed / max(1, len(verdicts)), "all_passed": False, "verdicts": verdicts}

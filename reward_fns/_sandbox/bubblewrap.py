@@ -167,10 +167,13 @@ class BubblewrapRun:
         # A captured output is JSON-escaped on its line (up to 6 bytes a character for control bytes).
         self._line_limit = 6 * settings.max_output_bytes + 65536
 
+    def command(self) -> list[str]:
+        return bwrap_command(self._settings, self._slot)
+
     async def first_pass(self) -> list[dict[str, Any]]:
         try:
             self._proc = await asyncio.create_subprocess_exec(
-                *bwrap_command(self._settings, self._slot),
+                *self.command(),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
