@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.machinery
 import importlib.util
 import sys
 import types
@@ -39,9 +40,24 @@ def _package() -> types.ModuleType:
     return sys.modules[PACKAGE]
 
 
+def _verl_utils_without_verl_init() -> None:
+    """prime_math imports `verl.utils.py_functional`: make `verl` and `verl.utils` namespace-like packages over
+    verl's own folders, so that file loads without running `verl/__init__.py` (ray, torch, ...)."""
+    root = reward_score_dir().parent.parent
+    for name, folder in (("verl", root), ("verl.utils", root / "utils")):
+        if name not in sys.modules:
+            package = types.ModuleType(name)
+            package.__path__ = [str(folder)]
+            package.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            package.__spec__.submodule_search_locations = [str(folder)]
+            sys.modules[name] = package
+
+
 def module(name: str) -> types.ModuleType:
     """verl's `verl/utils/reward_score/<name>.py`."""
     _package()
+    if name.startswith("prime_math"):
+        _verl_utils_without_verl_init()
     return importlib.import_module(f"{PACKAGE}.{name}")
 
 
