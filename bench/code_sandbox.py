@@ -46,7 +46,10 @@ SANDBOX = {"case_timeout_s": 5.0, "retry_case_timeout_s": 5.0, "memory_limit_mb"
 
 
 def samples(count: int) -> list[tuple[str, dict[str, Any]]]:
-    return [(f"```python\n{PROGRAMS[i % len(PROGRAMS)][0]}\n```", PROGRAMS[i % len(PROGRAMS)][1]) for i in range(count)]
+    return [
+        (f"```python\n{PROGRAMS[i % len(PROGRAMS)][0]}\n```", PROGRAMS[i % len(PROGRAMS)][1])
+        for i in range(count)
+    ]
 
 
 class BareRun(BubblewrapRun):
@@ -91,7 +94,9 @@ async def bare_round(items: list[tuple[str, dict[str, Any]]], slots: int) -> flo
         async with pool.hold() as slot:
             run = BareRun(settings, job, slot)
             try:
-                result = await code.judge(run, cases["outputs"], len(cases["inputs"]), "fn_name" in cases, True)
+                result = await code.judge(
+                    run, cases["outputs"], len(cases["inputs"]), "fn_name" in cases, True
+                )
             finally:
                 await run.close()
         return float(result["score"])
@@ -124,8 +129,12 @@ def run(samples_count: int = 40, rounds: int = 2, concurrency: int = 8) -> Bench
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         configs = {
-            slots: {"workers": 1, "functions": {"code": {"timeout_s": 300, "reward_kwargs": {
-                "sandbox": {**SANDBOX, "slots": slots}}}}}  # fmt: skip
+            slots: {
+                "workers": 1,
+                "functions": {
+                    "code": {"timeout_s": 300, "reward_kwargs": {"sandbox": {**SANDBOX, "slots": slots}}}
+                },
+            }
             for slots in (1, 2)
         }
         with gateway(tmp, configs[1], name="gw1") as url1, gateway(tmp, configs[2], name="gw2") as url2:
@@ -137,11 +146,18 @@ def run(samples_count: int = 40, rounds: int = 2, concurrency: int = 8) -> Bench
     bare, gw1, gw2 = median(rates["bare_2"]), median(rates["gw_1"]), median(rates["gw_2"])
     ratio = gw2 / bare
     result.notes.append(
-        f"code_sandbox: {samples_count} samples a round ({len(PROGRAMS)} programs, 3 cases each, 2 of 6 wrong "
-        f"or broken so they take the retry pass), {rounds} alternating rounds, client concurrency {concurrency}"
+        f"code_sandbox: {samples_count} samples a round ({len(PROGRAMS)} programs, 3 cases each, 2 of 6 "
+        f"wrong or broken so they take the retry pass), {rounds} alternating rounds, "
+        f"client concurrency {concurrency}"
     )
     result.rows += [
-        Row("code_sandbox", "gateway+bubblewrap / bare subprocess samples/s (2 slots)", ratio, ">= 0.7", ratio >= 0.7),
+        Row(
+            "code_sandbox",
+            "gateway+bubblewrap / bare subprocess samples/s (2 slots)",
+            ratio,
+            ">= 0.7",
+            ratio >= 0.7,
+        ),
         Row("code_sandbox", "bare subprocess samples/s (2 slots)", bare),
         Row("code_sandbox", "gateway+bubblewrap samples/s, 1 slot", gw1),
         Row("code_sandbox", "gateway+bubblewrap samples/s, 2 slots", gw2),
@@ -152,7 +168,9 @@ def run(samples_count: int = 40, rounds: int = 2, concurrency: int = 8) -> Bench
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--samples", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=8)

@@ -121,7 +121,7 @@ def _format_intervals(prediction: str) -> str:
 
 def _all_equal(pairs: list[tuple[Any, Any]], include_percentage: bool, tolerance: float) -> bool:
     # Every pair is compared (verl builds the whole list before `all`), so an exception in any one propagates.
-    return all([math_equal(p, r, include_percentage, tolerance) for p, r in pairs])  # noqa: C419
+    return all([math_equal(p, r, include_percentage, tolerance) for p, r in pairs])
 
 
 def _safe_matrix(prediction: str) -> Any:
@@ -132,7 +132,11 @@ def _safe_matrix(prediction: str) -> Any:
 
 
 def math_equal(
-    prediction: Any, reference: Any, include_percentage: bool = True, tolerance: float = 1e-4, pi: float = math.pi
+    prediction: Any,
+    reference: Any,
+    include_percentage: bool = True,
+    tolerance: float = 1e-4,
+    pi: float = math.pi,
 ) -> bool:
     prediction = normalize(prediction, pi)
     reference = normalize(reference, pi)
@@ -146,7 +150,10 @@ def math_equal(
     predicted_number, reference_number = as_number(prediction), as_number(reference)
     if predicted_number is not None and reference_number is not None:
         candidates = [reference_number / 100, reference_number, reference_number * 100]
-        return any(math.isclose(c, predicted_number, rel_tol=tolerance) for c in (candidates if include_percentage else [reference_number]))
+        return any(
+            math.isclose(c, predicted_number, rel_tol=tolerance)
+            for c in (candidates if include_percentage else [reference_number])
+        )
     if not prediction and prediction not in [0, False]:
         return False
     reference, prediction = str(reference).strip(), _format_intervals(str(prediction).strip())
@@ -168,37 +175,51 @@ def math_equal(
         and prediction[-1] == reference[-1]
     ):
         pred_parts, ref_parts = prediction[1:-1].split(","), reference[1:-1].split(",")
-        if len(pred_parts) == len(ref_parts) and _all_equal(list(zip(pred_parts, ref_parts, strict=True)), include_percentage, tolerance):
+        if len(pred_parts) == len(ref_parts) and _all_equal(
+            list(zip(pred_parts, ref_parts, strict=True)), include_percentage, tolerance
+        ):
             return True
     if "," in prediction and "," in reference:
         pred_parts = [item.strip() for item in prediction.split(",")]
         ref_parts = [item.strip() for item in reference.split(",")]
         if len(pred_parts) == len(ref_parts):
             return _all_equal(list(zip(pred_parts, ref_parts, strict=True)), include_percentage, tolerance)
-    if prediction.startswith("Point") and reference[0] == "(" and reference[-1] == ")":  # IndexError as verl's
+    if (
+        prediction.startswith("Point") and reference[0] == "(" and reference[-1] == ")"
+    ):  # IndexError as verl's
         pred_parts = prediction[prediction.find("(") + 1 : -1].split(",")
         ref_parts = reference[1:-1].split(",")
-        if len(pred_parts) == len(ref_parts) and _all_equal(list(zip(pred_parts, ref_parts, strict=False)), include_percentage, tolerance):
+        if len(pred_parts) == len(ref_parts) and _all_equal(
+            list(zip(pred_parts, ref_parts, strict=False)), include_percentage, tolerance
+        ):
             return True
     if r"\begin{pmatrix}" in reference and prediction.startswith("Matrix"):
         try:
             matrix = _safe_matrix(prediction)
             items = reference.split()[1:-1:2]
-            if len(matrix) == len(items) and _all_equal(list(zip(matrix, items, strict=False)), include_percentage, tolerance):
+            if len(matrix) == len(items) and _all_equal(
+                list(zip(matrix, items, strict=False)), include_percentage, tolerance
+            ):
                 return True
         except Exception:
             pass
-    elif r"\begin{pmatrix}" in reference and prediction.startswith("[") and prediction.endswith("]"):
-        if isinstance(literal_eval_arithmetic(prediction), list):  # raises out of math_equal, as verl's eval
-            try:
-                rows_matrix = literal_eval_arithmetic(prediction)
-                body = (
-                    reference.removeprefix(r"\\begin{pmatrix}").removeprefix(r"\begin{pmatrix}")
-                    .removesuffix(r"\\end{pmatrix}").removesuffix(r"\end{pmatrix}")
-                )  # fmt: skip
-                rows = [row.split("&") if "&" in row else row for row in body.split("\\")]
-                if len(rows_matrix) == len(rows) and _all_equal(list(zip(rows_matrix, rows, strict=False)), include_percentage, tolerance):
-                    return True
-            except Exception:
-                pass
+    elif (
+        r"\begin{pmatrix}" in reference
+        and prediction.startswith("[")
+        and prediction.endswith("]")
+        and isinstance(literal_eval_arithmetic(prediction), list)  # raises out of math_equal, as verl's eval
+    ):
+        try:
+            rows_matrix = literal_eval_arithmetic(prediction)
+            body = (
+                reference.removeprefix(r"\\begin{pmatrix}").removeprefix(r"\begin{pmatrix}")
+                .removesuffix(r"\\end{pmatrix}").removesuffix(r"\end{pmatrix}")
+            )  # fmt: skip
+            rows = [row.split("&") if "&" in row else row for row in body.split("\\")]
+            if len(rows_matrix) == len(rows) and _all_equal(
+                list(zip(rows_matrix, rows, strict=False)), include_percentage, tolerance
+            ):
+                return True
+        except Exception:
+            pass
     return False

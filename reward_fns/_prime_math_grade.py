@@ -69,7 +69,7 @@ def _is_float(text: str) -> bool:
 
 def _is_int(value: float) -> bool:
     try:
-        return abs(value - int(round(value))) <= 1e-7
+        return abs(value - round(value)) <= 1e-7
     except (OverflowError, ValueError):
         return False
 
@@ -104,7 +104,7 @@ def normalize_prm800k(expr: str) -> str:
         expr = expr[1:-1]
     expr = re.sub(",\\\\! *", "", expr)
     if _is_float(expr) and _is_int(float(expr)):
-        expr = str(int(round(float(expr))))
+        expr = str(round(float(expr)))
     if "\\" in expr:
         with contextlib.suppress(Exception):  # pylatexenc rejects malformed LaTeX in many ways
             expr = _parse_latex(expr)
@@ -146,7 +146,10 @@ def equal_under_sympy(truth: str, given: str) -> bool:
     expr = f"({truth})-({given})"
     if not _may_evaluate(expr):
         return False
-    transformations = (*sympy_parser.standard_transformations, sympy_parser.implicit_multiplication_application)
+    transformations = (
+        *sympy_parser.standard_transformations,
+        sympy_parser.implicit_multiplication_application,
+    )
     try:
         with _time_limit(SYMPY_TIMEOUT_S):
             difference = sympy_parser.parse_expr(expr.replace("^", "**"), transformations=transformations)
@@ -160,7 +163,12 @@ def split_tuple(expr: str) -> list[str]:
     if not expr:
         return []
     inner = expr[1:-1]
-    if len(expr) > 2 and expr[0] in _TUPLE_CHARS and expr[-1] in _TUPLE_CHARS and not any(c in inner for c in _TUPLE_CHARS):
+    if (
+        len(expr) > 2
+        and expr[0] in _TUPLE_CHARS
+        and expr[-1] in _TUPLE_CHARS
+        and not any(c in inner for c in _TUPLE_CHARS)
+    ):
         return [element.strip() for element in inner.split(",")]
     return [expr]
 

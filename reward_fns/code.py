@@ -62,7 +62,9 @@ def parse_test_cases(ground_truth: Any) -> dict[str, Any]:
         except ValueError as exc:
             raise ValueError(f"ground_truth is not JSON test cases: {exc}") from None
     if not isinstance(cases, dict):
-        raise ValueError(f"ground_truth must be test cases {{inputs, outputs, fn_name?}}, got {type(cases).__name__}")
+        raise ValueError(
+            f"ground_truth must be test cases {{inputs, outputs, fn_name?}}, got {type(cases).__name__}"
+        )
     inputs, outputs = cases.get("inputs"), cases.get("outputs")
     if not isinstance(inputs, list) or not isinstance(outputs, list):
         raise ValueError("ground_truth test cases need 'inputs' and 'outputs' lists")
@@ -78,7 +80,9 @@ def check_sandbox(reward_kwargs: dict[str, Any]) -> None:
     """Start-up check for a `code` function configured with these reward_kwargs: raises SandboxUnavailable
     (naming the options) when its backend cannot run programs here. Sandbox Fusion is checked per call."""
     settings = settings_from_kwargs(
-        reward_kwargs.get("sandbox"), reward_kwargs.get("sandbox_fusion_url"), reward_kwargs.get("memory_limit_mb")
+        reward_kwargs.get("sandbox"),
+        reward_kwargs.get("sandbox_fusion_url"),
+        reward_kwargs.get("memory_limit_mb"),
     )
     if settings.chosen_backend == "bubblewrap":
         check_bubblewrap(settings)
@@ -134,13 +138,16 @@ async def compute_score(
                 return await judge(run, outputs, len(inputs), call_based, continuous)
         except TimeoutError:
             raise SandboxTimeout(
-                f"the sample did not finish within sample_timeout_s={settings.sample_timeout_s}; its sandbox was killed"
+                f"the sample did not finish within sample_timeout_s={settings.sample_timeout_s}; "
+                "its sandbox was killed"
             ) from None
         finally:
             await run.close()
 
 
-async def judge(run: _Run, outputs: list[Any], cases: int, call_based: bool, continuous: bool) -> dict[str, Any]:
+async def judge(
+    run: _Run, outputs: list[Any], cases: int, call_based: bool, continuous: bool
+) -> dict[str, Any]:
     """prime_code's two passes over a started sandbox run: all cases at once, then one by one."""
     first = await run.first_pass()
     verdicts = [_verdict(r, outputs[r["case"]] if r["case"] >= 0 else None, call_based) for r in first]

@@ -91,7 +91,7 @@ def is_correct(answer: str, truth: str) -> bool:
         return True
     try:
         if "\\pi" in answer or "\\pi" in truth:
-            return any([math_equal(answer, truth, pi=pi) for pi in (math.pi, 3.14)])  # noqa: C419 - both run
+            return any([math_equal(answer, truth, pi=pi) for pi in (math.pi, 3.14)])
         return math_equal(answer, truth)
     except Exception:  # verl: any failure in math_equal makes the answer wrong
         return False

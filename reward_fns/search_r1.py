@@ -55,7 +55,9 @@ def compute_score(
     """`score` for an exact match (a quarter of it past 10 answer tags), `format_score` else, 0.0 if none."""
     text = require_str("solution_str", solution_str)
     if not isinstance(ground_truth, dict) or "target" not in ground_truth:
-        raise TypeError(f"ground_truth must be {{'target': answer or [answers]}}, got {type(ground_truth).__name__}")
+        raise TypeError(
+            f"ground_truth must be {{'target': answer or [answers]}}, got {type(ground_truth).__name__}"
+        )
     targets = accepted_answers(ground_truth["target"])
     answer = extract_answer(text)
     if answer is None:

@@ -108,7 +108,12 @@ def call_case_passes(returned: Any, expected_json: Any) -> bool:
         return True
     if isinstance(expected, list) and expected and returned == expected[0]:
         return True
-    if isinstance(returned, list) and returned and isinstance(returned[0], tuple) and isinstance(expected, list):
+    if (
+        isinstance(returned, list)
+        and returned
+        and isinstance(returned[0], tuple)
+        and isinstance(expected, list)
+    ):
         try:
             return [list(x) for x in returned] == expected[0]
         except (TypeError, IndexError):

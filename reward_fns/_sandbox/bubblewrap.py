@@ -97,7 +97,17 @@ def bwrap_command(settings: SandboxSettings, slot: int) -> list[str]:
     if not str(prefix).startswith("/usr/"):
         argv += ["--ro-bind", str(prefix), str(prefix)]
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(settings.tmp_bytes), "--tmpfs", "/tmp"]
-    argv += ["--ro-bind", str(HARNESS), SANDBOX_HARNESS, "--chdir", "/tmp", "--uid", "65534", "--gid", "65534"]
+    argv += [
+        "--ro-bind",
+        str(HARNESS),
+        SANDBOX_HARNESS,
+        "--chdir",
+        "/tmp",
+        "--uid",
+        "65534",
+        "--gid",
+        "65534",
+    ]
     return [*argv, str(python), "-I", SANDBOX_HARNESS]
 
 
@@ -135,7 +145,7 @@ async def _wait_until_uid_is_idle(uid: int, patience_s: float = 5.0) -> None:
     until the kernel has torn its pid namespace down (quick, but not instant after a fork bomb)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + patience_s
-    while _uid_has_processes(uid) and loop.time() < deadline:
+    while _uid_has_processes(uid) and loop.time() < deadline:  # noqa: ASYNC110 - the kernel sends no event
         await asyncio.sleep(0.02)
 
 
@@ -144,7 +154,9 @@ def check_bubblewrap(settings: SandboxSettings) -> None:
     probe = bwrap_command(settings, slot=0)
     probe[-2:] = ["-I", "-c", "import socket; print(socket.if_nameindex())"]
     try:
-        done = subprocess.run(probe, capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
+        done = subprocess.run(
+            probe, capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"}
+        )
     except FileNotFoundError as exc:
         raise SandboxUnavailable(UNAVAILABLE_HELP.format(reason=f"{exc.filename} is not installed")) from None
     except subprocess.TimeoutExpired:
@@ -182,7 +194,9 @@ class BubblewrapRun:
                 limit=self._line_limit,
             )
         except FileNotFoundError as exc:
-            raise SandboxUnavailable(UNAVAILABLE_HELP.format(reason=f"{exc.filename} is not installed")) from None
+            raise SandboxUnavailable(
+                UNAVAILABLE_HELP.format(reason=f"{exc.filename} is not installed")
+            ) from None
         self._stderr_task = asyncio.create_task(self._keep_stderr())
         await self._send(json.dumps(self._job) + "\n")
         return await self._read_until("all_done")
@@ -248,7 +262,9 @@ class BubblewrapRun:
             try:
                 record = json.loads(line)
             except ValueError:
-                raise await self._crashed(f"the sandbox wrote a line that is not JSON: {line[:80]!r}") from None
+                raise await self._crashed(
+                    f"the sandbox wrote a line that is not JSON: {line[:80]!r}"
+                ) from None
             if not isinstance(record, dict):
                 raise await self._crashed(f"the sandbox wrote {line[:80]!r}")
             if record.get("phase") == end:
@@ -260,7 +276,10 @@ class BubblewrapRun:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), 1.0)
         stderr = bytes(self._stderr).decode(errors="replace").strip()
-        if "No permissions to create new namespace" in stderr or "new namespace failed: Operation not" in stderr:
+        if (
+            "No permissions to create new namespace" in stderr
+            or "new namespace failed: Operation not" in stderr
+        ):
             return SandboxUnavailable(UNAVAILABLE_HELP.format(reason=stderr[:300]))
         status = proc.returncode
         return SandboxCrashed(f"{what} (exit status {status}){': ' + stderr[-300:] if stderr else ''}")

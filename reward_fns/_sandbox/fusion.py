@@ -94,7 +94,9 @@ class FusionRun:
 
     async def _run(self, stdin: str) -> str:
         body = run_code_request(self._settings, stdin, self._settings.sample_timeout_s)
-        timeout = aiohttp.ClientTimeout(total=self._settings.sample_timeout_s + self._settings.fusion_request_timeout_s)
+        timeout = aiohttp.ClientTimeout(
+            total=self._settings.sample_timeout_s + self._settings.fusion_request_timeout_s
+        )
         for attempt in range(_ATTEMPTS):
             try:
                 async with self._client().post(self._url, json=body, timeout=timeout) as response:
@@ -108,7 +110,9 @@ class FusionRun:
             except aiohttp.ClientError as exc:
                 raise SandboxFusionError(f"Sandbox Fusion at {self._url} is unreachable: {exc}") from None
             return _stdout_of(payload)
-        raise SandboxFusionError(f"Sandbox Fusion kept answering {_RETRY_STATUSES} after {_ATTEMPTS} attempts")
+        raise SandboxFusionError(
+            f"Sandbox Fusion kept answering {_RETRY_STATUSES} after {_ATTEMPTS} attempts"
+        )
 
 
 def _stdout_of(payload: Any) -> str:
@@ -122,8 +126,10 @@ def _stdout_of(payload: Any) -> str:
         raise SandboxTimeout("Sandbox Fusion stopped the sample at its run_timeout")
     if status != "Success":
         stderr = str(run.get("stderr") or "")[-300:]
-        raise SandboxCrashed(f"the harness failed in Sandbox Fusion ({run.get('status')}, "
-                             f"return code {run.get('return_code')}): {stderr}")
+        raise SandboxCrashed(
+            f"the harness failed in Sandbox Fusion ({run.get('status')}, "
+            f"return code {run.get('return_code')}): {stderr}"
+        )
     stdout = run.get("stdout")
     if not isinstance(stdout, str):
         raise SandboxFusionError("run_code response without run_result.stdout")

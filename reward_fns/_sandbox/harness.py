@@ -22,13 +22,15 @@ It reproduces how verl 0.9.1's prime_code runner executes a solution, so that sc
   prime_code, as a stdin program even when the job names a `fn_name`.
 
 Protocol: stdin line 1 is the job as JSON (`solution`, `fn_name`, `inputs`, `case_timeout_s`,
-`retry_case_timeout_s`, `each_cases`, `max_output_bytes`, optional `first_pass: false`); stdout gets one JSON line per case result, then
+`retry_case_timeout_s`, `each_cases`, `max_output_bytes`, optional `first_pass: false`); stdout gets one
+JSON line per case result, then
 `{"phase": "all_done"}`; a second stdin line `each` starts phase `each`, ended by `{"phase": "done"}`.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import io
 import json
 import math
@@ -141,10 +143,8 @@ def _call_with_stdin(method: Any, inputs: str) -> None:
     @patch("sys.stdin.readlines", lambda *args: inputs.split("\n"))
     @patch("sys.stdin.read", lambda *args: inputs)
     def run(fn: Any) -> None:
-        try:
+        with contextlib.suppress(SystemExit):  # prime_code ends a stdin program's case normally on exit()
             fn()
-        except SystemExit:
-            pass
 
     run(method)
 
@@ -177,10 +177,8 @@ def _run_case(method: Any, job: dict[str, Any], raw_inputs: Any, timer_s: float)
             return {"verdict": "ok", "output": captured[0]}
         args = [json.loads(line) for line in raw_inputs.split("\n")]
         if args and isinstance(args[0], dict):
-            try:
+            with contextlib.suppress(Exception):  # JSON keys back to ints where they all are
                 args = [{int(k): v for k, v in args[0].items()}]
-            except Exception:
-                pass
         result = method(*args)
         json.dumps(result)  # prime_code serialises the result first; what it cannot encode is an error
         if isinstance(result, tuple):
@@ -287,7 +285,9 @@ def _run_phase(job: dict[str, Any], indices: list[int], timer_s: float) -> list[
         os.close(read_fd)
         os.close(write_fd)
         case = indices[0] if indices else -1
-        return [{"case": case, "verdict": "crashed", "detail": "fork failed: the process limit is still in use"}]
+        return [
+            {"case": case, "verdict": "crashed", "detail": "fork failed: the process limit is still in use"}
+        ]
     if pid == 0:
         os.close(read_fd)
         try:
@@ -306,14 +306,10 @@ def _run_phase(job: dict[str, Any], indices: list[int], timer_s: float) -> list[
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
 
 
 def main() -> None:

@@ -25,18 +25,28 @@ class SandboxSettings(BaseModel):
         default=None, description="Sandbox Fusion's run_code URL, as verl's sandbox_fusion_url."
     )
     slots: int = Field(
-        default_factory=lambda: os.cpu_count() or 1, ge=1, description="Sandboxes running at once (per process)."
+        default_factory=lambda: os.cpu_count() or 1,
+        ge=1,
+        description="Sandboxes running at once (per process).",
     )
     case_timeout_s: float = Field(default=5.0, gt=0, description="Per test case, first pass (verl: 5).")
-    retry_case_timeout_s: float = Field(default=10.0, gt=0, description="Per test case, retry pass (verl: 10).")
-    retry_cases: int = Field(default=10, ge=0, description="Cases re-run one by one after a failure (verl: 10).")
-    sample_timeout_s: float = Field(default=120.0, gt=0, description="Whole sample; then everything is killed.")
+    retry_case_timeout_s: float = Field(
+        default=10.0, gt=0, description="Per test case, retry pass (verl: 10)."
+    )
+    retry_cases: int = Field(
+        default=10, ge=0, description="Cases re-run one by one after a failure (verl: 10)."
+    )
+    sample_timeout_s: float = Field(
+        default=120.0, gt=0, description="Whole sample; then everything is killed."
+    )
     memory_limit_mb: int = Field(default=1024, ge=64, description="Address space per sandboxed process.")
     max_processes: int = Field(default=64, ge=4, description="Processes in one sandbox (RLIMIT_NPROC).")
     max_file_bytes: int = Field(default=16 * MIB, ge=0, description="Largest file a program may write.")
     tmp_bytes: int = Field(default=64 * MIB, ge=MIB, description="Size of the sandbox's private /tmp.")
     max_output_bytes: int = Field(default=16 * MIB, ge=1024, description="Output captured per test case.")
-    python: str | None = Field(default=None, description="Interpreter inside the sandbox; default: the gateway's.")
+    python: str | None = Field(
+        default=None, description="Interpreter inside the sandbox; default: the gateway's."
+    )
     fusion_request_timeout_s: float = Field(default=30.0, gt=0, description="Extra HTTP slack over the run.")
 
     @model_validator(mode="after")
@@ -65,6 +75,7 @@ def settings_from_kwargs(
         return SandboxSettings.model_validate(values)
     except ValidationError as exc:
         problems = "; ".join(
-            f"sandbox.{'.'.join(str(p) for p in err['loc']) or '(settings)'}: {err['msg']}" for err in exc.errors()
+            f"sandbox.{'.'.join(str(p) for p in err['loc']) or '(settings)'}: {err['msg']}"
+            for err in exc.errors()
         )
         raise ValueError(problems) from None

@@ -21,19 +21,29 @@ from reward_fns._sandbox.bubblewrap import HARNESS, bwrap_command
 from reward_fns._sandbox.settings import SandboxSettings
 
 
+def _write_readable(program: Path, code: str) -> None:
+    """The program file, readable by the sandbox's unprivileged uid."""
+    program.write_text(code)
+    program.chmod(0o644)
+    program.parent.chmod(0o755)
+
+
 async def _run(body: RunCodeRequest, settings: SandboxSettings) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         program = Path(folder) / "program.py"
-        program.write_text(body.code)
-        program.chmod(0o644)
-        Path(folder).chmod(0o755)
+        await asyncio.to_thread(_write_readable, program, body.code)
         argv = [str(program) if a == str(HARNESS) else a for a in bwrap_command(settings, slot=500)]
         started = time.perf_counter()
         proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         try:
-            stdout, stderr = await asyncio.wait_for(proc.communicate((body.stdin or "").encode()), body.run_timeout)
+            stdout, stderr = await asyncio.wait_for(
+                proc.communicate((body.stdin or "").encode()), body.run_timeout
+            )
         except TimeoutError:
             proc.kill()
             await proc.wait()
@@ -51,7 +61,9 @@ async def _run(body: RunCodeRequest, settings: SandboxSettings) -> dict[str, Any
     return {"status": status, "message": "", "compile_result": None, "run_result": run, "files": {}}
 
 
-def make_app(settings: SandboxSettings, requests: list[dict[str, Any]], fault: dict[str, Any]) -> web.Application:
+def make_app(
+    settings: SandboxSettings, requests: list[dict[str, Any]], fault: dict[str, Any]
+) -> web.Application:
     async def run_code(request: web.Request) -> web.Response:
         payload = await request.json()
         requests.append(payload)

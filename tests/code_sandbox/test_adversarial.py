@@ -32,7 +32,10 @@ def _hostile(port: int, config: Path) -> dict[str, tuple[str, str]]:
     """name -> (program, expected output that proves isolation when it scores 1.0, else "")."""
     return {
         "infinite_loop": ("while True:\n    pass", ""),
-        "fork_bomb": ("import posix\nwhile True:\n    try:\n        posix.fork()\n    except OSError:\n        pass", ""),
+        "fork_bomb": (
+            "import posix\nwhile True:\n    try:\n        posix.fork()\n    except OSError:\n        pass",
+            "",
+        ),
         "alloc_8gib": ("x = bytearray(8 * 1024**3)\nprint(len(x))", ""),
         "write_10gib": (
             "import io\nf = io.open('/tmp/big', 'wb')\nchunk = b'0' * (1 << 20)\n"
@@ -48,8 +51,10 @@ def _hostile(port: int, config: Path) -> dict[str, tuple[str, str]]:
         "read_env_and_config": (
             "import io, os, glob\nseen = ' '.join(os.environ.values())\n"
             "for path in glob.glob('/proc/*/environ'):\n    try:\n"
-            "        seen += io.open(path, 'rb').read().decode(errors='replace')\n    except OSError:\n        pass\n"
-            f"try:\n    io.open({str(config)!r}).read()\n    config = 'CONFIG'\nexcept OSError:\n    config = 'NO_CONFIG'\n"
+            "        seen += io.open(path, 'rb').read().decode(errors='replace')\n"
+            "    except OSError:\n        pass\n"
+            f"try:\n    io.open({str(config)!r}).read()\n    config = 'CONFIG'\n"
+            "except OSError:\n    config = 'NO_CONFIG'\n"
             f"print('SECRET' if {SECRET!r} in seen else 'NO_SECRET', config)",
             "NO_SECRET NO_CONFIG",
         ),
@@ -97,7 +102,9 @@ def gateway(tmp_path: Path) -> Any:
         "max_output_bytes": 1024 * 1024,
     }
     config.write_text(
-        yaml.safe_dump({"workers": 1, "functions": {"code": {"timeout_s": 60, "reward_kwargs": {"sandbox": sandbox}}}})
+        yaml.safe_dump(
+            {"workers": 1, "functions": {"code": {"timeout_s": 60, "reward_kwargs": {"sandbox": sandbox}}}}
+        )
     )
     cmd = rewardfleet_cmd("gateway", "--port", str(port), "--config", str(config))
     child = ChildProcess(cmd, tmp_path / "gateway.log", env={"REWARDFLEET_TEST_SECRET": SECRET})
@@ -128,7 +135,7 @@ def test_hostile_programs_fail_only_their_own_samples(gateway: Any) -> None:
                 time.sleep(0.05)
 
     def score(item: tuple[str, str, str]) -> dict[str, Any]:
-        name, program, proof = item
+        _, program, proof = item
         cases = {"inputs": ["21\n"], "outputs": [proof + "\n" if proof else "42\n"]}
         body = {"data_source": "apps", "solution_str": f"```python\n{program}\n```", "ground_truth": cases}
         return httpx.post(f"{url}/score", json=body, timeout=120).json()
@@ -146,7 +153,9 @@ def test_hostile_programs_fail_only_their_own_samples(gateway: Any) -> None:
         print(f"{name}: status={answer['status']} score={answer['score']} "
               f"extra={answer['extra']} error={answer['error']}")  # fmt: skip
     for i in range(8):
-        assert answers[f"good_{i}"]["status"] == "ok" and answers[f"good_{i}"]["score"] == 1.0, answers[f"good_{i}"]
+        assert answers[f"good_{i}"]["status"] == "ok" and answers[f"good_{i}"]["score"] == 1.0, answers[
+            f"good_{i}"
+        ]
     # The isolation proofs: the program itself reports what it saw, and scores 1.0 only if isolated.
     for name in ("connect_gateway", "read_env_and_config", "sleeping_child"):
         assert answers[name]["status"] == "ok" and answers[name]["score"] == 1.0, (name, answers[name])
@@ -173,5 +182,6 @@ def test_hostile_programs_fail_only_their_own_samples(gateway: Any) -> None:
         time.sleep(0.2)
     assert _sandbox_processes() == []
     print(f"\nsandbox interfaces seen by connect_gateway: {hostile['connect_gateway'][1]}")
+    p50_ms, max_ms = statistics.median(latencies) * 1000, max(latencies) * 1000
     print(f"\nCODE_ADVERSARIAL samples={len(plan)} elapsed_s={elapsed:.1f} health_probes={len(latencies)} "
-          f"health_p50_ms={statistics.median(latencies) * 1000:.1f} health_max_ms={max(latencies) * 1000:.1f}")  # fmt: skip
+          f"health_p50_ms={p50_ms:.1f} health_max_ms={max_ms:.1f}")  # fmt: skip

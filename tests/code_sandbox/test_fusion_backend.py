@@ -21,7 +21,9 @@ FAST = {"case_timeout_s": 2.0, "retry_case_timeout_s": 2.0, "slots": 2}
 
 
 async def _score(completion: str, truth: Any, **kwargs: Any) -> float:
-    result = await code.compute_score(data_source="apps", solution_str=completion, ground_truth=truth, **kwargs)
+    result = await code.compute_score(
+        data_source="apps", solution_str=completion, ground_truth=truth, **kwargs
+    )
     return float(result["score"])
 
 

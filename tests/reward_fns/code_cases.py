@@ -22,7 +22,8 @@ SUM_PROGRAMS = (
     "n=int(stdin.readline())\nprint(sum(int(stdin.readline()) for _ in range(n)))",
     "data=open(0).read().split()\nprint(sum(map(int,data[1:])))",
     "import sys\nlines=sys.stdin.readlines()\nprint(sum(int(x) for x in lines[1:] if x.strip()))",
-    "def main():\n    n=int(input())\n    print(sum(int(input()) for _ in range(n)))\nif __name__ == '__main__':\n    main()",
+    "def main():\n    n=int(input())\n    print(sum(int(input()) for _ in range(n)))\n"
+    "if __name__ == '__main__':\n    main()",
     "n=int(input())\nprint(  sum(int(input()) for _ in range(n)), '  ')",
     "n=int(input())\nprint()\nprint(sum(int(input()) for _ in range(n)))\nprint()",
     "n=int(input())\nprint(float(sum(int(input()) for _ in range(n))) + 1e-7)",
@@ -69,7 +70,8 @@ CALL_PROGRAMS = (
     "def solve(a, b):\n    return a - b",
     "def solve(a, b):\n    raise RuntimeError('no')",
     "def other(a, b):\n    return a + b",
-    "class Solution:\n    def solve(self, a, b):\n        return a + b if isinstance(a, int) else [x + b for x in a]",
+    "class Solution:\n    def solve(self, a, b):\n"
+    "        return a + b if isinstance(a, int) else [x + b for x in a]",
     "def solve(a, b):\n    print(a + b)\n    return a + b if isinstance(a, int) else [x + b for x in a]",
     "def solve(a, b):\n    return float(a + b) if isinstance(a, int) else [x + b for x in a]",
     "def solve(a, b):\n    return True if a == 1 else [x + b for x in a] if isinstance(a, list) else 10",

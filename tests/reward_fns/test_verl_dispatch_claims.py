@@ -48,7 +48,9 @@ def _verl_names() -> list[str]:
 
 def test_reads_every_verl_scorer_family() -> None:
     names = _verl_names()
-    assert {"openai/gsm8k", "apps", "taco", "hiyouga/geometry3k", "searchR1_nq", "numina_olympiads"} <= set(names)
+    assert {"openai/gsm8k", "apps", "taco", "hiyouga/geometry3k", "searchR1_nq", "numina_olympiads"} <= set(
+        names
+    )
     assert "aime_2025" in names
 
 
@@ -58,9 +60,12 @@ def test_each_verl_name_has_exactly_one_owner(data_source: str) -> None:
     expected = EXPECTED_OWNER.get(data_source)
     if expected is None:
         expected = (
-            "search_r1" if data_source.startswith("searchR1_")
-            else "prime_math" if data_source.startswith("numina_")
-            else "math_dapo" if data_source.startswith("aime")
+            "search_r1"
+            if data_source.startswith("searchR1_")
+            else "prime_math"
+            if data_source.startswith("numina_")
+            else "math_dapo"
+            if data_source.startswith("aime")
             else None
         )
     assert owners == [expected], f"{data_source!r}: {owners}"

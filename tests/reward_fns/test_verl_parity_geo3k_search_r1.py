@@ -12,7 +12,17 @@ from reward_fns import geo3k, search_r1
 from tests.reward_fns import verl_reference
 from tests.reward_fns.test_verl_parity import FRAGMENTS, GROUND_TRUTHS
 
-GEO_FRAGMENTS = (*FRAGMENTS, "<think>", "</think>", "\\boxed{", "\\boxed{3}", "}", "\n", "30^\\circ", "2\\sqrt{3}")
+GEO_FRAGMENTS = (
+    *FRAGMENTS,
+    "<think>",
+    "</think>",
+    "\\boxed{",
+    "\\boxed{3}",
+    "}",
+    "\n",
+    "30^\\circ",
+    "2\\sqrt{3}",
+)
 GEO_TRUTHS = (*GROUND_TRUTHS[:40], "30", "2\\sqrt{3}", "\\frac{\\sqrt{3}}{2}", "12.5", "None")
 
 
@@ -46,7 +56,9 @@ def _qa_cases(count: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for _ in range(count):
         target = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 3)))
-        answer = rng.choice((target, target.upper(), f"the {target}.", target.replace(" ", "  "), rng.choice(WORDS)))
+        answer = rng.choice(
+            (target, target.upper(), f"the {target}.", target.replace(" ", "  "), rng.choice(WORDS))
+        )
         tags = rng.choice((1, 1, 2, 11, 12))
         text = rng.choice(
             (
@@ -106,5 +118,7 @@ def test_search_r1_matches_verl(dispatch: Any, data_source: str, capsys: pytest.
 def test_search_r1_options_match_verl() -> None:
     verl_qa = verl_reference.module("search_r1_like_qa_em")
     for text, truth in QA_CASES[:300]:
-        got = search_r1.compute_score(data_source="", solution_str=text, ground_truth=truth, format_score=0.2, score=2)
+        got = search_r1.compute_score(
+            data_source="", solution_str=text, ground_truth=truth, format_score=0.2, score=2
+        )
         assert got == float(verl_qa.compute_score(text, truth, format_score=0.2, score=2))

@@ -15,8 +15,33 @@ from tests.reward_fns.test_verl_parity import FRAGMENTS, GROUND_TRUTHS
 
 ANSWERS = (
     *GROUND_TRUTHS[:45],
-    *("2\\pi", "\\pi", "6.28", "6.283", "3.14", "\\frac{\\pi}{2}", "\\pi/2", "1.5708", "2\\pi + 1", "(\\pi, 1)"),
-    *("$5", "5", "5%", "5\\%", "0.05", "500", "101_2", "5_{10}", "x_1", "7 3/4", "7+3/4", "31/4", "2 million"),
+    *(
+        "2\\pi",
+        "\\pi",
+        "6.28",
+        "6.283",
+        "3.14",
+        "\\frac{\\pi}{2}",
+        "\\pi/2",
+        "1.5708",
+        "2\\pi + 1",
+        "(\\pi, 1)",
+    ),
+    *(
+        "$5",
+        "5",
+        "5%",
+        "5\\%",
+        "0.05",
+        "500",
+        "101_2",
+        "5_{10}",
+        "x_1",
+        "7 3/4",
+        "7+3/4",
+        "31/4",
+        "2 million",
+    ),
     *("2000000", "5 cm", "5 hours", "3 days", "(1, 2)", "(1,2)", "[1, 2)", "Interval.Ropen(1, 2)", "[1,2]"),
     *("Interval(1, 2)", "Point(1, 2)", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "[1, 2]", "[[1], [2]]"),
     *("Matrix([[1], [2]])", "1,000", "1000", "1{,}000", "\\text{yes}", "Yes", "x^2+2x+1", "(x+1)^2", "x^{2}"),
@@ -52,7 +77,7 @@ def _cases(count: int, seed: int) -> list[tuple[str, str]]:
     return out
 
 
-CASES = _cases(400, seed=11)
+CASES = _cases(300, seed=11)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +101,9 @@ def test_prime_math_matches_verl(verl_scores: list[Any], capsys: pytest.CaptureF
 
 
 @pytest.mark.parametrize("data_source", prime_math.DATA_SOURCES)
-def test_every_numina_source_dispatches_to_prime_math(data_source: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_numina_source_dispatches_to_prime_math(
+    data_source: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     verl_reference.module("prime_math")
     dispatch = verl_reference.default_compute_score()
     for text, truth in CASES[:12]:
@@ -88,7 +115,12 @@ def test_every_numina_source_dispatches_to_prime_math(data_source: str, capsys: 
 def test_pi_answers_are_never_executed() -> None:
     # verl eval()s this; we evaluate arithmetic only, so the marker file is never written.
     hostile = "answer: __import__('pathlib').Path('/tmp/rf_prime_math_pwned').touch() or 2\\pi"
-    assert prime_math.compute_score(data_source="numina_cn_k12", solution_str=hostile, ground_truth="6.28")["score"] == 0.0
+    assert (
+        prime_math.compute_score(data_source="numina_cn_k12", solution_str=hostile, ground_truth="6.28")[
+            "score"
+        ]
+        == 0.0
+    )
     import os
 
     assert not os.path.exists("/tmp/rf_prime_math_pwned")

@@ -41,8 +41,8 @@ def _package() -> types.ModuleType:
 
 
 def _verl_utils_without_verl_init() -> None:
-    """prime_math imports `verl.utils.py_functional`: make `verl` and `verl.utils` namespace-like packages over
-    verl's own folders, so that file loads without running `verl/__init__.py` (ray, torch, ...)."""
+    """prime_math imports `verl.utils.py_functional`: make `verl` and `verl.utils` namespace-like packages
+    over verl's own folders, so that file loads without running `verl/__init__.py` (ray, torch, ...)."""
     root = reward_score_dir().parent.parent
     for name, folder in (("verl", root), ("verl.utils", root / "utils")):
         if name not in sys.modules:
@@ -87,11 +87,17 @@ def dispatch_names() -> tuple[set[str], set[str]]:
     """The data_source names verl's `default_compute_score` compares against, read from its source:
     (exact names from `==` / `in [...]`, prefixes from `data_source.startswith(...)`)."""
     tree = ast.parse((reward_score_dir() / "__init__.py").read_text())
-    function = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "default_compute_score")
+    function = next(
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "default_compute_score"
+    )
     exact: set[str] = set()
     prefixes: set[str] = set()
     for node in ast.walk(function):
-        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "data_source":
+        if (
+            isinstance(node, ast.Compare)
+            and isinstance(node.left, ast.Name)
+            and node.left.id == "data_source"
+        ):
             for comparator in node.comparators:
                 for const in ast.walk(comparator):
                     if isinstance(const, ast.Constant) and isinstance(const.value, str):
@@ -103,5 +109,7 @@ def dispatch_names() -> tuple[set[str], set[str]]:
             and isinstance(node.func.value, ast.Name)
             and node.func.value.id == "data_source"
         ):
-            prefixes.update(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str))
+            prefixes.update(
+                a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+            )
     return exact, prefixes
