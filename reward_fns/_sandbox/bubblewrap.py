@@ -64,8 +64,12 @@ def interpreter(settings: SandboxSettings) -> Path:
 
 
 def _interpreter_prefix(python: Path) -> Path:
-    # bin/python3 -> the installation prefix, bound read-only when it is not under /usr.
-    return python.parent.parent
+    """bin/python3 -> the installation prefix, bound read-only when it is not under /usr."""
+    prefix = python.parent.parent
+    if not python.is_absolute() or len(prefix.parts) < 2:
+        # Binding "/" would show the sandbox the whole host.
+        raise SandboxUnavailable(f"sandbox.python {str(python)!r} must be an absolute path below a prefix")
+    return prefix
 
 
 def bwrap_command(settings: SandboxSettings, slot: int) -> list[str]:
@@ -276,10 +280,8 @@ class BubblewrapRun:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), 1.0)
         stderr = bytes(self._stderr).decode(errors="replace").strip()
-        if (
-            "No permissions to create new namespace" in stderr
-            or "new namespace failed: Operation not" in stderr
-        ):
+        if stderr.startswith("bwrap:") and "Resource temporarily unavailable" not in stderr:
+            # bwrap itself failed before the harness started (namespaces, mounts): nothing ran.
             return SandboxUnavailable(UNAVAILABLE_HELP.format(reason=stderr[:300]))
         status = proc.returncode
         return SandboxCrashed(f"{what} (exit status {status}){': ' + stderr[-300:] if stderr else ''}")
