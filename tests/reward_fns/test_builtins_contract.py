@@ -1,5 +1,6 @@
 """The rule-based built-ins (and the async `code` built-in) keep the contract the gateway relies on: verl's
-keyword call, a float or a dict with "score", well-formed `DATA_SOURCES`, and no two of them claiming the same data source.
+keyword call, a float or a dict with "score", well-formed `DATA_SOURCES`, and no two of them claiming the
+same data source.
 
 (Other built-ins in `reward_fns/`, such as model-backed ones, have their own tests.)"""
 
