@@ -198,6 +198,9 @@ def _child(job: dict[str, Any], indices: list[int], timer_s: float, write_fd: in
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
     # The phase ends at timer_s + 1 wall seconds anyway; CPU time cannot exceed that.
     cpu_s = math.ceil(timer_s) + 2
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if hard != resource.RLIM_INFINITY:
+        cpu_s = min(cpu_s, hard)  # never above the sandbox's own limit (raising it is not allowed)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
     _disable_destructive_functions()
 
