@@ -31,13 +31,13 @@ def _sandbox_processes() -> list[int]:
 
 async def _until_no_sandbox_process(patience_s: float = 10.0) -> list[int]:
     deadline = time.monotonic() + patience_s
-    while _sandbox_processes() and time.monotonic() < deadline:
+    while _sandbox_processes() and time.monotonic() < deadline:  # noqa: ASYNC110 - polling the kernel
         await asyncio.sleep(0.1)
     return _sandbox_processes()
 
 
 async def test_sample_deadline_is_a_sandbox_timeout_and_kills_everything() -> None:
-    with pytest.raises(SandboxTimeout, match="sample_timeout_s=1.5"):
+    with pytest.raises(SandboxTimeout, match=r"sample_timeout_s=1\.5"):
         await code.compute_score(
             data_source="apps",
             solution_str=LOOP_FOREVER,
