@@ -9,7 +9,6 @@ score 0 — the program ran and failed, as verl would score it — or the sample
 
 from __future__ import annotations
 
-import os
 import statistics
 import threading
 import time
@@ -21,6 +20,7 @@ import httpx
 import pytest
 import yaml
 
+from tests.code_sandbox.support import sandbox_processes
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 
 SECRET = "rf-secret-4cf1a9"
@@ -72,19 +72,6 @@ def _hostile(port: int, config: Path) -> dict[str, tuple[str, str]]:
             "42",
         ),
     }
-
-
-def _sandbox_processes() -> list[int]:
-    """Processes still running under a sandbox slot uid (bwrap drops to 231000+ when we are root)."""
-    pids = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if 231_000 <= entry.stat().st_uid < 232_000:
-                    pids.append(int(entry.name))
-            except OSError:
-                pass
-    return pids
 
 
 @pytest.fixture
@@ -178,9 +165,9 @@ def test_hostile_programs_fail_only_their_own_samples(gateway: Any) -> None:
     assert httpx.get(f"{url}/health", timeout=5).status_code == 200
     assert child.proc.poll() is None
     deadline = time.monotonic() + 10
-    while _sandbox_processes() and time.monotonic() < deadline:
+    while sandbox_processes() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _sandbox_processes() == []
+    assert sandbox_processes() == []
     print(f"\nsandbox interfaces seen by connect_gateway: {hostile['connect_gateway'][1]}")
     p50_ms, max_ms = statistics.median(latencies) * 1000, max(latencies) * 1000
     print(f"\nCODE_ADVERSARIAL samples={len(plan)} elapsed_s={elapsed:.1f} health_probes={len(latencies)} "

@@ -4,7 +4,6 @@ running at once and hand out distinct slot numbers."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 
 import pytest
@@ -12,28 +11,17 @@ import pytest
 from reward_fns import code
 from reward_fns._sandbox.errors import SandboxTimeout
 from reward_fns._sandbox.slots import SlotPool, pool_for
+from tests.code_sandbox.support import sandbox_processes
 
 LOOP_FOREVER = "import posix\nposix.fork()\nwhile True:\n    pass"
 CASES = {"inputs": ["1"], "outputs": ["1"]}
 
 
-def _sandbox_processes() -> list[int]:
-    pids = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if 231_000 <= entry.stat().st_uid < 232_000:
-                    pids.append(int(entry.name))
-            except OSError:
-                pass
-    return pids
-
-
 async def _until_no_sandbox_process(patience_s: float = 10.0) -> list[int]:
     deadline = time.monotonic() + patience_s
-    while _sandbox_processes() and time.monotonic() < deadline:  # noqa: ASYNC110 - polling the kernel
+    while sandbox_processes() and time.monotonic() < deadline:  # noqa: ASYNC110 - polling the kernel
         await asyncio.sleep(0.1)
-    return _sandbox_processes()
+    return sandbox_processes()
 
 
 async def test_sample_deadline_is_a_sandbox_timeout_and_kills_everything() -> None:
