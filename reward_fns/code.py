@@ -76,7 +76,7 @@ def parse_test_cases(ground_truth: Any) -> dict[str, Any]:
     return cases
 
 
-def check_sandbox(reward_kwargs: dict[str, Any]) -> None:
+def startup_check(reward_kwargs: dict[str, Any]) -> None:
     """Start-up check for a `code` function configured with these reward_kwargs: raises SandboxUnavailable
     (naming the options) when its backend cannot run programs here. Sandbox Fusion is checked per call."""
     settings = settings_from_kwargs(

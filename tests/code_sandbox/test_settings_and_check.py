@@ -13,13 +13,13 @@ from reward_fns._sandbox.settings import settings_from_kwargs
 
 
 def test_check_passes_on_this_machine() -> None:
-    code.check_sandbox({})
-    code.check_sandbox({"sandbox": {"slots": 1}, "memory_limit_mb": 256})
+    code.startup_check({})
+    code.startup_check({"sandbox": {"slots": 1}, "memory_limit_mb": 256})
 
 
 def test_check_fails_clearly_and_names_the_options() -> None:
     with pytest.raises(SandboxUnavailable) as raised:
-        code.check_sandbox({"sandbox": {"python": "/nonexistent/bin/python3"}})
+        code.startup_check({"sandbox": {"python": "/nonexistent/bin/python3"}})
     message = str(raised.value)
     assert "not run unsandboxed" in message
     assert "sandbox_fusion_url" in message and "CAP_SYS_ADMIN" in message and "seccomp" in message
@@ -71,4 +71,4 @@ async def test_malformed_test_cases_are_a_value_error(truth: object) -> None:
 def test_an_interpreter_at_the_root_is_refused_not_bound() -> None:
     # Its prefix would be "/": binding that would show the sandbox the whole host.
     with pytest.raises(SandboxUnavailable, match="below a prefix"):
-        code.check_sandbox({"sandbox": {"python": "/python3"}})
+        code.startup_check({"sandbox": {"python": "/python3"}})
