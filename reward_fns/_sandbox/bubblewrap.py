@@ -225,6 +225,11 @@ class BubblewrapRun:
             except TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
+        # `Process.wait()` returns only once every pipe is closed; a stdout we stopped reading (a flood) never
+        # reaches EOF, so close our ends. asyncio has no public call for this; the transport's close() is it.
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:
+            transport.close()
         await proc.wait()
         if os.geteuid() == 0:
             await _wait_until_uid_is_idle(SLOT_UID_BASE + self._slot)
