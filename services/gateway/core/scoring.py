@@ -25,8 +25,8 @@ from services.gateway.errors import ComponentFailed, InvalidReturn
 from services.gateway.execution.pool import WorkerPool
 from services.gateway.execution.results import error_location, normalise_return
 from services.gateway.metrics import GatewayMetrics
-from services.gateway.reliability.function_limits import FunctionGate, estimate_tokens
-from services.gateway.reliability.idempotency import ResultCache
+from services.gateway.reliability.function_limits import Gate, estimate_tokens, reported_tokens
+from services.gateway.reliability.idempotency import Results
 from services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
 
 
@@ -69,8 +69,8 @@ class Scorer:
         pool: WorkerPool | None,
         metrics: GatewayMetrics,
         injectables: Injectables,
-        cache: ResultCache | None,
-        gates: Mapping[str, FunctionGate],
+        cache: Results | None,
+        gates: Mapping[str, Gate],
     ) -> None:
         self.pool = pool
         self.metrics = metrics
@@ -131,8 +131,13 @@ class Scorer:
         if gate is None:
             outcome = await self._call(fn, request, label)
         else:
-            async with gate.hold(estimate_tokens(request.prompt, request.solution_str, request.ground_truth)):
+            async with gate.hold(
+                estimate_tokens(request.prompt, request.solution_str, request.ground_truth)
+            ) as charge:
                 outcome = await self._call(fn, request, label)
+                used = reported_tokens(outcome.extra)
+                if used is not None:  # the judge said how many tokens it used: TPM counts those
+                    charge.settle(used)
         total_s = time.perf_counter() - started
         self.metrics.observe_call(fn.name, label, outcome.status, outcome.compute_s, outcome.score)
         score, fallback = outcome.score, False
