@@ -7,7 +7,8 @@ starts with `_`, or that defines no `compute_score`, is not a function.
 
 Every problem found (a file that does not import, an impossible signature, a config entry naming nothing)
 is collected; with `on_load_error: fail` they stop start-up together in one `LoadError`, with `skip` each is
-logged as a warning and the function is left out.
+logged as a warning and the function is left out. A module's optional `startup_check(reward_kwargs)` is run
+once per function at load (see `_startup_check_passes`).
 """
 
 from __future__ import annotations
@@ -234,6 +235,28 @@ def _discover(config: GatewayConfig, problems: _Problems) -> dict[str, _Candidat
     return found
 
 
+def _startup_check_passes(
+    name: str, cand: _Candidate, cfg: FunctionConfig, config: GatewayConfig, problems: _Problems
+) -> bool:
+    """A function's module may define `startup_check(reward_kwargs)`, raising when the function cannot work
+    on this host (the `code` built-in: no sandbox can be created). For a function the config names, that
+    is a load problem; for one only discovered, an ERROR in the log and the function stays (its calls fail
+    with their own typed error), so a host without, say, bubblewrap still serves everything else."""
+    module = inspect.getmodule(cand.fn)
+    check = getattr(module, "startup_check", None)
+    if not callable(check):
+        return True
+    try:
+        check(dict(cfg.reward_kwargs))
+    except Exception as exc:
+        message = f"{cand.source_file}: {name}: start-up check failed: {type(exc).__name__}: {exc}"
+        if name in config.functions:
+            problems.add(message)
+            return False
+        log.error("%s", message)
+    return True
+
+
 def load_functions(config: GatewayConfig) -> dict[str, RewardFunction]:
     """Discover, import and check every reward function; raise `LoadError` naming each bad file/key."""
     problems = _Problems(config.on_load_error)
@@ -245,6 +268,8 @@ def load_functions(config: GatewayConfig) -> dict[str, RewardFunction]:
             declared, var_kwargs = check_signature(cand.fn, is_async, cfg)
         except ValueError as exc:
             problems.add(f"{cand.source_file}: {name}: {exc}")
+            continue
+        if not _startup_check_passes(name, cand, cfg, config, problems):
             continue
         claims = tuple(dict.fromkeys([*cand.module_claims, *cfg.data_sources]))
         functions[name] = RewardFunction(
