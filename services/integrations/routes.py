@@ -18,8 +18,8 @@ a `data_source` key (OpenRLHF) or from the body's `data_source` field (slime), e
 
 OpenRLHF sends `{"query": [prompt+response, ...], "prompts": [...], "labels": [...]}` (one or more samples,
 possibly none). The response is recovered by stripping `prompts[i]` off the front of `query[i]`; when the
-prompt is not a prefix (OpenRLHF left-truncated a long prompt, or a tokenizer round trip changed it) the
-longest tail of the prompt that begins the query is stripped; failing that, the whole query is scored as the
+prompt is not a prefix (OpenRLHF left-truncated a long prompt to its last tokens) the longest tail of the
+prompt that begins the query is stripped, whatever its length; failing that, the whole query is scored as the
 response and `query_split_failed` is 1 in `extra_logs`. Labels that are objects with a `ground_truth` key are
 unpacked (`ground_truth`, optional `data_source`, `extra_info`); other labels are the ground truth as is.
 
@@ -53,8 +53,6 @@ ErrorScore = Annotated[
     float | None, Query(description="score for failed samples (flagged); default: answer 500/504")
 ]
 DataSource = Annotated[str | None, Query(description="data_source for samples that do not carry one")]
-# How much of the query's head is used to find where a left-truncated prompt starts.
-_ANCHOR_CHARS = 64
 
 
 class OpenRLHFRequest(BaseModel):
@@ -99,15 +97,33 @@ def split_query(query: str, prompt: Any) -> tuple[str, bool]:
         return query, False
     if query.startswith(prompt):
         return query[len(prompt) :], True
-    # A left-truncated prompt: the query starts somewhere inside the prompt and runs to its end.
-    anchor = query[: min(_ANCHOR_CHARS, len(query))]
-    start = prompt.find(anchor) if anchor else -1
-    while start != -1:
-        tail = prompt[start:]
-        if query.startswith(tail):
-            return query[len(tail) :], True
-        start = prompt.find(anchor, start + 1)
-    return query, False
+    # A left-truncated prompt: the query starts with some tail of the prompt, of any length.
+    overlap = _suffix_prefix_overlap(prompt, query)
+    return (query[overlap:], True) if overlap else (query, False)
+
+
+def _suffix_prefix_overlap(text: str, query: str) -> int:
+    """Length of the longest suffix of `text` that is a prefix of `query` (KMP: linear in both lengths)."""
+    pattern = query[: len(text)]
+    if not pattern:
+        return 0
+    failure = [0] * len(
+        pattern
+    )  # failure[i]: longest proper prefix of pattern[: i + 1] that is also its suffix
+    k = 0
+    for i in range(1, len(pattern)):
+        while k and pattern[i] != pattern[k]:
+            k = failure[k - 1]
+        if pattern[i] == pattern[k]:
+            k += 1
+        failure[i] = k
+    matched = 0
+    for char in text:
+        while matched and (matched == len(pattern) or char != pattern[matched]):
+            matched = failure[matched - 1]
+        if char == pattern[matched]:
+            matched += 1
+    return matched
 
 
 def make_protocol_router(score_one: ScoreOne, *, error_score: float | None = None) -> APIRouter:

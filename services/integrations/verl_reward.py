@@ -4,8 +4,8 @@ Point verl 0.9.1's trainer at it (it reads `reward.custom_reward_function`; the 
 `custom_reward_function` is read only by `fully_async_main`, so `main_ppo` would silently score locally):
 
     reward.custom_reward_function.path=pkg://services.integrations.verl_reward
-    reward.custom_reward_function.name=compute_score      # async; compute_score_sync for sync reward managers
-    +reward.custom_reward_function.reward_kwargs.gateway_url=http://reward-gateway:8000   # or $REWARDFLEET_URL
+    reward.custom_reward_function.name=compute_score     # async; compute_score_sync: sync reward managers
+    +reward.custom_reward_function.reward_kwargs.gateway_url=http://reward-gateway:8000  # or $REWARDFLEET_URL
 
 verl calls `compute_score(data_source, solution_str, ground_truth, extra_info, ...)` per sample; this posts
 the sample to the gateway's `POST /score` (retrying connection errors, 429 and 503 with the same uid) and
@@ -49,7 +49,12 @@ from services.integrations._common import ClientPerLoop, close_at_exit, gateway_
 
 logger = logging.getLogger(__name__)
 
-STATUS_KEY, FAILED_KEY, ERROR_KEY, EXTRA_KEY = "reward_status", "reward_failed", "reward_error", "reward_extra"
+STATUS_KEY, FAILED_KEY, ERROR_KEY, EXTRA_KEY = (
+    "reward_status",
+    "reward_failed",
+    "reward_error",
+    "reward_extra",
+)
 # The keys of every returned dict (plus `reward_kwargs.extra_keys`), whatever the function or the sample.
 KEYS: tuple[str, ...] = ("score", "acc", "pred", STATUS_KEY, FAILED_KEY, ERROR_KEY, EXTRA_KEY)
 
