@@ -19,6 +19,11 @@ FUNCTIONS = {
             correct = answer == str(ground_truth).strip()
             return {"score": 1.0 if correct else 0.0, "acc": correct, "pred": answer}
     """,
+    # a formula that gives different completions different scores (TRL's logged mean is checked against it)
+    "charsum.py": """
+        def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+            return sum(ord(c) for c in solution_str) % 101 / 100
+    """,
     "paced.py": """
         import asyncio
 
