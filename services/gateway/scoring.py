@@ -20,6 +20,7 @@ import pebble
 
 from services.gateway.admission import FunctionGate, estimate_tokens
 from services.gateway.dispatch import Dispatcher
+from services.gateway.failure_log import FailureLog
 from services.gateway.idempotency import ResultCache
 from services.gateway.limits import SampleLimits
 from services.gateway.metrics import GatewayMetrics
@@ -80,6 +81,7 @@ class Scorer:
         self.cache: ResultCache | None = None
         self.gates: dict[str, FunctionGate] = {}
         self.limits: SampleLimits | None = None
+        self.failures = FailureLog()
 
     def resolve(self, request: ScoreRequest) -> tuple[RewardFunction, str]:
         """Raises UnknownRewardFunction / Undispatchable (404), or an input-limit error, before any work."""
@@ -138,6 +140,16 @@ class Scorer:
                 outcome = await self._call(fn, kwargs)
         total_s = time.perf_counter() - started
         self.metrics.observe_call(fn.name, label, outcome.status, outcome.compute_s, outcome.score)
+        if outcome.status != "ok":
+            error = outcome.error
+            self.failures.sample_failed(
+                reward_fn=fn.name,
+                data_source=request.data_source,
+                status=outcome.status,
+                error_type=error.type if error else outcome.status,
+                message=error.message if error else "",
+                uid=request.uid,
+            )
         score, fallback = outcome.score, False
         if outcome.status != "ok" and fn.config.on_error_score is not None:
             score, fallback = fn.config.on_error_score, True

@@ -113,3 +113,23 @@ async def test_left_truncated_prompt_any_length(
     )
     assert outputs[0]["extra_logs"]["query_split_failed"] == [0.0]
     assert outputs[0]["reward"] == [1.0]  # exact: the response alone ("72" + "<|im_end|>") equals the label
+
+
+async def test_function_failure_what_openrlhf_shows_and_what_the_gateway_logs(
+    agent: ModuleType, trainer_gateway: LiveGateway, tokenizer: Any, openrlhf_log: list[str]
+) -> None:
+    """OpenRLHF retries the 500 five times, then trains the sample without a reward and logs only the status
+    line; the reason (function, data source, error, uid) is in the gateway's log at its default level."""
+    outputs = await run_executor(
+        agent,
+        f"{trainer_gateway.url}/openrlhf/boom?data_source=openai/gsm8k",
+        tokenizer,
+        ["#### 72"],
+        "72",
+        prompt=chat_prompt(tokenizer),
+    )
+    assert outputs[0]["reward"] is None and outputs[0]["scores"] is None
+    assert sum("500, message='Internal Server Error'" in line for line in openrlhf_log) == 5
+    gateway_log = trainer_gateway.child.log()
+    assert "WARNING rewardfleet.gateway.failures: reward function 'boom' failed on sample uid=" in gateway_log
+    assert "data_source='openai/gsm8k': ValueError: boom: #### 72<|im_end|>" in gateway_log
