@@ -23,6 +23,10 @@ prompt that begins the query is stripped, whatever its length; failing that, the
 response and `query_split_failed` is 1 in `extra_logs`. Labels that are objects with a `ground_truth` key are
 unpacked (`ground_truth`, optional `data_source`, `extra_info`); other labels are the ground truth as is.
 
+A sample without a label (absent, null or "", which is what OpenRLHF sends without `--label_key`) for a
+function that declares `ground_truth` without a default is answered 422 naming the field (`labels.<i>`,
+`label`) before anything is scored.
+
 Failed samples (function error or timeout). Neither trainer has a "no reward" value: OpenRLHF turns `rewards`
 into a tensor and slime uses whatever `score` holds. So a failure is never a number unless someone chose it:
 1. a score the gateway set from the function's `on_error_score` is used, flagged (`reward_failed`);
@@ -35,15 +39,19 @@ into a tensor and slime uses whatever `score` holds. So a failure is never a num
 from __future__ import annotations
 
 import asyncio
+import inspect
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ScoreOne = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+# Whether the function a `/score` body resolves to needs a ground truth (raises the gateway's 404 if none).
+NeedsLabel = Callable[[dict[str, Any]], bool]
 
 _SLIME_RESERVED = frozenset(
     {"score", "status", "error", "reward_fn", "data_source", "uid", "reward_failed", "extra", "timings"}
@@ -126,10 +134,31 @@ def _suffix_prefix_overlap(text: str, query: str) -> int:
     return matched
 
 
-def make_protocol_router(score_one: ScoreOne, *, error_score: float | None = None) -> APIRouter:
+def make_protocol_router(
+    score_one: ScoreOne, *, needs_label: NeedsLabel | None = None, error_score: float | None = None
+) -> APIRouter:
     """The OpenRLHF and slime routes around the gateway's `score_one` (see the module docstring)."""
     router = APIRouter(tags=["trainer protocols"])
     default_error_score = error_score
+
+    def check_labels(bodies: Sequence[dict[str, Any]], field: Callable[[int], list[str | int]]) -> None:
+        """A sample without a label for a function that needs one is the trainer's mistake: 422 naming the
+        field, before anything is scored (a 500 would blame the function or the gateway)."""
+        if needs_label is None:
+            return
+        errors = [
+            {
+                "type": "missing",
+                "loc": ("body", *field(i)),
+                "msg": f"reward function {b.get('reward_fn') or '(dispatched on data_source)'!s} needs a "
+                f"label (ground truth) and this sample has none",
+                "input": b.get("ground_truth"),
+            }
+            for i, b in enumerate(bodies)
+            if b.get("ground_truth") in (None, "") and needs_label(b)
+        ]
+        if errors:
+            raise RequestValidationError(errors)
 
     async def openrlhf(
         request: OpenRLHFRequest, reward_fn: str | None, data_source: str | None, error_score: float | None
@@ -157,6 +186,7 @@ def make_protocol_router(score_one: ScoreOne, *, error_score: float | None = Non
             if reward_fn:
                 body["reward_fn"] = reward_fn
             bodies.append(body)
+        check_labels(bodies, lambda i: ["labels", i])
         results = list(await asyncio.gather(*(score_one(b) for b in bodies)))
         fallback = error_score if error_score is not None else default_error_score
         failure = _failure_response(results, fallback)
@@ -203,6 +233,7 @@ def make_protocol_router(score_one: ScoreOne, *, error_score: float | None = Non
             body["prompt"] = request.prompt
         if reward_fn or request.reward_fn:
             body["reward_fn"] = reward_fn or request.reward_fn
+        check_labels([body], lambda _: ["label"])
         result = await score_one(body)
         fallback = error_score if error_score is not None else default_error_score
         failure = _failure_response([result], fallback)
@@ -252,6 +283,26 @@ def gateway_score_one(app: Any) -> ScoreOne:
         return dict(result.model_dump(mode="json"))
 
     return score_one
+
+
+def gateway_needs_label(app: Any) -> NeedsLabel:
+    """Whether the gateway function a body resolves to declares `ground_truth` without a default (the verl
+    contract's functions that compare against a reference); `ground_truth=None` marks it optional."""
+    from services.gateway.schemas import ScoreRequest
+
+    def needs_label(body: dict[str, Any]) -> bool:
+        fn, _ = app.state.gateway.scorer.resolve(ScoreRequest.model_validate(body))
+        return requires_ground_truth(fn.fn)
+
+    return needs_label
+
+
+def requires_ground_truth(fn: Callable[..., Any]) -> bool:
+    try:
+        param = inspect.signature(fn).parameters.get("ground_truth")
+    except (TypeError, ValueError):
+        return False
+    return param is not None and param.default is inspect.Parameter.empty
 
 
 def _unpack_label(label: Any) -> tuple[Any, str | None, dict[str, Any]]:

@@ -21,7 +21,7 @@ FUNCTIONS = {
     """,
     # a formula that gives different completions different scores (TRL's logged mean is checked against it)
     "charsum.py": """
-        def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+        def compute_score(data_source, solution_str, ground_truth=None, extra_info=None):
             return sum(ord(c) for c in solution_str) % 101 / 100
     """,
     "paced.py": """
