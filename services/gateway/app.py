@@ -29,7 +29,7 @@ from services.gateway.scoring import Injectables, Scorer
 from services.gateway.state import Gateway
 from services.gateway.tokenizer import TokenizerUnavailable, load_tokenizer
 from services.gateway.workers import WorkerPool
-from services.integrations.routes import gateway_needs_label, gateway_score_one, make_protocol_router
+from services.integrations.routes import gateway_check, gateway_score_one, make_protocol_router
 
 log = logging.getLogger("rewardfleet.gateway")
 
@@ -125,7 +125,7 @@ def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> 
     app.include_router(meta.router)
     app.include_router(graders.router)
     app.include_router(admin.router)
-    protocols = make_protocol_router(gateway_score_one(app), needs_label=gateway_needs_label(app))
+    protocols = make_protocol_router(gateway_score_one(app), check=gateway_check(app))
     app.include_router(protocols)  # OpenRLHF + slime (issue 6)
     # Outermost first: metrics see the 413s the size limit sends.
     app.add_middleware(BodySizeLimit, max_body_bytes=config.max_body_bytes)

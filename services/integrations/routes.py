@@ -50,8 +50,26 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ScoreOne = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
-# Whether the function a `/score` body resolves to needs a ground truth (raises the gateway's 404 if none).
-NeedsLabel = Callable[[dict[str, Any]], bool]
+# Checks a `/score` body before anything is scored: raises InvalidSample (or the gateway's 404).
+CheckSample = Callable[[dict[str, Any]], None]
+
+
+class InvalidSample(ValueError):
+    """A sample the gateway cannot score as given; `errors` are pydantic-style, `loc` in `/score` names."""
+
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        super().__init__("; ".join(str(e.get("msg")) for e in errors))
+        self.errors = errors
+
+
+# Where each `/score` field came from in the trainer's request (the 422 names the trainer's field).
+_OPENRLHF_FIELDS = {
+    "prompt": "prompts",
+    "solution_str": "query",
+    "ground_truth": "labels",
+    "extra_info": "labels",
+}
+_SLIME_FIELDS = {"solution_str": "response", "ground_truth": "label"}
 
 _SLIME_RESERVED = frozenset(
     {"score", "status", "error", "reward_fn", "data_source", "uid", "reward_failed", "extra", "timings"}
@@ -135,28 +153,27 @@ def _suffix_prefix_overlap(text: str, query: str) -> int:
 
 
 def make_protocol_router(
-    score_one: ScoreOne, *, needs_label: NeedsLabel | None = None, error_score: float | None = None
+    score_one: ScoreOne, *, check: CheckSample | None = None, error_score: float | None = None
 ) -> APIRouter:
     """The OpenRLHF and slime routes around the gateway's `score_one` (see the module docstring)."""
     router = APIRouter(tags=["trainer protocols"])
     default_error_score = error_score
 
-    def check_labels(bodies: Sequence[dict[str, Any]], field: Callable[[int], list[str | int]]) -> None:
-        """A sample without a label for a function that needs one is the trainer's mistake: 422 naming the
-        field, before anything is scored (a 500 would blame the function or the gateway)."""
-        if needs_label is None:
+    def check_samples(bodies: Sequence[dict[str, Any]], where: Callable[[int, str], list[str | int]]) -> None:
+        """Every sample checked before any is scored: a bad one (say, no label for a function that needs one)
+        is the trainer's mistake, answered 422 naming the trainer's field — never a 500 that blames the
+        function or the gateway."""
+        if check is None:
             return
-        errors = [
-            {
-                "type": "missing",
-                "loc": ("body", *field(i)),
-                "msg": f"reward function {b.get('reward_fn') or '(dispatched on data_source)'!s} needs a "
-                f"label (ground truth) and this sample has none",
-                "input": b.get("ground_truth"),
-            }
-            for i, b in enumerate(bodies)
-            if b.get("ground_truth") in (None, "") and needs_label(b)
-        ]
+        errors: list[dict[str, Any]] = []
+        for i, body in enumerate(bodies):
+            try:
+                check(body)
+            except InvalidSample as exc:
+                for err in exc.errors:
+                    loc = [str(part) if not isinstance(part, int) else part for part in err.get("loc", ())]
+                    field = str(loc[0]) if loc else ""
+                    errors.append({**err, "loc": ("body", *where(i, field), *loc[1:])})
         if errors:
             raise RequestValidationError(errors)
 
@@ -186,7 +203,7 @@ def make_protocol_router(
             if reward_fn:
                 body["reward_fn"] = reward_fn
             bodies.append(body)
-        check_labels(bodies, lambda i: ["labels", i])
+        check_samples(bodies, lambda i, field: [_OPENRLHF_FIELDS.get(field, field), i])
         results = list(await asyncio.gather(*(score_one(b) for b in bodies)))
         fallback = error_score if error_score is not None else default_error_score
         failure = _failure_response(results, fallback)
@@ -233,7 +250,7 @@ def make_protocol_router(
             body["prompt"] = request.prompt
         if reward_fn or request.reward_fn:
             body["reward_fn"] = reward_fn or request.reward_fn
-        check_labels([body], lambda _: ["label"])
+        check_samples([body], lambda _, field: [_SLIME_FIELDS.get(field, field)])
         result = await score_one(body)
         fallback = error_score if error_score is not None else default_error_score
         failure = _failure_response([result], fallback)
@@ -285,16 +302,27 @@ def gateway_score_one(app: Any) -> ScoreOne:
     return score_one
 
 
-def gateway_needs_label(app: Any) -> NeedsLabel:
-    """Whether the gateway function a body resolves to declares `ground_truth` without a default (the verl
-    contract's functions that compare against a reference); `ground_truth=None` marks it optional."""
+def gateway_check(app: Any) -> CheckSample:
+    """The gateway's checks of one `/score` body, for `make_protocol_router(check=...)`: the sample's schema,
+    its function (the gateway's 404 propagates), and a label when the function declares `ground_truth`
+    without a default (the verl contract's reference-based functions; `ground_truth=None` is optional)."""
+    from pydantic import ValidationError
+
     from services.gateway.schemas import ScoreRequest
 
-    def needs_label(body: dict[str, Any]) -> bool:
-        fn, _ = app.state.gateway.scorer.resolve(ScoreRequest.model_validate(body))
-        return requires_ground_truth(fn.fn)
+    def check(body: dict[str, Any]) -> None:
+        try:
+            sample = ScoreRequest.model_validate(body)
+        except ValidationError as exc:
+            raise InvalidSample(
+                [{"type": e["type"], "loc": e["loc"], "msg": e["msg"]} for e in exc.errors()]
+            ) from None
+        fn, _ = app.state.gateway.scorer.resolve(sample)
+        if sample.ground_truth in (None, "") and requires_ground_truth(fn.fn):
+            message = f"reward function {fn.name!r} needs a label (ground truth) and this sample has none"
+            raise InvalidSample([{"type": "missing", "loc": ("ground_truth",), "msg": message}])
 
-    return needs_label
+    return check
 
 
 def requires_ground_truth(fn: Callable[..., Any]) -> bool:

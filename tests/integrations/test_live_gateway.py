@@ -220,7 +220,11 @@ def test_missing_label_is_422_naming_the_field(live_gateway: LiveGateway) -> Non
         ]
         resp = http.post("/slime/gsm8k", json={"prompt": IM_PROMPT, "response": "#### 42"})
         assert resp.status_code == 422 and resp.json()["error"]["fields"][0]["loc"] == ["body", "label"]
-        assert "needs a label" in resp.json()["error"]["message"]
+        assert "'gsm8k' needs a label" in resp.json()["error"]["message"]
+        # a prompt that is neither text nor chat messages names OpenRLHF's field too
+        resp = http.post("/openrlhf", json={"query": ["x"], "prompts": [[None]], "labels": ["x"]})
+        assert resp.status_code == 422
+        assert {tuple(f["loc"][:3]) for f in resp.json()["error"]["fields"]} == {("body", "prompts", 0)}
         # a function whose ground_truth has a default (charsum: ground_truth=None) needs none
         resp = http.post("/slime/charsum", json={"prompt": IM_PROMPT, "response": "42", "label": None})
         assert resp.status_code == 200 and resp.json()["score"] == sum(map(ord, "42")) % 101 / 100

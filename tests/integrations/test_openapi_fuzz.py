@@ -44,7 +44,7 @@ def test_no_undocumented_5xx(trainer_gateway: LiveGateway) -> None:
     statuses: Counter[tuple[str, int]] = Counter()
     for operation, mode in itertools.product(operations, GenerationMode):  # valid and invalid requests
         fuzz = settings(
-            max_examples=25,
+            max_examples=15,
             deadline=None,
             database=None,
             suppress_health_check=list(HealthCheck),
