@@ -1,7 +1,7 @@
 """Every route of a live gateway, fuzzed from its own OpenAPI document (schemathesis, bounded examples).
 
 The rule checked: no answer is a 5xx, except the documented failure of a reward function (500
-`reward_function_failed` / 504 `reward_function_timeout` with the error envelope, on the trainer protocol
+`RewardFunctionFailed` / 504 `RewardFunctionTimeout` with the error envelope, on the trainer protocol
 routes). Bad input must be a 4xx naming the field.
 """
 
@@ -17,9 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
+from services.gateway.errors import RewardFunctionFailed, RewardFunctionTimeout
 from tests.integrations.conftest import LiveGateway
 
-DOCUMENTED_FAILURES = {500: "reward_function_failed", 504: "reward_function_timeout"}
+DOCUMENTED_FAILURES = {500: RewardFunctionFailed.type, 504: RewardFunctionTimeout.type}
 
 
 def check(case: Any, statuses: Counter[tuple[str, int]]) -> None:
