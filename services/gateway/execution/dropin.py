@@ -10,7 +10,8 @@ standard library and installed packages always win — a folder's `math.py` neve
 not importable by that name, and the gateway warns) — and `sys.path` is not touched. It answers only
 top-level names that are a `.py` file or a package directory in one of its folders, first folder first.
 
-Reload: a folder's digest covers every `.py` under it. `use(folder)` notices a changed digest and drops the
+Reload: a folder's digest covers its helpers (every `.py` under it but the top-level files that define
+`compute_score`). `use(folder)` notices a changed digest and drops the
 modules it had imported from that folder from `sys.modules`, so the next import reads them afresh; the reward
 files' module names include the digest (loader.file_module_name), so they are imported afresh too, and calls
 already running keep the old modules. Helper names share one namespace per process, as on one `sys.path`:
@@ -26,6 +27,7 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import logging
+import re
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -35,17 +37,26 @@ from types import ModuleType
 log = logging.getLogger("rewardfleet.gateway")
 
 
-def _python_files(folder: Path) -> Iterator[Path]:
+# A top-level file that defines compute_score is a reward file, not a helper (read from the text: the digest
+# is needed before anything is imported, and must not change when another reward file is edited — a worker
+# that has not yet imported a function would otherwise import it afresh, from whatever is on disk now).
+_DEFINES_ENTRY_POINT = re.compile(rb"^(async\s+def|def)\s+compute_score\b|^compute_score\s*=", re.M)
+
+
+def _helper_files(folder: Path) -> Iterator[Path]:
     for path in sorted(folder.rglob("*.py")):
         rel = path.relative_to(folder).parts
-        if not any(part == "__pycache__" or part.startswith(".") for part in rel):
-            yield path
+        if any(part == "__pycache__" or part.startswith(".") for part in rel):
+            continue
+        if len(rel) == 1 and _DEFINES_ENTRY_POINT.search(path.read_bytes()):
+            continue
+        yield path
 
 
 def folder_digest(folder: Path) -> str:
-    """A digest of every `.py` file under `folder` (names and bytes): changes when any helper changes."""
+    """A digest of the folder's helpers (every `.py` under it but its reward files): names and bytes."""
     h = hashlib.sha256()
-    for path in _python_files(folder):
+    for path in _helper_files(folder):
         for part in (str(path.relative_to(folder)).encode(), path.read_bytes()):
             h.update(len(part).to_bytes(8, "little"))
             h.update(part)
