@@ -2,9 +2,9 @@
 
 Load order (later wins, with a warning): the built-in package's modules (`reward_fns.<stem>`, imported as
 package modules so they can import each other), then each user folder in order (files loaded by path under a
-unique module name, never via `sys.path`; their sibling modules import by plain name, execution/dropin.py),
-then config entries with an explicit `path`. A file whose name
-starts with `_`, or that defines no `compute_score`, is not a function.
+unique module name, never via `sys.path`; they import their folder's helpers by plain name, see
+execution/dropin.py), then config entries with an explicit `path`. A file whose name starts with `_`, or that
+defines no `compute_score`, is not a function.
 
 Every problem found (a file that does not import, an impossible signature, a config entry naming nothing)
 is collected; with `on_load_error: fail` they stop start-up together in one `LoadError`, with `skip` each is
