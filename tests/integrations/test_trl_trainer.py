@@ -16,8 +16,6 @@ import pytest
 from services.integrations.trl import make_reward_func
 from tests.integrations.conftest import LiveGateway
 
-pytest.importorskip("trl", reason="TRL is a test dependency: pip install -e '.[trainers]'")
-
 
 def charsum(text: str) -> float:
     """The gateway's `charsum` function (tests/integrations/conftest.py), computed locally."""
