@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:  # imported lazily below: `rewardfleet --help` stays fast
+    from services.gateway.config import GatewaySettings
 
 
 def build_settings(
@@ -15,7 +18,7 @@ def build_settings(
     port: int | None,
     reward_fns: list[Path] | None,
     workers: int | None,
-) -> Any:
+) -> GatewaySettings:
     """Flags win over REWARDFLEET_GATEWAY_* variables, which win over the YAML file; `--reward-fns` folders
     are appended to the file's `reward_fns_dirs`."""
     from services.gateway.config import GatewaySettings

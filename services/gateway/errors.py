@@ -25,6 +25,9 @@
                                   `result_extra` carries the components' reports)
     GraderError                   the sample does not fit a declarative grader
 
+    At config validation (a ValueError, so pydantic reports it under the key):
+    FormulaError                  a multi grader's `calculate_output` is not a valid formula
+
 Every error answer is the envelope `{"error": {"type", "message", ...details}}` built by `error_envelope`
 (details: `fields`, `available_reward_fns`, `available_data_sources`, `field`, `samples`). Bad input is 4xx,
 never 500. Standard library only: worker processes import this module.
@@ -166,3 +169,7 @@ class ComponentFailed(Exception):
 
 class GraderError(Exception):
     """The sample does not fit the grader (a template names a missing key, a formula divides by zero...)."""
+
+
+class FormulaError(ValueError):
+    """A `calculate_output` formula that does not parse or uses what is not allowed (config/formula.py)."""

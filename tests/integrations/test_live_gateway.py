@@ -119,6 +119,26 @@ def test_openrlhf_protocol(live_gateway: LiveGateway) -> None:
         assert "exact" in metrics
 
 
+def _cache_hits(http: httpx.Client) -> float:
+    line = 'rewardfleet_gateway_result_cache_answers_total{how="hit"} '
+    (value,) = [
+        float(x.removeprefix(line)) for x in http.get("/metrics").text.splitlines() if x.startswith(line)
+    ]
+    return value
+
+
+def test_openrlhf_retry_is_answered_from_the_cache(live_gateway: LiveGateway) -> None:
+    """OpenRLHF retries a request after a 5xx or a dropped connection; the samples get content-derived uids,
+    so the retry is answered from the idempotency cache instead of running every function again."""
+    payload = openrlhf_payload("42", "41", "40")
+    with httpx.Client(base_url=live_gateway.url, timeout=30) as http:
+        first = http.post("/openrlhf/paced", json=payload)
+        hits = _cache_hits(http)
+        retry = http.post("/openrlhf/paced", json=payload)
+        assert retry.json() == first.json() and first.status_code == 200
+        assert _cache_hits(http) == hits + 3
+
+
 # -- slime: --rm-url http://gateway/slime[/fn] --reward-key score ----------------------------------------
 
 
