@@ -45,7 +45,7 @@ from services.gateway.reliability.middleware import BodySizeLimit, RequestMetric
 from services.gateway.routes import admin, graders, meta, pools, score
 from services.gateway.routes.deps import Gateway
 from services.gateway.routes.error_handlers import install_error_handlers
-from services.gateway.routes.protocols import gateway_score_one, make_protocol_router
+from services.gateway.routes.protocols import gateway_check, gateway_score_one, make_protocol_router
 from services.gateway.state_store.base import StateBackend
 from services.gateway.state_store.factory import build_backend
 
@@ -178,7 +178,8 @@ def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> 
     app.include_router(graders.router)
     app.include_router(admin.router)
     app.include_router(pools.router)
-    app.include_router(make_protocol_router(gateway_score_one(app)))  # OpenRLHF + slime
+    # OpenRLHF + slime
+    app.include_router(make_protocol_router(gateway_score_one(app), check=gateway_check(app)))
     # Outermost first: metrics see the 413s the size limit sends.
     app.add_middleware(BodySizeLimit, max_body_bytes=config.max_body_bytes)
     app.add_middleware(AdmissionMiddleware, admission=admission)  # after auth: refused keys take no slot

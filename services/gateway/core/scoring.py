@@ -20,6 +20,7 @@ import aiohttp
 import pebble
 
 from services.gateway.config import FunctionConfig
+from services.gateway.core.failure_log import FailureLog
 from services.gateway.core.registry import RewardFunction
 from services.gateway.errors import ComponentFailed, InvalidReturn
 from services.gateway.execution.pool import WorkerPool
@@ -78,6 +79,7 @@ class Scorer:
         self.injectables = injectables
         self.cache = cache
         self.gates = dict(gates)
+        self.failures = FailureLog()
 
     def build_kwargs(
         self, fn: RewardFunction, request: ScoreRequest, config: FunctionConfig | None = None
@@ -141,6 +143,16 @@ class Scorer:
                     charge.settle(used)
         total_s = time.perf_counter() - started
         self.metrics.observe_call(fn.name, label, outcome.status, outcome.compute_s, outcome.score)
+        if outcome.status != "ok":
+            error = outcome.error
+            self.failures.sample_failed(
+                reward_fn=fn.name,
+                data_source=request.data_source,
+                status=outcome.status,
+                error_type=error.type if error else outcome.status,
+                message=error.message if error else "",
+                uid=request.uid,
+            )
         score, fallback = outcome.score, False
         if outcome.status != "ok" and fn.config.on_error_score is not None:
             score, fallback = fn.config.on_error_score, True
