@@ -13,6 +13,11 @@ Three ways to ask (reward_kwargs):
   tokenises text `query`/`items` with special tokens, so a template that writes its own BOS (Llama 3) would
   get a second one; token ids are used as given.
 
+Constrained verdicts (`constrain_verdict=True`, the default): the request carries SGLang's `regex` (a
+top-level field of the chat request, `sampling_params.regex` on `/generate`) from `_verdict_grammar`, so a
+backend that constrains decoding (SGLang, our CPU model server) can only answer in the format the parser
+reads. Set it to False for a backend that rejects unknown fields; the free-text parser reads either answer.
+
 The verdict is parsed by `_verdicts.parse_verdict`; a judge that cannot be read, or a call that fails, raises
 (`VerdictParseError`, `JudgeTruncatedError`, `JudgeCallError`, `JudgeConfigError`) and never scores 0.
 Extras keep the raw verdict and the judge's text, with the same keys for every sample of one configuration.
@@ -23,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -38,6 +43,7 @@ from reward_fns._judge_templates import (
     problem_text,
 )
 from reward_fns._router_http import RemoteCallError, post_json, resolve_address
+from reward_fns._verdict_grammar import verdict_regex
 from reward_fns._verdicts import Verdict, VerdictParseError, parse_verdict
 
 DATA_SOURCES: tuple[str, ...] = ()
@@ -59,6 +65,22 @@ class JudgeConfigError(ValueError):
 class JudgeReply:
     text: str
     finish_reason: str
+    usage: dict[str, int] = field(default_factory=dict)  # OpenAI-shaped token counts, when the server says
+
+
+def _usage(prompt: Any, completion: Any) -> dict[str, int]:
+    """`{"prompt_tokens", "completion_tokens", "total_tokens"}`, or {} if the counts are missing: the gateway
+    charges a function's TPM budget with these real counts (`extra["usage"]`)."""
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return {}
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def total_usage(replies: Sequence[JudgeReply]) -> dict[str, int]:
+    if not replies or any(not r.usage for r in replies):
+        return {}
+    keys = ("prompt_tokens", "completion_tokens", "total_tokens")
+    return {k: sum(r.usage[k] for r in replies) for k in keys}
 
 
 @dataclass(frozen=True)
@@ -73,6 +95,7 @@ class JudgeEndpoint:
     max_tokens: int = 1024
     temperature: float = 0.0
     timeout_s: float = 120.0
+    regex: str | None = None  # constrain the output to this regex (SGLang's `regex` sampling parameter)
 
 
 async def ask_judge(endpoint: JudgeEndpoint, messages: list[dict[str, str]]) -> JudgeReply:
@@ -85,6 +108,8 @@ async def ask_judge(endpoint: JudgeEndpoint, messages: list[dict[str, str]]) -> 
         "max_tokens": endpoint.max_tokens,
         "temperature": endpoint.temperature,
     }
+    if endpoint.regex is not None:
+        payload["regex"] = endpoint.regex
     body = await post_json(
         endpoint.session,
         endpoint.address,
@@ -102,16 +127,22 @@ async def ask_judge(endpoint: JudgeEndpoint, messages: list[dict[str, str]]) -> 
     if not isinstance(content, str):
         # A reasoning parser on the server may have moved everything into `reasoning_content`.
         raise _bad_response(endpoint, "/v1/chat/completions", body, "message.content is not text")
-    return JudgeReply(text=content, finish_reason=finish)
+    reported = body.get("usage")
+    usage: Mapping[str, Any] = reported if isinstance(reported, Mapping) else {}
+    return JudgeReply(
+        text=content,
+        finish_reason=finish,
+        usage=_usage(usage.get("prompt_tokens"), usage.get("completion_tokens")),
+    )
 
 
 async def _ask_generate(endpoint: JudgeEndpoint, messages: list[dict[str, str]]) -> JudgeReply:
     tokenizer = _require_tokenizer(endpoint.tokenizer, "use_generate=True")
     input_ids = await asyncio.to_thread(_chat_token_ids, tokenizer, messages)
-    payload = {
-        "input_ids": input_ids,
-        "sampling_params": {"max_new_tokens": endpoint.max_tokens, "temperature": endpoint.temperature},
-    }
+    sampling: dict[str, Any] = {"max_new_tokens": endpoint.max_tokens, "temperature": endpoint.temperature}
+    if endpoint.regex is not None:
+        sampling["regex"] = endpoint.regex
+    payload = {"input_ids": input_ids, "sampling_params": sampling}
     body = await post_json(
         endpoint.session,
         endpoint.address,
@@ -129,9 +160,13 @@ async def _ask_generate(endpoint: JudgeEndpoint, messages: list[dict[str, str]])
             raise _bad_response(endpoint, "/generate", body, "neither text nor output_ids")
         # A server started with --skip-tokenizer-init answers with ids only.
         text = await asyncio.to_thread(tokenizer.decode, output_ids, skip_special_tokens=True)
-    finish = body.get("meta_info", {}).get("finish_reason") or {}
+    meta_info = body.get("meta_info")
+    meta: Mapping[str, Any] = meta_info if isinstance(meta_info, Mapping) else {}
+    finish = meta.get("finish_reason") or {}
     return JudgeReply(
-        text=str(text), finish_reason=str(finish.get("type", "")) if isinstance(finish, dict) else ""
+        text=str(text),
+        finish_reason=str(finish.get("type", "")) if isinstance(finish, dict) else "",
+        usage=_usage(meta.get("prompt_tokens"), meta.get("completion_tokens")),
     )
 
 
@@ -315,11 +350,15 @@ async def compute_score(
     probability: bool = False,
     score_server_address: str | Sequence[str] | None = None,
     label_tokens: Sequence[str] = ("Yes", "No"),
+    constrain_verdict: bool = True,
+    verdict_line: str | None = None,
+    reasoning_chars: int = 400,
 ) -> dict[str, Any]:
     """Score `solution_str` with an LLM judge; see the module docstring and docs/remote_reward_fns.md.
 
     Returns {"score": 0..1, "judge_verdict": str, "judge_verdict_source": str, "judge_response": str,
-    "judge_template": str} (probability mode: verdict "p_yes=…", source "probability", response "").
+    "judge_template": str, "usage": {prompt/completion/total tokens} or {}} (probability mode: verdict
+    "p_yes=…", source "probability", response "", no usage).
     """
     try:
         tmpl = get_template(
@@ -330,6 +369,12 @@ async def compute_score(
         address = resolve_address(pool, router_addresses, reward_router_address)
     except (TemplateError, ValueError) as exc:
         raise JudgeConfigError(str(exc)) from exc
+    regex = None
+    if constrain_verdict:
+        regex = verdict_regex(
+            tmpl, scale_min=scale_min, scale_max=scale_max, max_tokens=max_tokens,
+            reasoning_chars=reasoning_chars, line=verdict_line,
+        )  # fmt: skip
     endpoint = JudgeEndpoint(
         session=http_client,
         address=address,
@@ -339,6 +384,7 @@ async def compute_score(
         max_tokens=max_tokens,
         temperature=temperature,
         timeout_s=timeout_s,
+        regex=regex,
     )
     values = template_values(solution_str, ground_truth, extra_info, prompt, rubric)
 
@@ -383,6 +429,7 @@ async def compute_score(
             "judge_verdict_source": " / ".join(v.source for v in verdicts),
             "judge_response": "\n\n=====\n\n".join(r.text for r in replies),
             "judge_template": tmpl.name,
+            "usage": total_usage(replies),
         }
 
     reply = await ask_judge(endpoint, render(values))
@@ -393,4 +440,5 @@ async def compute_score(
         "judge_verdict_source": verdict.source,
         "judge_response": reply.text,
         "judge_template": tmpl.name,
+        "usage": reply.usage,
     }

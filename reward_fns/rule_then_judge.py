@@ -29,6 +29,7 @@ import aiohttp
 
 from reward_fns._judge_templates import TemplateError, get_template
 from reward_fns._router_http import RemoteCallError, resolve_address
+from reward_fns._verdict_grammar import verdict_regex
 from reward_fns._verdicts import VerdictParseError
 from reward_fns.judge import JudgeConfigError, JudgeEndpoint, ask_judge, read_verdict, template_values
 
@@ -114,6 +115,8 @@ async def compute_score(
     max_tokens: int = 4096,
     temperature: float = 0.0,
     timeout_s: float = 300.0,
+    constrain_verdict: bool = True,
+    reasoning_chars: int = 2000,
 ) -> dict[str, Any]:
     """{"score": rule score - (flaw_penalty if flawed), "rule_score", "acc", "pred", "judge_called",
     "is_flawed", "judge_verdict", "judge_response", "judge_error"}."""
@@ -159,6 +162,11 @@ async def compute_score(
         max_tokens=max_tokens,
         temperature=temperature,
         timeout_s=timeout_s,
+        regex=verdict_regex(
+            tmpl, scale_min=1.0, scale_max=10.0, max_tokens=max_tokens, reasoning_chars=reasoning_chars
+        )
+        if constrain_verdict
+        else None,
     )
     values = template_values(solution_str, ground_truth, extra_info, prompt, None)
     try:

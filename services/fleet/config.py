@@ -27,9 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from router.config import RouterConfig
 from services.gateway.config import GatewayConfig, format_validation_error
+from services.gateway.config.external_pools import ExternalPoolConfig
+from services.model_server.checkpoints import BUILTIN_MODELS
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default.yaml")
-BUILTIN_MODELS = ("builtin:minilm",)
 _POOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 # Set by the fleet for each router; a pool's `router:` section may not set them.
 _ROUTER_MANAGED = frozenset({"host", "port", "worker_urls", "prometheus_port", "prometheus_host"})
@@ -47,14 +48,28 @@ class PoolConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: PoolKind
-    backend: Literal["cpu", "sglang"] = "cpu"
-    model_path: str = Field(description="Checkpoint directory or HF id (sglang), or builtin:minilm.")
+    backend: Literal["cpu", "sglang", "external"] = "cpu"
+    model_path: str | None = Field(
+        default=None,
+        description="Checkpoint directory, .gguf file or HF id (sglang), or a built-in: "
+        + ", ".join(BUILTIN_MODELS),
+    )
+    external: ExternalPoolConfig | None = Field(
+        default=None,
+        description="backend external: an OpenAI-compatible endpoint outside the fleet (base_url, model, "
+        "api_key_env, rpm, tpm, ...); no replicas, no router.",
+    )
     served_model_name: str | None = None
     replicas: int = Field(default=1, ge=1, le=64)
     base_port: int | None = Field(default=None, ge=1, le=65535, description="Replica i listens on base+i.")
     server_args: dict[str, Any] = Field(
         default_factory=dict,
         description="Extra flags for serve-model / sglang.launch_server, e.g. {dtype: bf16}.",
+    )
+    load_in_background: bool = Field(
+        default=False,
+        description="Start-up does not wait for this pool: the gateway comes up first, and the pool's router "
+        "routes to each replica once it has loaded (`rewardfleet status` shows when).",
     )
     router_port: int | None = Field(default=None, ge=1, le=65535)
     router_prometheus_port: int | None = Field(default=None, ge=1, le=65535)
@@ -85,6 +100,21 @@ class PoolConfig(BaseModel):
 
     @model_validator(mode="after")
     def _kind_backend(self) -> PoolConfig:
+        if self.backend == "external":
+            if self.external is None:
+                raise ValueError("backend external needs an `external:` section (base_url, model, ...)")
+            fleet_only = sorted(
+                k
+                for k in ("model_path", "base_port", "router_port", "router_prometheus_port")
+                if getattr(self, k) is not None
+            ) + [k for k in ("server_args", "load_in_background") if k in self.model_fields_set]
+            if fleet_only or self.replicas != 1:
+                raise ValueError(f"backend external runs nothing here: remove {fleet_only or ['replicas']}")
+            return self
+        if self.external is not None:
+            raise ValueError("`external:` is only for backend external")
+        if self.model_path is None:
+            raise ValueError("model_path is required for the cpu and sglang backends")
         if self.model_path.startswith("builtin:") and self.model_path not in BUILTIN_MODELS:
             raise ValueError(f"model_path {self.model_path!r}: built-in models are {list(BUILTIN_MODELS)}")
         if self.backend == "sglang" and self.model_path.startswith("builtin:"):
@@ -102,6 +132,13 @@ class PoolConfig(BaseModel):
                     "router.policy: power_of_two needs at least 2 replicas (the router refuses 1)"
                 )
         return self
+
+    @property
+    def checkpoint(self) -> str:
+        """`model_path` of a pool the fleet runs (validation guarantees it is set for cpu and sglang)."""
+        if self.model_path is None:
+            raise ValueError("an external pool has no model_path")
+        return self.model_path
 
     @property
     def is_embedding(self) -> bool:
@@ -140,16 +177,19 @@ class FleetConfig(BaseModel):
 
     @model_validator(mode="after")
     def _defaults(self) -> FleetConfig:
-        if self.default_pool is not None and self.default_pool not in self.pools:
-            raise ValueError(f"default_pool: {self.default_pool!r} is not one of pools {sorted(self.pools)}")
-        if self.default_pool is None and self.pools:
+        routed = {n: p for n, p in self.pools.items() if p.backend != "external"}
+        if self.default_pool is not None and self.default_pool not in routed:
+            raise ValueError(
+                f"default_pool: {self.default_pool!r} is not one of the pools with a router {sorted(routed)}"
+            )
+        if self.default_pool is None and routed:
             # verl's reward_router_address points at the reward model; prefer it, then the judge.
             for kind in ("reward_model", "judge", "encoder"):
-                match = next((n for n, p in self.pools.items() if p.kind == kind), None)
+                match = next((n for n, p in routed.items() if p.kind == kind), None)
                 if match:
                     self.default_pool = match
                     break
-        clash = sorted(set(self.gateway.routers) & set(self.pools))
+        clash = sorted((set(self.gateway.routers) | set(self.gateway.external_pools)) & set(self.pools))
         if clash:
             raise ValueError(
                 f"gateway.routers: {clash} are pool names; the fleet sets those addresses itself"

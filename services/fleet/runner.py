@@ -35,13 +35,29 @@ class Fleet:
         self.console = console
         self.ready_timeout_s = ready_timeout_s
         self.backoff = backoff
+        # Replicas of pools that load in the background: start-up does not wait for them, and they start only
+        # once the rest is up, so their loading does not slow the gateway's and the other pools' start.
+        self.background = [
+            r.spec
+            for p in plan.pools
+            if p.config.load_in_background
+            for r in p.replicas
+            if r.spec is not None
+        ]
+        names = {spec.name for spec in self.background}
         # Stages in start order; each stage's children start together.
         self.stages: list[list[ChildSpec]] = [
-            [r.spec for p in plan.pools for r in p.replicas if r.spec is not None],
+            [
+                r.spec
+                for p in plan.pools
+                for r in p.replicas
+                if r.spec is not None and r.spec.name not in names
+            ],
             [p.router_spec for p in plan.pools],
             [plan.gateway_spec],
         ]
         self.supervisors: list[list[Supervisor]] = []
+        self._watchers: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         write_gateway_config(self.plan)
@@ -50,8 +66,6 @@ class Fleet:
         columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
         with Progress(*columns, console=self.console, transient=False) as progress:
             for stage in self.stages:
-                if not stage:
-                    continue
                 sups = [Supervisor(spec, self.backoff) for spec in stage]
                 self.supervisors.append(sups)
                 tasks = [progress.add_task(f"{s.spec.name}: starting", total=1) for s in sups]
@@ -60,6 +74,12 @@ class Fleet:
                 await asyncio.gather(
                     *(self._await_ready(s, t, progress) for s, t in zip(sups, tasks, strict=True))
                 )
+        for spec in self.background:
+            sup = Supervisor(spec, self.backoff)
+            self.supervisors[0].append(sup)  # stopped with the other model servers, after the gateway
+            await sup.start()
+            self.console.print(f"{spec.name}: loading in the background")
+            self._watchers.append(asyncio.create_task(self._announce_ready(sup)))
         self._write_state()
 
     async def _await_ready(self, sup: Supervisor, task: TaskID, progress: Progress) -> None:
@@ -70,8 +90,25 @@ class Fleet:
             raise FleetStartError(f"{exc}\n--- end of {sup.spec.log_path} ---\n{_tail(sup)}") from exc
         progress.update(task, description=f"[green]{sup.spec.name}: ready[/green]", completed=1)
 
+    async def _announce_ready(self, sup: Supervisor) -> None:
+        """Say when a background replica is ready, or that it failed; the rest of the fleet keeps serving."""
+        started = asyncio.get_running_loop().time()
+        try:
+            await sup.wait_ready(self.ready_timeout_s)
+        except (ChildFailed, TimeoutError) as exc:
+            self.console.print(f"[red]{sup.spec.name} did not start:[/red] {exc}\n{_tail(sup)}")
+            return
+        took = asyncio.get_running_loop().time() - started
+        self.console.print(
+            f"[green]{sup.spec.name}: ready[/green] (loaded in the background in {took:.0f} s)"
+        )
+
     async def stop(self) -> None:
         """Gateway first, then routers, then model servers; each stage's children stop together."""
+        for watcher in self._watchers:
+            watcher.cancel()
+        await asyncio.gather(*self._watchers, return_exceptions=True)
+        self._watchers.clear()
         for sups in reversed(self.supervisors):
             await asyncio.gather(*(s.stop() for s in sups), return_exceptions=True)
         self.supervisors.clear()

@@ -56,9 +56,13 @@ def status_table(state: dict[str, Any], timeout_s: float = 2.0) -> Table:
             detail = f"{pool['kind']} ({pool['backend']})"
             if isinstance(body, dict) and "healthy_workers" in body:
                 detail += f", {body['healthy_workers']}/{body['total_workers']} workers healthy"
-            table.add_row(f"{name} router", pool["router"], health, detail)
+            # The pool is ready when its router has a healthy worker to send work to.
+            pool_state = "ready" if health == "healthy" else "not ready"
+            table.add_row(f"{name} router", pool["router"], health, f"pool {pool_state}: {detail}")
             for i, url in enumerate(pool["replicas"]):
                 health, _ = _probe(client, f"{url}/health")
+                if health == "HTTP 503":  # model servers answer 503 while they load and warm up
+                    health = "loading"
                 table.add_row(f"  {name}-{i}", url, health, pool["model_path"])
     return table
 

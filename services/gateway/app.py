@@ -37,11 +37,12 @@ from services.gateway.metrics import GatewayMetrics
 from services.gateway.reliability.admission import Admission, AdmissionMiddleware, Backlog
 from services.gateway.reliability.auth import ApiKeyAuth, read_keys_file
 from services.gateway.reliability.drain import Drain
+from services.gateway.reliability.external_pools import ExternalPools
 from services.gateway.reliability.function_limits import function_gates
 from services.gateway.reliability.idempotency import Results
 from services.gateway.reliability.input_limits import SampleLimits
 from services.gateway.reliability.middleware import BodySizeLimit, RequestMetrics
-from services.gateway.routes import admin, graders, meta, score
+from services.gateway.routes import admin, graders, meta, pools, score
 from services.gateway.routes.deps import Gateway
 from services.gateway.routes.error_handlers import install_error_handlers
 from services.gateway.routes.protocols import gateway_check, gateway_score_one, make_protocol_router
@@ -72,7 +73,8 @@ def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> 
             tokenizer = None
             if config.reward_model_tokenizer is not None:
                 tokenizer = await asyncio.to_thread(load_tokenizer, config.reward_model_tokenizer)
-        except (LoadError, TokenizerUnavailable) as exc:
+            external = ExternalPools(config.external_pools, metrics.registry)
+        except (LoadError, TokenizerUnavailable, ValueError) as exc:
             log.error("gateway start-up failed: %s", exc)
             # A short exception: uvicorn prints its traceback after the message above and exits non-zero.
             raise RuntimeError("gateway start-up failed; see the error above") from None
@@ -107,7 +109,7 @@ def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> 
                 metrics,
                 Injectables(
                     reward_router_address=config.reward_router_address,
-                    router_addresses=dict(config.routers),
+                    router_addresses={**config.routers, **external.addresses(_self_address(config))},
                     http_client=http_client,
                     reward_model_tokenizer=tokenizer,
                     tokenizer_path=config.reward_model_tokenizer,
@@ -142,6 +144,7 @@ def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> 
                 scorer=scorer,
                 groups=backend.groups(config.groups, scorer),
                 reloader=Reloader(config, scorer, http_client, catalog),
+                external_pools=external,
             )
             app.state.gateway = gateway
             drain = Drain(
@@ -174,6 +177,7 @@ def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> 
     app.include_router(meta.router)
     app.include_router(graders.router)
     app.include_router(admin.router)
+    app.include_router(pools.router)
     # OpenRLHF + slime
     app.include_router(make_protocol_router(gateway_score_one(app), check=gateway_check(app)))
     # Outermost first: metrics see the 413s the size limit sends.
@@ -182,9 +186,17 @@ def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> 
     keys = api_keys(config)
     if keys:
         public = {"/health", "/metrics"} if config.auth_exempt_metrics else {"/health"}
-        app.add_middleware(ApiKeyAuth, keys=keys, public_paths=public)
+        app.add_middleware(
+            ApiKeyAuth, keys=keys, public_paths=public, self_authenticated_prefixes=(pools.PREFIX,)
+        )
     app.add_middleware(RequestMetrics, metrics=metrics)
     return app
+
+
+def _self_address(config: GatewayConfig) -> str:
+    """How reward functions on this machine reach this gateway (for the external-pool forwarding route)."""
+    host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
+    return f"{host}:{config.port}"
 
 
 def api_keys(config: GatewayConfig) -> list[str]:

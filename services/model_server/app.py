@@ -17,6 +17,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from services.model_server.auth import ApiKeyMiddleware
 from services.model_server.config import ModelServerSettings
 from services.model_server.errors import install_error_handlers
 from services.model_server.metrics import ModelServerMetrics
@@ -111,5 +112,8 @@ def create_app(
     for r in routers:
         app.include_router(r)
     install_error_handlers(app, retry_after_s=settings.retry_after_s)
+    if settings.api_key is not None:
+        app.add_middleware(ApiKeyMiddleware, api_key=settings.api_key.get_secret_value())
+    # Added last, so outermost: refused (401) requests are counted too.
     app.add_middleware(RequestMetricsMiddleware, metrics=metrics)
     return app

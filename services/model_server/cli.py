@@ -14,11 +14,21 @@ import typer
 
 
 def serve_model(
-    model_path: Annotated[Path, typer.Option("--model-path", help="Checkpoint directory (HF format).")],
+    model_path: Annotated[
+        Path,
+        typer.Option(
+            "--model-path",
+            help="Checkpoint directory (HF format), a .gguf file, or builtin:smollm2-135m-instruct / "
+            "builtin:minilm.",
+        ),
+    ],
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 30000,
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
     served_model_name: Annotated[
         str | None, typer.Option("--served-model-name", help="Name in /v1/models (default: the model path).")
+    ] = None,
+    gguf_file: Annotated[
+        str | None, typer.Option("--gguf-file", help="A GGUF file inside the --model-path folder.")
     ] = None,
     tokenizer_path: Annotated[
         Path | None, typer.Option("--tokenizer-path", help="Default: --model-path.")
@@ -26,6 +36,14 @@ def serve_model(
     is_embedding: Annotated[
         bool, typer.Option("--is-embedding", help="Serve a reward model or encoder (the checkpoint decides).")
     ] = False,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            envvar="REWARDFLEET_MODEL_SERVER_API_KEY",
+            help="Require `Authorization: Bearer <key>` (as SGLang; /health*, /ready*, /metrics* stay open).",
+        ),
+    ] = None,
     context_length: Annotated[
         int | None, typer.Option("--context-length", help="Longest input in tokens (default: the model's).")
     ] = None,
@@ -51,18 +69,20 @@ def serve_model(
     log_level: Annotated[str, typer.Option("--log-level")] = "info",
 ) -> None:
     """Serve one model over SGLang's HTTP API (CPU, dynamic batching)."""
-    from pydantic import ValidationError
+    from pydantic import SecretStr, ValidationError
 
     from services.model_server.config import ModelServerSettings
 
     try:
         settings = ModelServerSettings(
             model_path=model_path,
+            gguf_file=gguf_file,
             tokenizer_path=tokenizer_path,
             served_model_name=served_model_name,
             host=host,
             port=port,
             is_embedding=is_embedding,
+            api_key=SecretStr(api_key) if api_key else None,
             context_length=context_length,
             max_batch_size=max_batch_size,
             batch_wait_timeout_s=batch_wait_timeout_s,

@@ -10,14 +10,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from services.model_server.checkpoints import Checkpoint, locate_checkpoint, resolve_builtin
 
 
 class ModelServerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="REWARDFLEET_MODEL_SERVER_", extra="forbid")
 
+    # A checkpoint folder, a `.gguf` file, or a built-in (`builtin:smollm2-135m-instruct`, `builtin:minilm`).
     model_path: Path
+    # A GGUF file inside the `model_path` folder (SGLang takes the file itself as --model-path; both work).
+    gguf_file: str | None = None
     tokenizer_path: Path | None = None
     served_model_name: str | None = None
     host: str = "127.0.0.1"
@@ -25,6 +30,8 @@ class ModelServerSettings(BaseSettings):
     # SGLang needs --is-embedding for reward/embedding models; here the kind comes from the checkpoint's
     # architecture, and the flag only refuses to start a causal LM as an embedding model.
     is_embedding: bool = False
+    # SGLang's --api-key: requests need `Authorization: Bearer <key>` (probes and /metrics stay open).
+    api_key: SecretStr | None = None
     context_length: int | None = Field(default=None, ge=1)
 
     max_batch_size: int = Field(default=32, ge=1)
@@ -46,14 +53,25 @@ class ModelServerSettings(BaseSettings):
             raise ValueError(f"dtype must be float32, bfloat16, float16 or auto, not {v!r}")
         return v
 
+    @field_validator("model_path", mode="before")
+    @classmethod
+    def _builtin(cls, v: object) -> object:
+        # typer hands over a Path; `builtin:…` survives Path() unchanged.
+        if isinstance(v, str | Path) and str(v).startswith("builtin:"):
+            return resolve_builtin(str(v))
+        return v
+
     @model_validator(mode="after")
-    def _model_dir_exists(self) -> ModelServerSettings:
-        for path in (self.model_path, self.tokenizer_path):
+    def _checkpoint_exists(self) -> ModelServerSettings:
+        checkpoint = locate_checkpoint(self.model_path, self.gguf_file)
+        for path in (checkpoint.folder, self.tokenizer_path):
             if path is not None:
                 check_readable_dir(path)
-        if not (self.model_path / "config.json").is_file():
-            raise ValueError(f"--model-path {self.model_path} has no config.json")
         return self
+
+    @property
+    def checkpoint(self) -> Checkpoint:
+        return locate_checkpoint(self.model_path, self.gguf_file)
 
     @property
     def model_name(self) -> str:

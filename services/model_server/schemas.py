@@ -86,6 +86,11 @@ class SamplingParamsBody(_Body):
     no_stop_trim: bool = False
     n: int = 1
     sampling_seed: int | None = None
+    # Constrained decoding (at most one): a regex, a JSON schema (as a JSON string, as SGLang takes it; an
+    # object is accepted too) or an EBNF/GBNF grammar the output must match.
+    regex: str | None = None
+    json_schema: str | dict[str, Any] | None = None
+    ebnf: str | None = None
 
     @field_validator("top_k")
     @classmethod
@@ -205,6 +210,26 @@ class ChatMessage(_Body):
         return "".join(part.text for part in self.content)
 
 
+class JsonSchemaFormat(_Body):
+    name: str = "schema"
+    # OpenAI's field is `schema`, which would shadow a pydantic BaseModel attribute.
+    schema_: dict[str, Any] = Field(alias="schema")
+    strict: bool = False
+
+
+class ResponseFormat(_Body):
+    """OpenAI `response_format`: `text`, `json_object` (any JSON object) or `json_schema`."""
+
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaFormat | None = None
+
+    @model_validator(mode="after")
+    def _schema_given(self) -> ResponseFormat:
+        if self.type == "json_schema" and self.json_schema is None:
+            raise ValueError("response_format.json_schema is required for type json_schema")
+        return self
+
+
 class _OpenAISampling(_Body):
     model: str = DEFAULT_MODEL_NAME
     temperature: float = Field(default=1.0, ge=0.0)
@@ -220,6 +245,10 @@ class _OpenAISampling(_Body):
     ignore_eos: bool = False
     skip_special_tokens: bool = True
     no_stop_trim: bool = False
+    # Constrained decoding: OpenAI's response_format, or SGLang's extra `regex` / `ebnf` fields.
+    response_format: ResponseFormat | None = None
+    regex: str | None = None
+    ebnf: str | None = None
 
     @model_validator(mode="after")
     def _supported(self) -> _OpenAISampling:

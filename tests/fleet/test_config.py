@@ -22,7 +22,18 @@ def _load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
     ("text", "needle"),
     [
         ("pools: {j: {kind: judgee, model_path: /m}}", "pools.j.kind"),
-        ("pools: {j: {kind: judge}}", "pools.j.model_path"),
+        ("pools: {j: {kind: judge}}", "model_path is required"),
+        ("pools: {j: {kind: judge, backend: external}}", "needs an `external:` section"),
+        (
+            "pools: {j: {kind: judge, backend: external, model_path: /m, external: {base_url: 'http://h/v1', "
+            "model: m}}}",
+            "remove ['model_path']",
+        ),
+        ("pools: {j: {kind: judge, backend: external, external: {base_url: 'h/v1', model: m}}}", "base_url"),
+        (
+            "pools: {j: {kind: judge, model_path: /m, external: {base_url: 'http://h/v1', model: m}}}",
+            "only for backend external",
+        ),
         ("pools: {j: {kind: judge, model_path: /m, replica: 2}}", "pools.j.replica"),
         ("pools: {j: {kind: judge, model_path: /m, replicas: 0}}", "pools.j.replicas"),
         ("pools: {j: {kind: judge, model_path: /m, router: {policy: fastest}}}", "pools.j.router"),
@@ -44,11 +55,23 @@ def test_bad_config_names_the_key(tmp_path: Path, text: str, needle: str) -> Non
     assert str(tmp_path / "fleet.yaml") in str(err.value)
 
 
-def test_default_config_plans_an_encoder_pool_behind_a_router() -> None:
+def test_default_config_plans_an_encoder_pool_and_a_background_judge_pool() -> None:
     cfg = load_fleet_config(None)
     assert cfg.default_pool == "encoder"
     plan = plan_fleet(cfg)
-    (pool,) = plan.pools
+    pool, judge = plan.pools
+    assert judge.config.kind == "judge" and judge.config.load_in_background
+    (judge_replica,) = judge.replicas
+    assert judge_replica.spec is not None and judge_replica.spec.argv[-4:] != ()
+    assert any(a.endswith("SmolLM2-135M-Instruct.Q4_1.gguf") for a in judge_replica.spec.argv)
+    # The judge's router is "up" when alive; it routes to the replica once that has loaded.
+    assert judge.router_spec.readiness_url is not None and judge.router_spec.readiness_url.endswith(
+        "/liveness"
+    )
+    assert pool.router_spec.readiness_url is not None and pool.router_spec.readiness_url.endswith(
+        "/readiness"
+    )
+    assert "judge:" in plan.gateway_config_text and "smollm2" in plan.gateway_config_text
     assert pool.config.kind == "encoder" and pool.router.policy == "round_robin"
     (replica,) = pool.replicas
     assert replica.spec is not None and "--is-embedding" in replica.spec.argv

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import signal
+import subprocess
+import time
 from pathlib import Path
 
 import httpx
@@ -30,7 +34,39 @@ def test_default_fleet_scores_and_stops_cleanly(tmp_path: Path) -> None:
         }).json()  # fmt: skip
         assert sim["status"] == "ok" and sim["score"] > 0.8, sim
         names = {f["name"] for f in httpx.get(f"{gateway}/reward_fns", timeout=10).json()["reward_fns"]}
-        assert {"gsm8k", "math", "math_dapo", "math_verify", "similarity"} <= names
+        assert {
+            "gsm8k",
+            "math",
+            "math_dapo",
+            "math_verify",
+            "similarity",
+            "judge",
+            "rule_then_judge",
+        } <= names
+        # The judge pool loads in the background: its router is up, and ready once SmolLM2 has loaded.
+        state = json.loads((tmp_path / "run" / "fleet.json").read_text())
+        judge_pool = state["pools"]["judge"]
+        assert judge_pool["load_in_background"] is True and judge_pool["kind"] == "judge"
+        deadline = time.monotonic() + 600
+        while httpx.get(f"{judge_pool['router']}/readiness", timeout=5).status_code != 200:
+            assert time.monotonic() < deadline, proc.log()[-3000:]
+            time.sleep(0.5)
+        status = subprocess.run(
+            rewardfleet_cmd("status", "--run-dir", str(tmp_path / "run")),
+            capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"},
+        )  # fmt: skip
+        assert status.returncode == 0 and "judge router" in status.stdout, status.stdout + status.stderr
+        assert "pool ready" in status.stdout.split("judge router", 1)[1].splitlines()[0], status.stdout
+        verdict = httpx.post(f"{gateway}/score", timeout=120, json={
+            "data_source": "x", "reward_fn": "judge", "solution_str": "2 + 2 = 4, so the answer is 4.",
+            "ground_truth": "4", "extra_info": {"question": "What is 2 + 2?"},
+        }).json()  # fmt: skip
+        assert verdict["status"] == "ok" and verdict["score"] in (0.0, 1.0), verdict
+        flaw = httpx.post(f"{gateway}/score", timeout=120, json={
+            "data_source": "x", "reward_fn": "rule_then_judge", "solution_str": "2 + 2 = 4.\n\nAnswer: 4",
+            "ground_truth": "4", "extra_info": {"question": "What is 2 + 2?"},
+        }).json()  # fmt: skip
+        assert flaw["status"] == "ok" and flaw["score"] in (0.0, 1.0), flaw
         tree = descendants(proc.pid)
         # sglang-router retitles itself `sglang::router`.
         assert any("sglang::router" in cmdline(p) for p in tree), [cmdline(p) for p in tree]

@@ -115,7 +115,7 @@ def test_cli_refuses_a_missing_model_dir(tmp_path: Path) -> None:
         cwd=REPO_ROOT,
         timeout=60,
     )
-    assert out.returncode == 2 and "is not a directory" in out.stderr
+    assert out.returncode == 2 and "is neither a directory nor a .gguf file" in out.stderr
 
 
 def test_causal_lm_with_is_embedding_exits_nonzero(tiny_models: dict[str, Path]) -> None:

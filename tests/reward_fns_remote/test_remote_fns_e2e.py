@@ -50,6 +50,8 @@ async def test_judge_chat_correctness(
 ) -> None:
     before = fleet.judge.served().get("/v1/chat/completions", 0)
     result = await judge.compute_score("x", "42", "42", reply(verdict), **judge_kwargs(fleet, http_client))
+    usage = result.pop("usage")  # the server's own token counts, for the gateway's TPM budgets
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"] > 0
     assert result == {
         "score": score,
         "judge_verdict": "correct" if score else "incorrect",

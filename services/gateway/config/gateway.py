@@ -26,6 +26,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from services.gateway.config.external_pools import ExternalPoolConfig
 from services.gateway.config.features import CompositeSpec, FallbackSpec, GroupsConfig
 from services.gateway.config.graders import GraderSpec
 
@@ -117,6 +118,10 @@ class GatewayConfig(BaseModel):
     )
     on_load_error: Literal["fail", "skip"] = "fail"
     routers: dict[str, str] = Field(default_factory=dict, description="Router name -> bare host:port.")
+    external_pools: dict[str, ExternalPoolConfig] = Field(
+        default_factory=dict,
+        description="OpenAI-compatible endpoints outside the fleet, reached via this gateway (no router).",
+    )
     default_router: str | None = Field(
         default=None, description="Router passed as reward_router_address; the only router if just one."
     )

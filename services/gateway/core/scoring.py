@@ -26,6 +26,7 @@ from services.gateway.errors import ComponentFailed, InvalidReturn
 from services.gateway.execution.pool import WorkerPool
 from services.gateway.execution.results import error_location, normalise_return
 from services.gateway.metrics import GatewayMetrics
+from services.gateway.reliability.external_pools import for_function
 from services.gateway.reliability.function_limits import Gate, estimate_tokens, reported_tokens
 from services.gateway.reliability.idempotency import Results
 from services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
@@ -95,7 +96,7 @@ class Scorer:
             inj = self.injectables
             available: dict[str, Any] = {
                 "reward_router_address": inj.reward_router_address,
-                "router_addresses": dict(inj.router_addresses),
+                "router_addresses": for_function(inj.router_addresses, fn.name),
                 "prompt": request.prompt,
                 "uid": request.uid,
             }

@@ -26,6 +26,7 @@ from services.gateway.features.composites import make_composite, synthetic_funct
 from services.gateway.features.fallbacks import with_fallback
 from services.gateway.features.graders.runtime import GraderRuntime
 from services.gateway.features.groups import GroupFunction, load_group_functions
+from services.gateway.reliability.external_pools import for_function
 from services.gateway.schemas import ScoreRequest
 
 # A grader's call gets this much beyond its own limit, so the grader's own timeout error wins the race.
@@ -129,7 +130,9 @@ def build_catalog(
     http_client: aiohttp.ClientSession | None,
 ) -> Catalog:
     """The served catalog over `loaded` (see the module docstring); raises `LoadError`."""
-    graders = GraderRuntime(config.graders, config.routers, config.reward_router_address, http_client)
+    # Graders see the external pools too, under one function label for their budget and token metrics.
+    addresses = for_function(scorer.injectables.router_addresses, "graders")
+    graders = GraderRuntime(config.graders, addresses, config.reward_router_address, http_client)
     group_functions = load_group_functions(config.groups)
     functions = _functions(config, loaded, graders, scorer)
     dispatcher = Dispatcher(functions, config.dispatch, config.default_reward_fn)

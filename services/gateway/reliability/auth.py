@@ -31,12 +31,20 @@ def read_keys_file(path: Path) -> list[str]:
 
 
 class ApiKeyAuth:
-    def __init__(self, app: ASGIApp, keys: Iterable[str], public_paths: Iterable[str] = PUBLIC_PATHS) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        keys: Iterable[str],
+        public_paths: Iterable[str] = PUBLIC_PATHS,
+        self_authenticated_prefixes: tuple[str, ...] = (),
+    ) -> None:
         self.app = app
         self.keys = tuple(k.encode() for k in keys)
         if not self.keys:
             raise ValueError("ApiKeyAuth needs at least one key")
         self.public_paths = frozenset(public_paths)
+        # Routes that check a secret of their own (the external-pool forwarding route's path token).
+        self.self_authenticated_prefixes = self_authenticated_prefixes
 
     def _accepted(self, presented: bytes) -> bool:
         ok = False
@@ -45,7 +53,11 @@ class ApiKeyAuth:
         return ok
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.public_paths:
+        if (
+            scope["type"] != "http"
+            or scope["path"] in self.public_paths
+            or scope["path"].startswith(self.self_authenticated_prefixes)
+        ):
             await self.app(scope, receive, send)
             return
         presented: bytes | None = None

@@ -14,6 +14,7 @@ from services.gateway.core.scoring import Scorer
 from services.gateway.features.build import Catalog
 from services.gateway.features.reload import Reloader
 from services.gateway.metrics import GatewayMetrics
+from services.gateway.reliability.external_pools import ExternalPools
 from services.gateway.reliability.input_limits import SampleLimits
 from services.gateway.schemas import ScoreRequest, ScoreResult
 from services.gateway.state_store.base import Groups
@@ -28,6 +29,7 @@ class Gateway:
     scorer: Scorer
     groups: Groups  # in-process or fleet-wide (state_store/)
     reloader: Reloader  # owns the catalog being served
+    external_pools: ExternalPools | None = None
     ready: bool = False
 
     @property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 from fastapi import APIRouter, Request
@@ -12,6 +13,7 @@ from services.model_server.deps import get_server
 from services.model_server.errors import InvalidRequest
 from services.model_server.responses import generation_meta, pooled_meta, request_ids
 from services.model_server.runners.common import TextInput
+from services.model_server.runners.constraints import pick_constraint
 from services.model_server.runners.generation import GenerationInput, SamplingParams
 from services.model_server.schemas import EmbedRequest, GenerateRequest, SamplingParamsBody
 
@@ -40,6 +42,7 @@ def to_sampling_params(p: SamplingParamsBody, limit: int) -> SamplingParams:
             param="max_new_tokens",
         )
     stop = (p.stop,) if isinstance(p.stop, str) else tuple(p.stop or ())
+    schema = json.dumps(p.json_schema) if isinstance(p.json_schema, dict) else p.json_schema
     return SamplingParams(
         max_new_tokens=p.max_new_tokens,
         temperature=p.temperature,
@@ -52,6 +55,7 @@ def to_sampling_params(p: SamplingParamsBody, limit: int) -> SamplingParams:
         skip_special_tokens=p.skip_special_tokens,
         no_stop_trim=p.no_stop_trim,
         seed=p.sampling_seed,
+        constraint=pick_constraint(p.regex, schema, p.ebnf, prefix="sampling_params."),
     )
 
 

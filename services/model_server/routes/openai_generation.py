@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -13,6 +14,7 @@ from services.model_server.deps import get_server
 from services.model_server.errors import InvalidRequest
 from services.model_server.responses import new_id, openai_finish_reason, usage
 from services.model_server.runners.common import TextInput
+from services.model_server.runners.constraints import pick_constraint
 from services.model_server.runners.generation import GenerationInput, NextTokenInput, SamplingParams
 from services.model_server.schemas import ChatCompletionRequest, CompletionRequest, ScoreRequest
 from services.model_server.server import ModelServer
@@ -28,6 +30,12 @@ def _sampling(
             f"max_tokens {max_new_tokens} exceeds this server's limit of {limit}", param="max_tokens"
         )
     stop = (body.stop,) if isinstance(body.stop, str) else tuple(body.stop or ())
+    json_schema = None
+    fmt = body.response_format
+    if fmt is not None and fmt.type == "json_object":
+        json_schema = '{"type": "object"}'  # SGLang's mapping: any JSON object
+    elif fmt is not None and fmt.json_schema is not None:
+        json_schema = json.dumps(fmt.json_schema.schema_)
     return SamplingParams(
         max_new_tokens=max_new_tokens,
         temperature=body.temperature,
@@ -40,6 +48,7 @@ def _sampling(
         skip_special_tokens=body.skip_special_tokens,
         no_stop_trim=body.no_stop_trim,
         seed=body.seed,
+        constraint=pick_constraint(body.regex, json_schema, body.ebnf, schema_param="response_format"),
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from services.model_server.errors import InvalidRequest
 from services.model_server.runners.base import WARMUP_TEXT, BatchFn, Runner
 from services.model_server.runners.common import TextInput, pad_batch, split_valid, tokenize_batch
+from services.model_server.runners.constraints import Constraint, Grammars, MaskBuffer, apply_mask
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,7 @@ class SamplingParams:
     skip_special_tokens: bool = True
     no_stop_trim: bool = False
     seed: int | None = None
+    constraint: Constraint | None = None  # regex / json_schema / ebnf the output must match
 
     @property
     def greedy(self) -> bool:
@@ -77,11 +79,14 @@ class NextTokenResult:
 class _Row:
     """Decoding state of one request in the batch."""
 
-    def __init__(self, prompt_len: int, params: SamplingParams, eos_ids: set[int], generator: Any) -> None:
+    def __init__(
+        self, prompt_len: int, params: SamplingParams, eos_ids: set[int], generator: Any, matcher: Any = None
+    ) -> None:
         self.prompt_len = prompt_len
         self.params = params
         self.stop_ids = set(params.stop_token_ids) | (set() if params.ignore_eos else eos_ids)
         self.generator = generator
+        self.matcher = matcher  # llguidance matcher of a constrained request
         self.output: list[int] = []
         self.finish: dict[str, Any] | None = None
         self.trim_text: str | None = None  # the text with the stop string cut off
@@ -103,14 +108,22 @@ class GenerationRunner(Runner):
         if tokenizer.eos_token_id is not None:
             eos.add(int(tokenizer.eos_token_id))
         self.eos_ids = eos
+        # The logits row is as wide as the embedding matrix, which may be padded past the tokenizer.
+        self.logits_width = max(len(tokenizer), int(getattr(self.config, "vocab_size", 0) or 0))
+        self.grammars = Grammars(tokenizer, self.logits_width)
+        self._mask = MaskBuffer(self.logits_width)
 
     def operations(self) -> dict[str, BatchFn]:
         return {"generate": self.generate, "next_token": self.next_token}
 
     def warmup_inputs(self) -> dict[str, list[Any]]:
         params = SamplingParams(max_new_tokens=4, temperature=0.0)
+        # A constrained row too: it builds the grammar library's view of the tokenizer (~1 s) before ready.
+        constrained = SamplingParams(
+            max_new_tokens=4, temperature=0.0, constraint=Constraint("regex", "(Yes|No)", "regex")
+        )
         return {
-            "generate": [GenerationInput(WARMUP_TEXT, params)] * 2,
+            "generate": [GenerationInput(WARMUP_TEXT, params), GenerationInput(WARMUP_TEXT, constrained)],
             "next_token": [NextTokenInput(WARMUP_TEXT, (0, 1))],
         }
 
@@ -156,6 +169,14 @@ class GenerationRunner(Runner):
             context_length=self.context_length,
             reserve_tokens=[x.params.max_new_tokens for x in inputs],
         )
+        matchers: dict[int, Any] = {}
+        for i, t in enumerate(tokenized):
+            c = inputs[i].params.constraint
+            if c is not None and not isinstance(t, InvalidRequest):
+                try:
+                    matchers[i] = self.grammars.matcher(c)
+                except InvalidRequest as exc:
+                    tokenized[i] = exc
         idx, seqs = split_valid(tokenized)
         out: list[GenerationResult | InvalidRequest] = [
             t if isinstance(t, InvalidRequest) else GenerationResult("", [], {}, 0) for t in tokenized
@@ -168,7 +189,7 @@ class GenerationRunner(Runner):
             gen = None
             if not p.greedy and p.seed is not None:
                 gen = torch.Generator().manual_seed(p.seed)
-            rows.append(_Row(len(seq), p, self.eos_ids, gen))
+            rows.append(_Row(len(seq), p, self.eos_ids, gen, matchers.get(i)))
         with torch.inference_mode():
             self._decode(seqs, rows)
         for i, seq, row in zip(idx, seqs, rows, strict=True):
@@ -194,10 +215,13 @@ class GenerationRunner(Runner):
         logits, cache, attention_mask, positions = self._prefill(seqs)
         budget = max(r.params.max_new_tokens for r in rows)
         for _step in range(budget):
+            self._constrain(logits, rows)
             next_ids = self._sample(logits, rows)
             for r, tok in zip(rows, next_ids, strict=True):
                 if r.finish is None:
                     r.output.append(tok)
+                    if r.matcher is not None and tok not in r.stop_ids:
+                        r.matcher.consume_token(tok)
                     self._check_finish(r, tok)
             if all(r.finish is not None for r in rows):
                 break
@@ -212,6 +236,18 @@ class GenerationRunner(Runner):
                 use_cache=True,
             )
             logits, cache, positions = out.logits[:, -1, :], out.past_key_values, positions + 1
+
+    def _constrain(self, logits: Any, rows: list[_Row]) -> None:
+        """Mask what each constrained row's grammar forbids as the next token."""
+        for b, r in enumerate(rows):
+            if r.matcher is None or r.finish is not None:
+                continue
+            allowed = self._mask.allowed(r.matcher)
+            if not allowed.any():
+                # The grammar allows nothing more (complete, with eos ignored): the output is finished.
+                r.finish = {"type": "stop", "matched": None}
+                continue
+            apply_mask(logits[b], allowed)
 
     def _sample(self, logits: Any, rows: list[_Row]) -> list[int]:
         import torch

