@@ -145,9 +145,9 @@ def model_server(
 
 @contextmanager
 def sglang_router(tmp: Path, worker_urls: Sequence[str], name: str = "router") -> Iterator[str]:
-    """One sglang-router (round robin, the product's `RouterProcess`); yields its bare `host:port`."""
+    """One sglang-router (round robin, the tests' `RouterProcess`); yields its bare `host:port`."""
     from router.config import RouterConfig
-    from router.process import RouterProcess
+    from tests.router.router_process import RouterProcess
 
     cfg = RouterConfig(
         port=free_port(),

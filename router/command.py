@@ -13,8 +13,6 @@ from pathlib import Path
 from router.config import RouterConfig
 
 BINARY_NAME = "sglang-router"
-_SECRET_FLAGS = frozenset({"--api-key"})
-_REDACTED = "***"
 
 
 class RouterBinaryNotFound(FileNotFoundError):
@@ -87,15 +85,6 @@ def build_command(cfg: RouterConfig, binary: Path | None = None) -> list[str]:
     if cfg.log_dir is not None:
         cmd += ["--log-dir", str(cfg.log_dir)]
     return cmd
-
-
-def redacted_command(cmd: list[str]) -> list[str]:
-    """`cmd` with the value of every secret flag replaced, for logs and status output."""
-    out = list(cmd)
-    for i, arg in enumerate(out[:-1]):
-        if arg in _SECRET_FLAGS:
-            out[i + 1] = _REDACTED
-    return out
 
 
 def _number(value: float) -> str:

@@ -1,4 +1,5 @@
-"""ruff (lint + format) and mypy stay clean on the repository; part of the test command, so CI enforces it."""
+"""ruff (lint + format), mypy and the import contracts (import-linter: `[tool.importlinter]` in
+pyproject.toml) stay clean on the repository; part of the test command, so CI enforces it."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from tests.support import REPO_ROOT, VENV_BIN
 
 @pytest.mark.parametrize(
     "cmd",
-    [["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy"]],
-    ids=["ruff-check", "ruff-format", "mypy"],
+    [["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy"], ["lint-imports", "--no-cache"]],
+    ids=["ruff-check", "ruff-format", "mypy", "import-contracts"],
 )
 def test_clean(cmd: list[str]) -> None:
     proc = subprocess.run(

@@ -15,6 +15,7 @@ from typing import Any
 
 import aiohttp
 
+from reward_fns._router_http import base_url as router_base_url
 from services.client._exceptions import GatewayHTTPError, GatewayUnavailable, RewardFleetError, http_error
 from services.client._progress import progress_bar
 from services.client._retry import RETRYABLE_STATUSES, RetryPolicy, parse_retry_after
@@ -27,12 +28,9 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 
 def normalize_base_url(base_url: str) -> str:
     """`"host:port"` (verl's style of address) gets `http://`; a trailing slash is dropped."""
-    url = base_url.strip()
-    if not url:
+    if not base_url.strip():
         raise ValueError("base_url is empty")
-    if "://" not in url:
-        url = "http://" + url
-    return url.rstrip("/")
+    return router_base_url(base_url)  # the one normalisation, shared with the reward functions
 
 
 class AsyncRewardClient:

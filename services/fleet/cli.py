@@ -25,10 +25,11 @@ def up(
     """Start model servers, one sglang-router per pool and the gateway on 127.0.0.1; Ctrl-C stops all."""
     from rich.console import Console
 
-    from router.supervisor import Backoff
     from services.fleet.config import FleetConfigError, load_fleet_config
     from services.fleet.plan import plan_fleet
+    from services.fleet.redact import redact_argv
     from services.fleet.runner import Fleet, run_fleet
+    from services.fleet.supervisor import Backoff
 
     console = Console(stderr=False)
     try:
@@ -44,11 +45,13 @@ def up(
     if dry_run:
         for pool in plan.pools:
             for replica in pool.replicas:
-                argv = replica.spec.display_argv if replica.spec else pool.external_commands[0]
-                typer.echo(f"# {pool.name}-{replica.index}\n{' '.join(argv)}")
+                where = "" if replica.spec else " (external: run it on the GPU host)"
+                typer.echo(f"# {pool.name}-{replica.index}{where}\n{' '.join(redact_argv(replica.argv))}")
             typer.echo(f"# {pool.name} router\n{' '.join(pool.router_spec.display_argv)}")
-        typer.echo(f"# gateway (config {plan.gateway_config_path})\n{' '.join(plan.gateway_spec.argv)}")
-        typer.echo(plan.gateway_config_text)
+        typer.echo(
+            f"# gateway (config {plan.gateway_config_path})\n{' '.join(plan.gateway_spec.display_argv)}"
+        )
+        typer.echo(plan.gateway_config_display())
         return
     fleet = Fleet(plan, console, cfg.ready_timeout_s, Backoff(max_s=cfg.restart_max_backoff_s))
     raise typer.Exit(asyncio.run(run_fleet(fleet)))

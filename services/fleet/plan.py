@@ -18,8 +18,9 @@ import yaml
 
 from router.command import build_command
 from router.config import RouterConfig
-from router.supervisor import ChildSpec
 from services.fleet.config import FleetConfig, PoolConfig
+from services.fleet.redact import redact_argv, redact_value
+from services.fleet.supervisor import ChildSpec
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,8 @@ class ReplicaPlan:
     pool: str
     index: int
     url: str
-    spec: ChildSpec | None  # None: an SGLang server this machine cannot run; the user starts it
+    argv: tuple[str, ...]  # the command that serves this replica, here or on a GPU host
+    spec: ChildSpec | None  # None: an SGLang server this machine cannot run; the user starts `argv`
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,8 @@ class PoolPlan:
 
     @property
     def external_commands(self) -> list[list[str]]:
-        return [sglang_command(self.config, r.url) for r in self.replicas if r.spec is None]
+        """What the user runs on the GPU host, one line per replica this machine cannot run."""
+        return [list(r.argv) for r in self.replicas if r.spec is None]
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,10 @@ class FleetPlan:
     gateway_config_path: Path
     gateway_config_text: str  # YAML the gateway child reads (routers filled in from the pools)
     notes: list[str] = field(default_factory=list)
+
+    def gateway_config_display(self) -> str:
+        """The gateway's config as `--dry-run` prints it: every secret hidden (the file keeps them)."""
+        return yaml.safe_dump(redact_value(yaml.safe_load(self.gateway_config_text)), sort_keys=False)
 
     def to_state(self) -> dict[str, Any]:
         """What `rewardfleet status` reads back: addresses of every part."""
@@ -140,6 +147,18 @@ def _cpu_command(pool: PoolConfig, port: int) -> list[str]:
     return cmd + _flags(pool.server_args)
 
 
+def router_child_spec(cfg: RouterConfig, name: str, log_path: Path | None = None) -> ChildSpec:
+    """What a `Supervisor` needs to run (and restart) one sglang-router.
+
+    Readiness is `/readiness` (at least one healthy worker) when the router has static workers, otherwise
+    `/liveness`: a router started empty is ready to be given workers.
+    """
+    probe = "/readiness" if cfg.worker_urls or cfg.service_discovery else "/liveness"
+    return ChildSpec(
+        name=name, argv=tuple(build_command(cfg)), readiness_url=cfg.url + probe, log_path=log_path
+    )
+
+
 def sglang_available() -> bool:
     return importlib.util.find_spec("sglang") is not None
 
@@ -161,31 +180,27 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
         for i in range(pool.replicas):
             port = ports.take(pool.base_port + i if pool.base_port is not None else None)
             url = f"http://127.0.0.1:{port}"
-            if pool.backend == "cpu":
-                argv: list[str] | None = _cpu_command(pool, port)
-            else:
-                argv = sglang_command(pool, url) if can_run_sglang else None
+            runs_here = pool.backend == "cpu" or can_run_sglang
+            argv = _cpu_command(pool, port) if pool.backend == "cpu" else sglang_command(pool, url)
             spec = None
-            if argv is not None:
+            if runs_here:
                 spec = ChildSpec(
                     name=f"{name}-{i}", argv=tuple(argv), readiness_url=f"{url}/health",
                     log_path=logs / f"{name}-{i}.log", stop_timeout_s=20.0,
                 )  # fmt: skip
-            replicas.append(ReplicaPlan(pool=name, index=i, url=url, spec=spec))
+            replicas.append(ReplicaPlan(pool=name, index=i, url=url, argv=tuple(argv), spec=spec))
         router = pool.router_config(
             port=ports.take(pool.router_port),
             prometheus_port=ports.take(pool.router_prometheus_port),
             worker_urls=[r.url for r in replicas],
         )
-        router_spec = ChildSpec(
-            name=f"{name}-router", argv=tuple(build_command(router)), readiness_url=f"{router.url}/readiness",
-            log_path=logs / f"{name}-router.log", secret_flags=("--api-key",),
-        )  # fmt: skip
+        router_spec = router_child_spec(router, f"{name}-router", logs / f"{name}-router.log")
         plan = PoolPlan(name=name, config=pool, replicas=replicas, router=router, router_spec=router_spec)
         if plan.external_commands:
             notes.append(
                 f"pool {name!r}: SGLang is not installed here; start these on the GPU host "
-                f"(the router waits for them):\n  " + "\n  ".join(" ".join(c) for c in plan.external_commands)
+                f"(the router waits for them):\n  "
+                + "\n  ".join(" ".join(redact_argv(c)) for c in plan.external_commands)
             )
         pools.append(plan)
 

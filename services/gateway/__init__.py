@@ -1,1 +1,20 @@
-"""The reward gateway: `POST /score` runs drop-in reward functions."""
+"""The reward gateway: `POST /score` runs drop-in (verl-compatible) reward functions, isolated and measured.
+
+Read it in this order:
+
+    app.py          create_app(): builds every part once, in one direction, and owns them in its lifespan
+    cli.py          `rewardfleet gateway` / `python -m services.gateway`
+    config/         GatewayConfig and its sections (functions, composites, fallbacks, groups, graders)
+    schemas.py      request and response bodies
+    errors.py       every gateway exception (the tree is in its docstring) and the one error envelope
+    metrics.py      the Prometheus metrics
+    routes/         HTTP: /score, /health /ready /reward_fns /metrics, /graders, /admin, /openrlhf, /slime
+    core/           the scoring path: dispatch -> registry -> scoring
+    execution/      running user code: the loader, the sync process pool and what runs in its workers
+    reliability/    admission, drain, idempotency, input and per-function limits, auth, middleware
+    features/       composites, fallbacks, groups, graders, hot reload
+
+Dependencies point down this list's subpackages: routes -> features -> core -> reliability, execution; the
+top-level vocabulary (config, schemas, errors, metrics) imports none of them (checked by import-linter, see
+pyproject.toml).
+"""

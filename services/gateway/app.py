@@ -1,5 +1,18 @@
-"""`create_app(config)`: the FastAPI application. Its lifespan loads the reward functions and owns every
-resource (the aiohttp session, the worker pool); nothing happens at import time."""
+"""`create_app(config)`: the FastAPI application.
+
+Everything is built once, in one direction, each part complete before the parts that use it:
+
+    admission (+ the pool backlog it watches)      at app creation: the middleware needs it
+    in the lifespan:
+    reward functions   (core/registry.py)           loaded and checked; a broken file stops start-up
+    worker pool        (execution/pool.py)          when some function is sync
+    scorer             (core/scoring.py)            with its result cache and per-function gates
+    catalog            (features/build.py)          composites, fallbacks, graders over the scorer; dispatch
+    groups, reloader   (features/)                  over the scorer; the reloader owns the catalog
+
+Nothing happens at import time; the lifespan owns every resource (the aiohttp session, the worker pool) and
+closes it.
+"""
 
 from __future__ import annotations
 
@@ -11,44 +24,49 @@ from contextlib import asynccontextmanager
 import aiohttp
 from fastapi import FastAPI
 
-from services.gateway.admission import Admission, AdmissionMiddleware, FunctionGate
-from services.gateway.auth import ApiKeyAuth, read_keys_file
 from services.gateway.config import GatewayConfig
-from services.gateway.dispatch import Dispatcher
-from services.gateway.drain import Drain
-from services.gateway.errors import LoadError, install_error_handlers
-from services.gateway.extensions import attach, build_features
-from services.gateway.idempotency import ResultCache
-from services.gateway.limits import SampleLimits
+from services.gateway.core.registry import RewardFunction, load_functions
+from services.gateway.core.scoring import Injectables, Scorer
+from services.gateway.errors import LoadError, TokenizerUnavailable
+from services.gateway.execution.pool import WorkerPool
+from services.gateway.execution.tokenizer import load_tokenizer
+from services.gateway.features.build import build_catalog
+from services.gateway.features.groups import GroupScorer
+from services.gateway.features.reload import Reloader
 from services.gateway.metrics import GatewayMetrics
-from services.gateway.middleware import BodySizeLimit, RequestMetrics
-from services.gateway.registry import load_functions
-from services.gateway.reload import Reloader
+from services.gateway.reliability.admission import Admission, AdmissionMiddleware, Backlog
+from services.gateway.reliability.auth import ApiKeyAuth, read_keys_file
+from services.gateway.reliability.drain import Drain
+from services.gateway.reliability.function_limits import function_gates
+from services.gateway.reliability.idempotency import ResultCache
+from services.gateway.reliability.input_limits import SampleLimits
+from services.gateway.reliability.middleware import BodySizeLimit, RequestMetrics
 from services.gateway.routes import admin, graders, meta, score
-from services.gateway.scoring import Injectables, Scorer
-from services.gateway.state import Gateway
-from services.gateway.tokenizer import TokenizerUnavailable, load_tokenizer
-from services.gateway.workers import WorkerPool
-from services.integrations.routes import gateway_score_one, make_protocol_router
+from services.gateway.routes.deps import Gateway
+from services.gateway.routes.error_handlers import install_error_handlers
+from services.gateway.routes.protocols import gateway_score_one, make_protocol_router
 
 log = logging.getLogger("rewardfleet.gateway")
 
 
 def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> FastAPI:
     metrics = metrics or GatewayMetrics()
+    backlog = Backlog()
+    metrics.pool_queue_depth.set_function(lambda: backlog.depth)
     admission = Admission(
         config.max_inflight_requests,
         config.max_queued_requests,
         config.queue_timeout_s,
         config.retry_after_s,
         config.max_pool_queue,
+        backlog,
+        metrics,
     )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
-            functions = load_functions(config)
-            features, functions = build_features(config, functions)  # composites, graders, fallbacks
+            loaded = load_functions(config)
             tokenizer = None
             if config.reward_model_tokenizer is not None:
                 tokenizer = await asyncio.to_thread(load_tokenizer, config.reward_model_tokenizer)
@@ -56,13 +74,12 @@ def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> 
             log.error("gateway start-up failed: %s", exc)
             # A short exception: uvicorn prints its traceback after the message above and exits non-zero.
             raise RuntimeError("gateway start-up failed; see the error above") from None
-        dispatcher = Dispatcher(functions, config.dispatch, config.default_reward_fn)
-        sync_refs = tuple(fn.ref for fn in functions.values() if not fn.is_async)
+        sync_refs = tuple(fn.ref for fn in loaded.values() if not fn.is_async)
         pool = (
             WorkerPool(
                 config.workers,
                 sync_refs,
-                on_queue_depth=metrics.pool_queue_depth.set,
+                on_queue_depth=backlog.set,
                 memory_limit_bytes=config.worker_memory_limit_bytes,
             )
             if sync_refs
@@ -72,44 +89,54 @@ def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> 
             connector=aiohttp.TCPConnector(limit=config.http_max_connections),
             timeout=aiohttp.ClientTimeout(total=None),
         )
-        injectables = Injectables(
-            reward_router_address=config.reward_router_address,
-            router_addresses=dict(config.routers),
-            http_client=http_client,
-            reward_model_tokenizer=tokenizer,
-            tokenizer_path=config.reward_model_tokenizer,
-        )
-        gateway = Gateway(
-            config=config,
-            metrics=metrics,
-            functions=functions,
-            scorer=Scorer(dispatcher, pool, metrics, injectables),
-            http_client=http_client,
-        )
-        app.state.gateway = gateway
-        attach(features, config, gateway.scorer, http_client)
-        features.reloader = Reloader(config, gateway, features, has_pool=pool is not None)
-        gateway.features = features
-        install_reliability(gateway, admission, pool)
-        drain = Drain(admission, config.shutdown_grace_s, on_drain=lambda: setattr(gateway, "ready", False))
         try:
+            scorer = Scorer(
+                pool,
+                metrics,
+                Injectables(
+                    reward_router_address=config.reward_router_address,
+                    router_addresses=dict(config.routers),
+                    http_client=http_client,
+                    reward_model_tokenizer=tokenizer,
+                    tokenizer_path=config.reward_model_tokenizer,
+                ),
+                cache=_result_cache(config, metrics),
+                gates=function_gates({name: fn.config for name, fn in loaded.items()}),
+            )
+            try:
+                catalog = build_catalog(config, loaded, scorer, http_client)
+            except LoadError as exc:
+                log.error("gateway start-up failed: %s", exc)
+                raise RuntimeError("gateway start-up failed; see the error above") from None
+            gateway = Gateway(
+                config=config,
+                metrics=metrics,
+                http_client=http_client,
+                limits=SampleLimits(
+                    config.max_solution_chars,
+                    config.max_ground_truth_chars,
+                    config.max_prompt_chars,
+                    config.max_extra_info_depth,
+                ),
+                scorer=scorer,
+                groups=GroupScorer(config.groups, scorer),
+                reloader=Reloader(config, scorer, http_client, catalog),
+            )
+            app.state.gateway = gateway
+            drain = Drain(
+                admission, config.shutdown_grace_s, on_drain=lambda: setattr(gateway, "ready", False)
+            )
             if pool is not None:
                 await pool.warm_up()
-            for fn in functions.values():
-                log.info(
-                    "reward function %-20s %-5s %-7s %s claims=%s",
-                    fn.name,
-                    "async" if fn.is_async else "sync",
-                    fn.origin,
-                    fn.source_file,
-                    list(fn.data_sources),
-                )
+            _log_functions(catalog.functions)
             gateway.ready = True
             drain.install()
-            yield
+            try:
+                yield
+            finally:
+                drain.uninstall()
+                gateway.ready = False
         finally:
-            drain.uninstall()
-            gateway.ready = False
             await http_client.close()
             if pool is not None:
                 await asyncio.to_thread(pool.close)
@@ -125,7 +152,7 @@ def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> 
     app.include_router(meta.router)
     app.include_router(graders.router)
     app.include_router(admin.router)
-    app.include_router(make_protocol_router(gateway_score_one(app)))  # OpenRLHF + slime (issue 6)
+    app.include_router(make_protocol_router(gateway_score_one(app)))  # OpenRLHF + slime
     # Outermost first: metrics see the 413s the size limit sends.
     app.add_middleware(BodySizeLimit, max_body_bytes=config.max_body_bytes)
     app.add_middleware(AdmissionMiddleware, admission=admission)  # after auth: refused keys take no slot
@@ -144,24 +171,19 @@ def api_keys(config: GatewayConfig) -> list[str]:
     return keys
 
 
-def install_reliability(gateway: Gateway, admission: Admission, pool: WorkerPool | None) -> None:
-    """Issue 7's parts that need the started gateway: pool backlog, cache, per-function and input limits."""
-    config = gateway.config
-    if pool is not None:
-        admission.backlog = lambda: pool.queue_depth
-    scorer = gateway.scorer
-    if config.idempotency != "off":
-        scorer.cache = ResultCache(config.idempotency, config.result_cache_size, config.result_cache_ttl_s)
-    scorer.gates = {
-        fn.name: FunctionGate(
-            fn.config.max_concurrency, fn.config.requests_per_minute, fn.config.tokens_per_minute
+def _result_cache(config: GatewayConfig, metrics: GatewayMetrics) -> ResultCache | None:
+    if config.idempotency == "off":
+        return None
+    return ResultCache(config.idempotency, config.result_cache_size, config.result_cache_ttl_s, metrics)
+
+
+def _log_functions(functions: dict[str, RewardFunction]) -> None:
+    for fn in functions.values():
+        log.info(
+            "reward function %-20s %-5s %-7s %s claims=%s",
+            fn.name,
+            "async" if fn.is_async else "sync",
+            fn.origin,
+            fn.source_file,
+            list(fn.data_sources),
         )
-        for fn in gateway.functions.values()
-        if fn.config.max_concurrency or fn.config.requests_per_minute or fn.config.tokens_per_minute
-    }
-    scorer.limits = SampleLimits(
-        config.max_solution_chars,
-        config.max_ground_truth_chars,
-        config.max_prompt_chars,
-        config.max_extra_info_depth,
-    )

@@ -1,25 +1,44 @@
-"""The gateway's exceptions and the one place that turns them into HTTP answers.
+"""Every exception of the gateway, and the one function that builds the error envelope.
 
-    GatewayError                  base; carries `status_code` and `type`
-    ├── LoadError                 start-up: a reward-function file or config entry is unusable (never HTTP)
+    GatewayError                  base: `status_code`, `type` (the envelope's `type`), `details`, `headers`
+    ├── LoadError                 start-up / reload: a reward-function file or config entry is unusable
+    ├── TokenizerUnavailable      start-up: `reward_model_tokenizer` cannot be loaded (no HTTP)
+    ├── Unauthorized              401: missing or unknown API key (+ WWW-Authenticate)
     ├── UnknownRewardFunction     404: `reward_fn` names no loaded function
     ├── Undispatchable            404: no function claims the `data_source` and there is no default
+    ├── ReloadFailed              409: `POST /admin/reload` rejected; the previous functions keep serving
     ├── BatchTooLarge             413: more samples than `max_batch_samples`
-    └── PayloadTooLarge           413: body over `max_body_bytes` (raised by the ASGI limit middleware)
+    ├── PayloadTooLarge           413: body over `max_body_bytes` (raised by the ASGI limit middleware)
+    ├── FieldTooLarge             413: one field of a sample over its `max_*_chars`
+    ├── TooDeep                   422: `extra_info` nested deeper than `max_extra_info_depth`
+    ├── GroupRequestError         422: inconsistent group fields (`group_id`, `group_size`, `group_index`)
+    ├── Overloaded                429: admission is full (+ Retry-After)
+    ├── RewardFunctionFailed      500: OpenRLHF/slime sample failed with no fallback score
+    ├── Draining                  503: the gateway is shutting down (+ Retry-After)
+    ├── TooManyOpenGroups         503: `max_open_groups` groups are waiting for members
+    └── RewardFunctionTimeout     504: OpenRLHF/slime sample timed out with no fallback score
 
-Every error answer is the envelope `{"error": {"type", "message", "fields"?, "available_reward_fns"?,
-"available_data_sources"?}}`. Bad input is 4xx, never 500. A reward function that raises is *not* an
-HTTP error: it is a 200 whose result has `status: "error"`.
+    Raised inside a reward call; the sample gets a result with `status: "error"` and this `error.type`
+    (a 200, never an HTTP error):
+    InvalidReturn                 the function returned something that is not a score
+    ComponentFailed               a composite's component or gate, or a fallback, failed (`type` names which;
+                                  `result_extra` carries the components' reports)
+    GraderError                   the sample does not fit a declarative grader
+
+Every error answer is the envelope `{"error": {"type", "message", ...details}}` built by `error_envelope`
+(details: `fields`, `available_reward_fns`, `available_data_sources`, `field`, `samples`). Bad input is 4xx,
+never 500. Standard library only: worker processes import this module.
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+import json
+from typing import Any, Self
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from starlette.exceptions import HTTPException as StarletteHTTPException
+
+def error_envelope(type_: str, message: str, **details: Any) -> dict[str, Any]:
+    """The body of every non-2xx answer of the gateway."""
+    return {"error": {"type": type_, "message": message, **details}}
 
 
 class GatewayError(Exception):
@@ -30,13 +49,39 @@ class GatewayError(Exception):
         super().__init__(message)
         self.message = message
         self.details = details
+        self.headers: dict[str, str] = {}  # extra response headers (Retry-After, WWW-Authenticate, ...)
+
+    def with_headers(self, **headers: str) -> Self:
+        """Add response headers (`Retry_After="1"` → `Retry-After: 1`); returns self."""
+        self.headers.update({name.replace("_", "-"): value for name, value in headers.items()})
+        return self
 
     def body(self) -> dict[str, Any]:
-        return {"error": {"type": self.type, "message": self.message, **self.details}}
+        return error_envelope(self.type, self.message, **self.details)
+
+    def asgi_response(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The `http.response.start` and `http.response.body` messages, for pure ASGI middleware."""
+        body = json.dumps(self.body()).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            *((name.lower().encode(), value.encode()) for name, value in self.headers.items()),
+        ]
+        start = {"type": "http.response.start", "status": self.status_code, "headers": headers}
+        return start, {"type": "http.response.body", "body": body}
 
 
 class LoadError(GatewayError):
     type = "LoadError"
+
+
+class TokenizerUnavailable(GatewayError):
+    type = "TokenizerUnavailable"
+
+
+class Unauthorized(GatewayError):
+    status_code = 401
+    type = "Unauthorized"
 
 
 class UnknownRewardFunction(GatewayError):
@@ -49,6 +94,11 @@ class Undispatchable(GatewayError):
     type = "Undispatchable"
 
 
+class ReloadFailed(GatewayError):
+    status_code = 409
+    type = "ReloadFailed"
+
+
 class BatchTooLarge(GatewayError):
     status_code = 413
     type = "BatchTooLarge"
@@ -59,41 +109,60 @@ class PayloadTooLarge(GatewayError):
     type = "PayloadTooLarge"
 
 
-def error_body(type_: str, message: str, **details: Any) -> dict[str, Any]:
-    return {"error": {"type": type_, "message": message, **details}}
+class FieldTooLarge(GatewayError):
+    status_code = 413
+    type = "FieldTooLarge"
 
 
-def _validation_fields(errors: Any) -> list[dict[str, Any]]:
-    return [{"loc": list(err.get("loc", ())), "msg": str(err.get("msg", ""))} for err in errors]
+class TooDeep(GatewayError):
+    status_code = 422
+    type = "TooDeep"
 
 
-async def _gateway_error(request: Request, exc: Exception) -> JSONResponse:
-    err = cast(GatewayError, exc)  # registered for GatewayError only
-    return JSONResponse(err.body(), status_code=err.status_code)
+class GroupRequestError(GatewayError):
+    status_code = 422
+    type = "GroupRequestError"
 
 
-async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
-    fields = _validation_fields(cast(RequestValidationError, exc).errors())
-    summary = (
-        "; ".join(f"{'.'.join(str(p) for p in f['loc'])}: {f['msg']}" for f in fields[:5])
-        or "invalid request"
-    )
-    return JSONResponse(error_body("ValidationError", summary, fields=fields), status_code=422)
+class Overloaded(GatewayError):
+    status_code = 429
+    type = "Overloaded"
 
 
-async def _http_error(request: Request, exc: Exception) -> JSONResponse:
-    err = cast(StarletteHTTPException, exc)
-    return JSONResponse(
-        error_body("HTTPError", str(err.detail)), status_code=err.status_code, headers=err.headers
-    )
+class RewardFunctionFailed(GatewayError):
+    status_code = 500
+    type = "RewardFunctionFailed"
 
 
-async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    return JSONResponse(error_body("InternalError", f"{type(exc).__name__}: {exc}"), status_code=500)
+class Draining(GatewayError):
+    status_code = 503
+    type = "Draining"
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(GatewayError, _gateway_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(Exception, _unexpected)
+class TooManyOpenGroups(GatewayError):
+    status_code = 503
+    type = "TooManyOpenGroups"
+
+
+class RewardFunctionTimeout(GatewayError):
+    status_code = 504
+    type = "RewardFunctionTimeout"
+
+
+# ---- failures inside a reward call (a result with status "error", not an HTTP answer) ----------------------
+class InvalidReturn(Exception):
+    """The function returned something that is not a score (see execution/results.py)."""
+
+
+class ComponentFailed(Exception):
+    """A composite's gate or component, or a fallback, failed. `type` is what the result's `error.type` says
+    (`CompositeComponentFailed` or `FallbackFailed`); `result_extra` goes into the result's `extra`."""
+
+    def __init__(self, type_: str, message: str, result_extra: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.type = type_
+        self.result_extra = result_extra
+
+
+class GraderError(Exception):
+    """The sample does not fit the grader (a template names a missing key, a formula divides by zero...)."""

@@ -7,6 +7,8 @@ from the dispatch table, the matching glob, or "other".
 
 from __future__ import annotations
 
+from typing import Literal
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
@@ -33,6 +35,8 @@ CALL_BUCKETS_S = (
 )
 SCORE_BUCKETS = (-10.0, -5.0, -2.0, -1.0, -0.5, -0.1, 0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0, 2.0, 5.0, 10.0)
 UNMATCHED_ROUTE = "unmatched"
+# Error type of a refusal -> the bounded `reason` label.
+REJECTION_REASONS = {"Overloaded": "overload", "Draining": "draining"}
 
 
 class GatewayMetrics:
@@ -118,10 +122,36 @@ class GatewayMetrics:
             namespace=NAMESPACE,
             registry=r,
         )
+        # Refusals at the door and answers without a call: rare or cheap events, counted directly.
+        self.admission_rejections = Counter(
+            "gateway_admission_rejections",
+            "Work requests refused by admission, by reason: overload (429) or draining (503).",
+            ["reason"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        self.result_cache_answers = Counter(
+            "gateway_result_cache_answers",
+            "Samples answered without a call of their own (idempotency): hit = from the result cache, "
+            "join = from a running call of the same sample.",
+            ["how"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        for reason in REJECTION_REASONS.values():
+            self.admission_rejections.labels(reason)
+        for how in ("hit", "join"):
+            self.result_cache_answers.labels(how)
         # Label lookups take a lock and build a tuple; the hot path reuses the children instead.
         self._request_children: dict[tuple[str, int], tuple[Counter, Histogram]] = {}
         self._call_children: dict[tuple[str, str], tuple[Histogram, Counter]] = {}
         self._score_children: dict[tuple[str, str], tuple[Histogram, Counter, Counter, Counter]] = {}
+
+    def admission_rejected(self, error_type: str) -> None:
+        self.admission_rejections.labels(REJECTION_REASONS.get(error_type, "overload")).inc()
+
+    def result_cache_answered(self, how: Literal["hit", "join"]) -> None:
+        self.result_cache_answers.labels(how).inc()
 
     def observe_request(self, route: str, status: int, duration_s: float) -> None:
         children = self._request_children.get((route, status))

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+
+
+def canonical_json(value: Any) -> bytes:
+    """One byte string per value, whatever the dict order (models are dumped first): what digests and version
+    hashes of request values and specs are computed over."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr).encode()
+
 
 # "group_timeout": a group member whose group did not complete in time (groups.py).
 Status = Literal["ok", "error", "timeout", "group_timeout"]

@@ -108,9 +108,12 @@ class Batcher(Generic[T, R]):
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"{self.name}-loop")
 
     async def stop(self) -> None:
-        """Stop batching: queued requests and the batch in progress fail with `BatcherStopped`.
+        """Stop batching: every request not answered yet fails with `BatcherStopped`.
 
-        A forward already running finishes on its thread; its results are dropped.
+        That covers the queued requests, a partial batch still being collected and a batch being computed (a
+        forward already running finishes on its thread; its results are dropped). None is run during stop:
+        the server is going away, and the routes answer `BatcherStopped` with 503, which sglang-router
+        retries on another replica, instead of making shutdown wait for a forward nobody may read.
         """
         task, self._task = self._task, None
         if task is not None:
@@ -119,9 +122,7 @@ class Batcher(Generic[T, R]):
                 await task
         if self._queue is not None:
             while not self._queue.empty():
-                pending = self._queue.get_nowait()
-                if not pending.future.done():
-                    pending.future.set_exception(BatcherStopped(f"{self.name} stopped"))
+                self._fail_stopped([self._queue.get_nowait()])
         if self._own_executor:
             # Waiting for a running forward must not block the event loop.
             await asyncio.to_thread(self._executor.shutdown, True)
@@ -154,26 +155,42 @@ class Batcher(Generic[T, R]):
 
     # -- the batching loop -----------------------------------------------------------------------------
     async def _collect(self) -> list[_Pending[T, R]]:
-        """Wait for the first item, then gather more until the batch is full or the wait budget is spent."""
+        """Wait for the first item, then gather more until the batch is full or the wait budget is spent.
+
+        Items taken off the queue are only in this partial batch: if `stop()` cancels the collection, they
+        fail with `BatcherStopped` here, like the items still queued, or nobody would ever resolve them.
+        """
         queue = self._queue
         if queue is None:
             raise BatcherStopped(f"{self.name} is not running")
-        batch = [await queue.get()]
-        deadline = time.monotonic() + self.batch_wait_timeout_s
-        while len(batch) < self.max_batch_size:
-            # Take whatever is already queued without paying for a timer per item.
-            while len(batch) < self.max_batch_size and not queue.empty():
-                batch.append(queue.get_nowait())
-            if len(batch) >= self.max_batch_size:
-                break
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            try:
-                batch.append(await asyncio.wait_for(queue.get(), remaining))
-            except TimeoutError:
-                break
+        batch: list[_Pending[T, R]] = []
+        try:
+            batch.append(await queue.get())
+            deadline = time.monotonic() + self.batch_wait_timeout_s
+            while len(batch) < self.max_batch_size:
+                # Take whatever is already queued without paying for a timer per item.
+                while len(batch) < self.max_batch_size and not queue.empty():
+                    batch.append(queue.get_nowait())
+                if len(batch) >= self.max_batch_size:
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancel that races the get.
+                    async with asyncio.timeout(remaining):
+                        batch.append(await queue.get())
+                except TimeoutError:
+                    break
+        except asyncio.CancelledError:
+            self._fail_stopped(batch)
+            raise
         return batch
+
+    def _fail_stopped(self, batch: list[_Pending[T, R]]) -> None:
+        for p in batch:
+            if not p.future.done():
+                p.future.set_exception(BatcherStopped(f"{self.name} stopped"))
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -191,9 +208,7 @@ class Batcher(Generic[T, R]):
                         f"{self.name}: forward returned {len(results)} results for a batch of {len(live)}"
                     )
             except asyncio.CancelledError:
-                for p in live:
-                    if not p.future.done():
-                        p.future.set_exception(BatcherStopped(f"{self.name} stopped"))
+                self._fail_stopped(live)
                 raise
             except Exception as exc:
                 logger.exception("%s: forward failed for a batch of %d", self.name, len(live))

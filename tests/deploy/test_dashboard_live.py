@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from router.config import RouterConfig
-from router.process import RouterProcess
 from tests.deploy.helpers import DASHBOARD, DEPLOY, tool
+from tests.router.router_process import RouterProcess
 from tests.support import ChildProcess, free_port, rewardfleet_cmd, running
 from tests.tiny_models import build_tiny_qwen2
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from services.fleet.config import DEFAULT_CONFIG_PATH, FleetConfigError, load_fleet_config
+from services.fleet.config import FleetConfigError, load_fleet_config
 from services.fleet.plan import plan_fleet, sglang_command
 from tests.support import rewardfleet_cmd
 
@@ -117,14 +117,3 @@ def test_up_with_a_bad_config_exits_2_naming_the_key(tmp_path: Path) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "pools.j.replicas" in proc.stderr
-
-
-def test_dry_run_prints_every_command(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        rewardfleet_cmd("up", "--dry-run", "--run-dir", str(tmp_path), "--port", "18123"),
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    assert "serve-model" in proc.stdout and "sglang-router launch" in proc.stdout
-    assert "gateway --config" in proc.stdout and "port: 18123" in proc.stdout
-    assert DEFAULT_CONFIG_PATH.is_file()

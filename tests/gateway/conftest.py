@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import http.server
-import importlib.util
 import shutil
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,11 +21,8 @@ REWARD_FILES = Path(__file__).parent / "reward_files"
 
 
 def gateway_cmd(*args: str) -> list[str]:
-    """`rewardfleet gateway ...`; while the model-server command is not in the tree yet, the same command via
-    `python -m services.gateway` (services/cli.py imports both)."""
-    if importlib.util.find_spec("services.model_server.cli") is not None:
-        return rewardfleet_cmd("gateway", *args)
-    return [sys.executable, "-m", "services.gateway", *args]
+    """`rewardfleet gateway ...` (`python -m services.gateway` runs the same command: test_startup.py)."""
+    return rewardfleet_cmd("gateway", *args)
 
 
 @dataclass

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import concurrent.futures
-import statistics
 import time
+from typing import Any
 
 import httpx
 import pytest
@@ -150,38 +150,65 @@ def test_on_error_score_is_flagged(gw: Gateway) -> None:
     assert (hung["status"], hung["score"], hung["fallback_score"]) == ("timeout", 0.0, True)
 
 
-def test_hung_sync_function_times_out_and_gateway_keeps_answering(gw: Gateway) -> None:
+def _wait_for_two_idle_workers(gw: Gateway, attempts: int = 20) -> None:
+    """Until two sleepy calls run at the same time (their intervals overlap), i.e. both workers are up."""
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        started = time.monotonic()
-        hung = pool.submit(gw.score, data_source="d", reward_fn="hang", solution_str="x")
-        time.sleep(0.2)
-        latencies = []
-        while not hung.done() and time.monotonic() - started < 5:
-            t0 = time.monotonic()
-            assert httpx.get(f"{gw.url}/health", timeout=5).status_code == 200
-            latencies.append(time.monotonic() - t0)
-            time.sleep(0.05)
+        for _ in range(attempts):
+            calls = [
+                pool.submit(
+                    gw.score,
+                    data_source="d",
+                    reward_fn="sleepy",
+                    extra_info={"sleep_s": 0.2},
+                    solution_str="x",
+                )
+                for _ in range(2)
+            ]
+            a, b = (_ok(c.result())["extra"] for c in calls)
+            if max(a["started"], b["started"]) < min(a["finished"], b["finished"]):
+                return
+    raise AssertionError(f"the two workers never ran calls at the same time in {attempts} attempts")
+
+
+def test_hung_sync_function_times_out_and_gateway_keeps_answering(gw: Gateway) -> None:
+    def timed_score(**body: Any) -> tuple[httpx.Response, float]:
+        response = gw.score(**body)
+        return response, time.monotonic()
+
+    _wait_for_two_idle_workers(gw)  # an earlier test's killed worker may still be starting
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        sent = time.monotonic()
+        hung = pool.submit(timed_score, data_source="d", reward_fn="hang", solution_str="x")
         # The other worker still scores sync samples while one is stuck.
-        other = _ok(gw.score(data_source="d", reward_fn="verl_sync", solution_str="1", ground_truth="1"))
-        assert other["score"] == 1.0
-        body = hung.result().json()
-        elapsed = time.monotonic() - started
+        other = pool.submit(
+            timed_score, data_source="d", reward_fn="verl_sync", solution_str="1", ground_truth="1"
+        )
+        probes: list[tuple[float, float]] = []  # (sent, answered) of each /health probe
+        while not hung.done() and time.monotonic() - sent < 30:
+            t0 = time.monotonic()
+            assert httpx.get(f"{gw.url}/health", timeout=30).status_code == 200
+            probes.append((t0, time.monotonic()))
+            time.sleep(0.05)
+        other_response, other_answered = other.result()
+        hung_response, answered = hung.result()
+    assert _ok(other_response)["score"] == 1.0
+    body = hung_response.json()
     assert body["status"] == "timeout" and body["score"] is None
     assert body["error"]["type"] == "Timeout" and "1.0s" in body["error"]["message"]
-    assert 0.9 < body["timings"]["total_s"] < 3.0 and elapsed < 4.0
-    # The hang lasts 1 s: a blocked event loop would hold the probes for most of it. Loose bounds on purpose
-    # (the machine may be loaded); the median says "answers at once", the max "never waited for the hang".
-    assert latencies and statistics.median(latencies) < 0.1 and max(latencies) < 0.7, latencies
+    assert body["timings"]["total_s"] > 0.9  # it really ran into its 1 s limit
+    # Overlap of intervals, not durations (the machine may be loaded): a /health probe and the other sync call
+    # were sent and answered while the hung call was still running.
+    assert [(a, b) for a, b in probes if a > sent and b < answered], probes
+    assert other_answered < answered
     # The killed worker is replaced: sync calls keep working.
     for _ in range(3):
         assert _ok(gw.score(data_source="d", reward_fn="crash", solution_str="x"))["score"] == 1.0
 
 
 def test_hung_async_function_times_out(gw: Gateway) -> None:
-    started = time.monotonic()
     body = gw.score(data_source="d", reward_fn="hang_async", solution_str="x").json()
     assert body["status"] == "timeout" and body["error"]["type"] == "Timeout"
-    assert 0.45 < body["timings"]["total_s"] < 2.0 and time.monotonic() - started < 3.0
+    assert "0.5s" in body["error"]["message"] and body["timings"]["total_s"] > 0.45
 
 
 @pytest.mark.parametrize(("how", "needle"), [("exit", "exit code 1"), ("segv", "SIGSEGV")])

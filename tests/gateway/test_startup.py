@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,6 +127,14 @@ def test_invalid_config_values_exit_2_naming_the_key(tmp_path: Path, config: dic
     result = _run_until_exit(tmp_path, {**NO_BUILTINS, **config}, None)
     assert result.returncode == 2
     assert "invalid configuration" in result.stderr and needle in result.stderr, result.stderr
+
+
+def test_python_dash_m_is_the_same_command(tmp_path: Path) -> None:
+    """`python -m services.gateway` (the Dockerfile's and docs' entry point) runs `rewardfleet gateway`."""
+    config = write_config(tmp_path / "gw.yaml", {"max_body_bytes": "lots"})
+    cmd = [sys.executable, "-m", "services.gateway", "--config", str(config)]
+    result = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "max_body_bytes: Input should be a valid integer" in result.stderr
 
 
 @pytest.fixture(scope="module")

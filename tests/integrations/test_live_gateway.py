@@ -105,7 +105,7 @@ def test_openrlhf_protocol(live_gateway: LiveGateway) -> None:
         resp = http.post("/openrlhf/boom", json=openrlhf_payload("42"))
         assert resp.status_code == 500 and "boom: 42<|im_end|>" in resp.json()["error"]["message"]
         resp = http.post("/openrlhf/slow", json=openrlhf_payload("42"))
-        assert resp.status_code == 504 and resp.json()["error"]["type"] == "reward_function_timeout"
+        assert resp.status_code == 504 and resp.json()["error"]["type"] == "RewardFunctionTimeout"
         # explicit fallbacks are numbers, flagged
         resp = http.post("/openrlhf/boom?error_score=-0.5", json=openrlhf_payload("42"))
         assert resp.json()["rewards"] == [-0.5] and resp.json()["extra_logs"]["reward_failed"] == [1.0]

@@ -216,6 +216,25 @@ async def test_submit_needs_a_running_batcher_and_stop_fails_queued_items() -> N
         await first
 
 
+async def test_stop_during_collection_fails_the_requests_already_taken() -> None:
+    calls: list[list[int]] = []
+    # A long wait budget: the loop holds the first items in a partial batch, waiting for more.
+    b: Batcher[int, int] = Batcher(recording(calls), max_batch_size=10, batch_wait_timeout_s=60.0)
+    b.start()
+    taken = [b.submit(1), b.submit(2)]
+    for _ in range(100):
+        if b.queue_length == 0:
+            break
+        await asyncio.sleep(0)
+    assert b.queue_length == 0, "the batching loop did not take the items"
+    await b.stop()
+    assert all(f.done() for f in taken), "stop() left requests of the partial batch unresolved"
+    for f in taken:
+        with pytest.raises(BatcherStopped):
+            f.result()
+    assert calls == []  # stopped before the batch ran: nothing was computed
+
+
 def test_invalid_configuration_is_refused() -> None:
     with pytest.raises(ValueError, match="max_batch_size"):
         Batcher(lambda x: x, max_batch_size=0)

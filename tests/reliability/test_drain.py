@@ -26,6 +26,17 @@ def _config(log: Path, delay_s: float) -> dict[str, Any]:
     }
 
 
+def _wait_until_in_flight(url: str, n: int, timeout_s: float = 60) -> None:
+    """Until the gateway handles `n` requests besides the /metrics scrape that asks."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for line in httpx.get(f"{url}/metrics", timeout=10).text.splitlines():
+            if line.startswith("rewardfleet_gateway_inflight_requests ") and float(line.split()[1]) >= n + 1:
+                return
+        time.sleep(0.02)
+    raise AssertionError(f"{n} requests never were in flight at once")
+
+
 def test_sigterm_finishes_admitted_work_and_refuses_new_work_with_503(
     gateway_factory: Any, tmp_path: Path
 ) -> None:
@@ -37,7 +48,7 @@ def test_sigterm_finishes_admitted_work_and_refuses_new_work_with_503(
             pool.submit(httpx.post, f"{gw.url}/score", json={**body, "uid": f"in{i}"}, timeout=30)
             for i in range(4)  # 2 workers: two run, two wait for a worker
         ]
-        time.sleep(0.3)
+        _wait_until_in_flight(gw.url, 4)  # not a fixed sleep: on a loaded machine requests arrive late
         sent = time.monotonic()
         gw.proc.signal(signal.SIGTERM)  # the whole process group, as a supervisor does
         time.sleep(0.2)

@@ -92,7 +92,8 @@ async def test_probability_mode_errors(score_server: Any, tokenizer: Any) -> Non
 
 async def test_router_does_not_proxy_v1_score(tmp_path: Any) -> None:
     """Why probability mode needs `score_server_address`: sglang-router answers 404 for /v1/score."""
-    from router import RouterConfig, RouterProcess
+    from router import RouterConfig
+    from tests.router.router_process import RouterProcess
 
     cfg = RouterConfig(port=free_port(), prometheus_port=free_port(), worker_urls=[])
     with RouterProcess(cfg, tmp_path / "router.log") as proc:

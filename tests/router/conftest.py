@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from router import RouterConfig, RouterProcess
+from router import RouterConfig
+from tests.router.router_process import RouterProcess
 from tests.support import ChildProcess, free_port
 
 # Fast health checks so worker loss shows up within about a second.

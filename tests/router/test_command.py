@@ -11,9 +11,10 @@ import pytest
 from pydantic import SecretStr
 from sglang_router.launch_router import parse_router_args
 
-from router import RouterConfig, build_command, redacted_command, sglang_router_binary
+from router import RouterConfig, build_command, sglang_router_binary
 from router import command as command_module
 from router.command import RouterBinaryNotFound
+from services.fleet.redact import redact_argv
 
 
 @pytest.fixture(scope="module")
@@ -90,10 +91,10 @@ def test_binary_parser_reads_back_every_setting(cfg: RouterConfig) -> None:
         assert theirs == ours, f"{name}: binary parsed {theirs!r}, config has {ours!r}"
 
 
-def test_api_key_is_redacted_for_display() -> None:
+def test_api_key_is_hidden_by_the_fleet_redaction() -> None:
     cmd = build_command(FULL)
     assert "top-secret" in cmd
-    shown = redacted_command(cmd)
+    shown = redact_argv(cmd)
     assert "top-secret" not in shown
     assert shown[shown.index("--api-key") + 1] == "***"
 

@@ -1,4 +1,4 @@
-"""`POST /admin/reload`: re-load the reward functions (see reload.py)."""
+"""`POST /admin/reload`: re-load the reward functions (see features/reload.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from services.gateway.routes.deps import GatewayDep
 from services.gateway.schemas import ErrorEnvelope
-from services.gateway.state import GatewayDep
 
 router = APIRouter(tags=["admin"])
 
@@ -15,8 +15,4 @@ router = APIRouter(tags=["admin"])
 @router.post("/admin/reload", responses={409: {"model": ErrorEnvelope, "description": "A file is broken."}})
 async def reload(gateway: GatewayDep) -> dict[str, Any]:
     """Swap in the functions as they are on disk now; a broken file leaves the old ones serving (409)."""
-    features = gateway.features
-    if features is None or features.reloader is None:
-        raise RuntimeError("the gateway is not started")
-    result: dict[str, Any] = await features.reloader.reload()
-    return result
+    return await gateway.reloader.reload()

@@ -8,10 +8,10 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from services.gateway.config import format_validation_error
-from services.gateway.graders.run import GraderError
-from services.gateway.graders.spec import GraderSpec
+from services.gateway.config.graders import GraderSpec
+from services.gateway.features.graders.runtime import GraderRuntime
+from services.gateway.routes.deps import GatewayDep
 from services.gateway.schemas import ScoreRequest
-from services.gateway.state import Gateway, GatewayDep
 
 router = APIRouter(tags=["graders"])
 _SPEC = TypeAdapter(GraderSpec)
@@ -30,26 +30,23 @@ class Validation(BaseModel):
     errors: list[str]
 
 
-def _spec(gateway: Gateway, grader: dict[str, Any] | str) -> tuple[Any, list[str]]:
-    features = gateway.features
-    if features is None:
-        raise RuntimeError("the gateway is not started")
+def _spec(runtime: GraderRuntime, grader: dict[str, Any] | str) -> tuple[GraderSpec | None, list[str]]:
     if isinstance(grader, str):
-        if grader not in features.graders.graders:
-            return None, [f"no configured grader named {grader!r} ({sorted(features.graders.graders)})"]
-        spec = features.graders.graders[grader]
+        if grader not in runtime.graders:
+            return None, [f"no configured grader named {grader!r} ({sorted(runtime.graders)})"]
+        spec = runtime.graders[grader]
     else:
         try:
             spec = _SPEC.validate_python(grader)
         except ValidationError as exc:
             return None, format_validation_error(exc).splitlines()
-    return spec, features.graders.problems(spec)
+    return spec, runtime.problems(spec)
 
 
 @router.post("/graders/validate", response_model=Validation)
 async def validate(body: GraderBody, gateway: GatewayDep) -> Validation:
     """Check a grader spec the way start-up does; never runs it."""
-    _, errors = _spec(gateway, body.grader)
+    _, errors = _spec(gateway.catalog.graders, body.grader)
     return Validation(valid=not errors, errors=errors)
 
 
@@ -57,8 +54,9 @@ async def validate(body: GraderBody, gateway: GatewayDep) -> Validation:
 async def run(body: RunBody, gateway: GatewayDep) -> dict[str, Any]:
     """Grade one sample: `{"valid", "errors", "score", "extra", "status", "error"}`. A call that fails is a
     200 with `status: "error"`, an invalid spec a 200 with `valid: false`."""
-    spec, errors = _spec(gateway, body.grader)
-    if errors:
+    runtime = gateway.catalog.graders
+    spec, errors = _spec(runtime, body.grader)
+    if spec is None or errors:
         return {
             "valid": False,
             "errors": errors,
@@ -67,10 +65,9 @@ async def run(body: RunBody, gateway: GatewayDep) -> dict[str, Any]:
             "status": "invalid",
             "error": None,
         }
-    assert gateway.features is not None
     try:
-        score, extra = await gateway.features.graders.run(spec, body.sample)
-    except (GraderError, Exception) as exc:
+        score, extra = await runtime.run(spec, body.sample)
+    except Exception as exc:  # GraderError, a model pool's RemoteCallError, a python grader's own error
         error = {"type": type(exc).__name__, "message": str(exc)}
         return {"valid": True, "errors": [], "score": None, "extra": {}, "status": "error", "error": error}
     return {"valid": True, "errors": [], "score": score, "extra": extra, "status": "ok", "error": None}

@@ -8,8 +8,9 @@ import aiohttp
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
+from reward_fns._router_http import base_url
+from services.gateway.routes.deps import Gateway, GatewayDep
 from services.gateway.schemas import ReadyStatus, RewardFunctionInfo, RewardFunctionList, RouterCheck
-from services.gateway.state import Gateway, GatewayDep
 
 router = APIRouter(tags=["meta"])
 
@@ -23,7 +24,7 @@ async def health() -> dict[str, str]:
 async def _check_router(gateway: Gateway, address: str) -> RouterCheck:
     timeout = aiohttp.ClientTimeout(total=gateway.config.ready_check_timeout_s)
     try:
-        async with gateway.http_client.get(f"http://{address}/health", timeout=timeout) as resp:
+        async with gateway.http_client.get(f"{base_url(address)}/health", timeout=timeout) as resp:
             if resp.status >= 500:
                 return RouterCheck(
                     address=address, reachable=False, error=f"GET /health answered {resp.status}"
@@ -40,7 +41,7 @@ async def ready(gateway: GatewayDep) -> JSONResponse:
     checks = await asyncio.gather(*(_check_router(gateway, gateway.config.routers[n]) for n in names))
     status = ReadyStatus(
         ready=gateway.ready and all(c.reachable for c in checks),
-        reward_fns=len(gateway.functions),
+        reward_fns=len(gateway.catalog.functions),
         routers=dict(zip(names, checks, strict=True)),
     )
     return JSONResponse(status.model_dump(), status_code=200 if status.ready else 503)
@@ -61,9 +62,9 @@ async def reward_fns(gateway: GatewayDep) -> RewardFunctionList:
             timeout_s=fn.config.timeout_s,
             on_error_score=fn.config.on_error_score,
         )
-        for fn in gateway.functions.values()
+        for fn in gateway.catalog.functions.values()
     ]
-    dispatcher = gateway.scorer.dispatcher
+    dispatcher = gateway.catalog.dispatcher
     return RewardFunctionList(
         reward_fns=infos, dispatch=dispatcher.table(), default_reward_fn=dispatcher.default
     )

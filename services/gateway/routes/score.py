@@ -10,8 +10,8 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
 from services.gateway.errors import BatchTooLarge, GatewayError
+from services.gateway.routes.deps import get_gateway
 from services.gateway.schemas import BatchRequest, BatchResult, ErrorEnvelope, ScoreRequest, ScoreResult
-from services.gateway.state import get_gateway
 
 router = APIRouter(tags=["score"])
 
@@ -62,10 +62,7 @@ async def score(request: Request) -> Response:
     """Score one sample. A function that fails still answers 200, with `status` "error" or "timeout"."""
     gateway = get_gateway(request)
     sample = await json_body(request, ScoreRequest)
-    fn, label = gateway.scorer.resolve(sample)
-    if sample.group_id is not None:  # group-wise scoring (groups.py)
-        return _json(await gateway.features.groups.submit(sample, fn, label))
-    return _json(await gateway.scorer.score(sample, fn, label))
+    return _json(await gateway.score(sample))
 
 
 @router.post(
@@ -78,19 +75,17 @@ async def score_batch(request: Request) -> Response:
     limit = gateway.config.max_batch_samples
     if len(batch.samples) > limit:
         raise BatchTooLarge(f"{len(batch.samples)} samples; max_batch_samples is {limit}")
+    catalog = gateway.catalog
     resolved = []
-    for index, sample in enumerate(batch.samples):
+    for index, sample in enumerate(batch.samples):  # every sample is checked before any work starts
         try:
-            resolved.append(gateway.scorer.resolve(sample))
+            resolved.append(gateway.resolve(sample, catalog))
         except GatewayError as exc:
             exc.message = f"samples[{index}]: {exc.message}"
             raise
-    groups = gateway.features.groups if gateway.features is not None else None
     results = await asyncio.gather(
         *(
-            groups.submit(sample, fn, label)
-            if sample.group_id is not None and groups is not None
-            else gateway.scorer.score(sample, fn, label)
+            gateway.score_resolved(sample, fn, label, catalog)
             for sample, (fn, label) in zip(batch.samples, resolved, strict=True)
         )
     )

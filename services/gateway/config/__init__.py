@@ -1,0 +1,18 @@
+"""Gateway configuration: `GatewayConfig` and the sections it is made of.
+
+gateway.py    GatewayConfig (embedded as a fleet's `gateway:` section), GatewaySettings (standalone:
+              flags > REWARDFLEET_GATEWAY_* > YAML), FunctionConfig (`functions.<name>`)
+features.py   `composites`, `fallbacks`, `groups`
+graders.py    `graders` (one model per grader type)
+formula.py    the little language of a multi grader's `calculate_output`
+"""
+
+from services.gateway.config.gateway import (
+    BASE_PARAMS,
+    FunctionConfig,
+    GatewayConfig,
+    GatewaySettings,
+    format_validation_error,
+)
+
+__all__ = ["BASE_PARAMS", "FunctionConfig", "GatewayConfig", "GatewaySettings", "format_validation_error"]

@@ -1,0 +1,265 @@
+"""Gateway configuration.
+
+`GatewayConfig` is a plain pydantic model so a fleet config can embed it as its `gateway:` section.
+`GatewaySettings` adds the sources a standalone gateway reads: constructor arguments (the CLI flags) win over
+`REWARDFLEET_GATEWAY_*` environment variables, which win over the YAML file given with `--config`.
+
+Every check that can be made without importing reward functions is made here, so a bad value fails at
+start-up with a message naming its key. Checks that need the loaded functions (does `dispatch` name a real
+function?) live in `core/registry.py` and `features/build.py`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from services.gateway.config.features import CompositeSpec, FallbackSpec, GroupsConfig
+from services.gateway.config.graders import GraderSpec
+
+# verl's four arguments. They are always passed, so reward_kwargs may not override them.
+BASE_PARAMS: tuple[str, ...] = ("data_source", "solution_str", "ground_truth", "extra_info")
+
+_ADDRESS_RE = re.compile(r"^[A-Za-z0-9._\-\[\]:]+:\d{1,5}$")
+
+
+def _check_address(key: str, value: str) -> str:
+    """A bare `host:port`, exactly what verl passes as `reward_router_address` (no scheme, no path)."""
+    if "://" in value or "/" in value or not _ADDRESS_RE.match(value):
+        raise ValueError(f"{key}: {value!r} is not a bare host:port (e.g. '127.0.0.1:30000', no http://)")
+    port = int(value.rsplit(":", 1)[1])
+    if not 0 < port < 65536:
+        raise ValueError(f"{key}: port {port} is out of range 1-65535")
+    return value
+
+
+class FunctionConfig(BaseModel):
+    """Per-function settings; `functions.<name>` in the config."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str | None = Field(
+        default=None,
+        description="Explicit 'module.name:function' or '/path/to/file.py:function'. "
+        "Omit it to configure a function discovered in a reward-function folder.",
+    )
+    timeout_s: float = Field(default=30.0, gt=0, description="Per-call time limit in seconds.")
+    reward_kwargs: dict[str, Any] = Field(default_factory=dict, description="Merged into every call.")
+    on_error_score: float | None = Field(
+        default=None,
+        description="Score reported when the call errors or times out (the result stays flagged).",
+    )
+    data_sources: list[str] = Field(
+        default_factory=list, description="Extra data_source names or fnmatch globs this function claims."
+    )
+    # Limits for external judges (admission.py): calls over a limit wait their turn.
+    max_concurrency: int | None = Field(default=None, ge=1, description="Calls of this function at once.")
+    requests_per_minute: float | None = Field(default=None, gt=0, description="Calls per minute.")
+    tokens_per_minute: float | None = Field(
+        default=None, gt=0, description="Estimated tokens per minute: ceil(chars/4) of prompt+solution+truth."
+    )
+
+    @field_validator("path")
+    @classmethod
+    def _path_shape(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        target, sep, attr = value.rpartition(":")
+        if not sep or not target or not attr.isidentifier():
+            raise ValueError(f"path {value!r} must look like 'module.name:function' or 'file.py:function'")
+        return value
+
+    @field_validator("reward_kwargs")
+    @classmethod
+    def _no_base_params(cls, value: dict[str, Any]) -> dict[str, Any]:
+        clash = sorted(set(value) & set(BASE_PARAMS))
+        if clash:
+            raise ValueError(f"reward_kwargs may not set {clash}: those come from each request")
+        return value
+
+
+class GatewayConfig(BaseModel):
+    """The gateway's settings, independent of where they come from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    builtin_package: str | None = Field(
+        default="reward_fns",
+        description="Package whose modules are the built-in functions (loaded first); null = none.",
+    )
+    reward_fns_dirs: list[Path] = Field(
+        default_factory=list, description="User folders of reward-function files, loaded after the built-ins."
+    )
+    functions: dict[str, FunctionConfig] = Field(default_factory=dict)
+    dispatch: dict[str, str] = Field(
+        default_factory=dict, description="data_source -> function name; wins over the modules' claims."
+    )
+    default_reward_fn: str | None = None
+    workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, description="Sync process pool.")
+    max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    max_batch_samples: int = Field(default=4096, ge=1, description="Largest accepted /score/batch.")
+    http_max_connections: int = Field(
+        default=256, ge=1, description="Connection limit of the shared aiohttp session (http_client)."
+    )
+    on_load_error: Literal["fail", "skip"] = "fail"
+    routers: dict[str, str] = Field(default_factory=dict, description="Router name -> bare host:port.")
+    default_router: str | None = Field(
+        default=None, description="Router passed as reward_router_address; the only router if just one."
+    )
+    reward_model_tokenizer: str | None = Field(default=None, description="HF tokenizer path, loaded once.")
+    ready_check_timeout_s: float = Field(default=1.0, gt=0)
+    # features.py, graders.py (docs/advanced_rewards.md): composites, judge fallbacks, groups, graders.
+    composites: dict[str, CompositeSpec] = Field(default_factory=dict)
+    fallbacks: dict[str, FallbackSpec] = Field(default_factory=dict)
+    groups: GroupsConfig = Field(default_factory=GroupsConfig)
+    graders: dict[str, GraderSpec] = Field(default_factory=dict)
+
+    # Reliability (reliability/, execution/isolation.py, docs/reliability.md).
+    max_inflight_requests: int = Field(default=512, ge=1, description="Work requests handled at once.")
+    max_queued_requests: int = Field(default=1024, ge=0, description="More that wait for a slot; then 429.")
+    queue_timeout_s: float = Field(default=30.0, gt=0, description="Longest wait for a slot before 429.")
+    max_pool_queue: int = Field(default=4096, ge=0, description="Sync calls waiting for a worker; then 429.")
+    retry_after_s: int = Field(default=1, ge=0, description="Retry-After sent with 429 and 503.")
+    shutdown_grace_s: float = Field(default=30.0, ge=0, description="SIGTERM: in-flight work may finish.")
+    idempotency: Literal["uid", "inputs", "off"] = Field(
+        default="uid", description="Dedup/cache key: uid + inputs digest, inputs digest only, or off."
+    )
+    result_cache_size: int = Field(default=65536, ge=0, description="Cached ok results (LRU); 0 = none.")
+    result_cache_ttl_s: float = Field(default=600.0, gt=0)
+    api_keys: Annotated[list[SecretStr], NoDecode] = Field(
+        default_factory=list, description="Bearer keys (env: comma-separated); empty with no file = no auth."
+    )
+    api_keys_file: Path | None = Field(default=None, description="File of API keys, one per line.")
+    auth_exempt_metrics: bool = Field(default=False, description="Serve /metrics without a key.")
+    max_solution_chars: int = Field(default=1_000_000, ge=1)
+    max_ground_truth_chars: int = Field(default=1_000_000, ge=1)
+    max_prompt_chars: int = Field(default=1_000_000, ge=1)
+    max_extra_info_depth: int = Field(default=16, ge=1)
+    worker_memory_limit_bytes: int | None = Field(
+        default=None, ge=64 * 1024 * 1024, description="RLIMIT_AS of each sync worker process."
+    )
+
+    @field_validator("reward_fns_dirs")
+    @classmethod
+    def _dirs_exist(cls, value: list[Path]) -> list[Path]:
+        for path in value:
+            if not path.is_dir():
+                raise ValueError(f"reward_fns_dirs: {str(path)!r} is not a directory")
+        return [path.resolve() for path in value]
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("api_keys_file")
+    @classmethod
+    def _keys_file_exists(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise ValueError(f"api_keys_file: {str(value)!r} is not a file")
+        return value
+
+    @field_validator("routers")
+    @classmethod
+    def _router_addresses(cls, value: dict[str, str]) -> dict[str, str]:
+        return {name: _check_address(f"router {name!r}", addr) for name, addr in value.items()}
+
+    @field_validator("functions")
+    @classmethod
+    def _function_names(cls, value: dict[str, FunctionConfig]) -> dict[str, FunctionConfig]:
+        for name in value:
+            if not name.isidentifier():
+                raise ValueError(f"functions: {name!r} is not a valid function name (use letters, digits, _)")
+        return value
+
+    @model_validator(mode="after")
+    def _default_router(self) -> GatewayConfig:
+        if self.default_router is not None and self.default_router not in self.routers:
+            raise ValueError(
+                f"default_router: {self.default_router!r} is not one of routers {sorted(self.routers)}"
+            )
+        if self.default_router is None and len(self.routers) == 1:
+            self.default_router = next(iter(self.routers))
+        return self
+
+    def function_config(self, name: str) -> FunctionConfig:
+        return self.functions.get(name) or FunctionConfig()
+
+    @property
+    def reward_router_address(self) -> str | None:
+        return self.routers[self.default_router] if self.default_router else None
+
+
+class _YamlFileSource(PydanticBaseSettingsSource):
+    """Values from the `--config` YAML file; a top-level `gateway:` section is used when present."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None) -> None:
+        super().__init__(settings_cls)
+        self.path = path
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
+        raise NotImplementedError  # __call__ is overridden
+
+    def __call__(self) -> dict[str, Any]:
+        if self.path is None:
+            return {}
+        data = yaml.safe_load(Path(self.path).read_text()) or {}
+        if not isinstance(data, dict):
+            raise ValueError(f"{self.path}: the config file must hold a mapping, got {type(data).__name__}")
+        section = data.get("gateway", data)
+        if not isinstance(section, dict):
+            raise ValueError(f"{self.path}: the 'gateway' section must be a mapping")
+        return section
+
+
+class GatewaySettings(BaseSettings, GatewayConfig):
+    """`GatewayConfig` read from init arguments, `REWARDFLEET_GATEWAY_*` variables and a YAML file."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="REWARDFLEET_GATEWAY_", env_nested_delimiter="__", extra="forbid"
+    )
+
+    config_file: Path | None = Field(default=None, exclude=True, description="YAML file read at start-up.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        path = None
+        if isinstance(init_settings, InitSettingsSource):
+            path = init_settings.init_kwargs.get("config_file")
+        return init_settings, env_settings, _YamlFileSource(settings_cls, path)
+
+
+def format_validation_error(exc: Exception) -> str:
+    """One line per bad key, `key.path: problem`, for start-up messages."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc)
+    lines = []
+    for err in errors():
+        loc = ".".join(str(part) for part in err.get("loc", ()))
+        msg = str(err.get("msg", "")).removeprefix("Value error, ")
+        lines.append(f"{loc}: {msg}" if loc else msg)
+    return "\n".join(lines)

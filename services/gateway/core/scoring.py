@@ -1,0 +1,239 @@
+"""Scoring one sample with its function: argument injection, per-function limits, the idempotency cache, the
+call under its timeout, and a typed result (which function scores a sample is `dispatch.py`'s business).
+
+Async functions are awaited on the event loop under `asyncio.timeout`; sync functions go to the worker pool.
+Whatever happens inside the function, the sample gets a result: `ok` with a score, or `error`/`timeout`
+with `{type, message}` and a null score (or the function's `on_error_score`, flagged `fallback_score`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import signal
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import pebble
+
+from services.gateway.config import FunctionConfig
+from services.gateway.core.registry import RewardFunction
+from services.gateway.errors import ComponentFailed, InvalidReturn
+from services.gateway.execution.pool import WorkerPool
+from services.gateway.execution.results import error_location, normalise_return
+from services.gateway.metrics import GatewayMetrics
+from services.gateway.reliability.function_limits import FunctionGate, estimate_tokens
+from services.gateway.reliability.idempotency import ResultCache
+from services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
+
+
+@dataclass
+class Injectables:
+    """Values the gateway can inject by parameter name (besides the per-request `prompt` and `uid`)."""
+
+    reward_router_address: str | None = None
+    router_addresses: dict[str, str] = field(default_factory=dict)
+    http_client: aiohttp.ClientSession | None = None
+    reward_model_tokenizer: Any = None  # a transformers tokenizer (optional dependency)
+    tokenizer_path: str | None = None
+
+
+def _exit_description(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            return f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exit code {exitcode}"
+
+
+@dataclass
+class _Outcome:
+    status: str
+    score: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    error: ErrorInfo | None = None
+    queue_s: float | None = None
+    compute_s: float = 0.0
+
+
+class Scorer:
+    """Scores one sample with a given function. Built complete by the app (its cache and per-function gates
+    included) before anything that scores through it: composites, fallbacks, graders and groups."""
+
+    def __init__(
+        self,
+        pool: WorkerPool | None,
+        metrics: GatewayMetrics,
+        injectables: Injectables,
+        cache: ResultCache | None,
+        gates: Mapping[str, FunctionGate],
+    ) -> None:
+        self.pool = pool
+        self.metrics = metrics
+        self.injectables = injectables
+        self.cache = cache
+        self.gates = dict(gates)
+
+    def build_kwargs(
+        self, fn: RewardFunction, request: ScoreRequest, config: FunctionConfig | None = None
+    ) -> dict[str, Any]:
+        """verl's four arguments, the injectable ones `fn` asks for, and the reward_kwargs of `config`
+        (default: the function's own)."""
+        kwargs: dict[str, Any] = {
+            "data_source": request.data_source,
+            "solution_str": request.solution_str,
+            "ground_truth": request.ground_truth,
+            "extra_info": request.extra_info,
+        }
+        if fn.declared or fn.var_kwargs:
+            inj = self.injectables
+            available: dict[str, Any] = {
+                "reward_router_address": inj.reward_router_address,
+                "router_addresses": dict(inj.router_addresses),
+                "prompt": request.prompt,
+                "uid": request.uid,
+            }
+            if fn.is_async:
+                available["http_client"] = inj.http_client
+                available["reward_model_tokenizer"] = inj.reward_model_tokenizer
+            for name in fn.declared:  # declared names are always passed, None when unavailable
+                kwargs[name] = available.get(name)
+            if fn.var_kwargs:  # **kwargs gets only what has a value
+                for name, value in available.items():
+                    if name not in kwargs and value is not None and value != {}:
+                        kwargs[name] = value
+        reward_kwargs = (config or fn.config).reward_kwargs
+        if reward_kwargs:
+            kwargs.update(reward_kwargs)
+        return kwargs
+
+    async def score(self, request: ScoreRequest, fn: RewardFunction, label: str) -> ScoreResult:
+        """Score one sample; with idempotency on, a duplicate is answered from the cache or a running call."""
+        cache = self.cache
+        if cache is not None:
+            key = cache.key(request, fn.name, fn.version)
+            if key is not None:
+                return await cache.run(key, request, lambda: self._score(request, fn, label))
+        return await self._score(request, fn, label)
+
+    async def _call(self, fn: RewardFunction, request: ScoreRequest, label: str) -> _Outcome:
+        if fn.is_async:
+            return await self._call_async(fn, request, label)
+        return await self._call_sync(fn, self.build_kwargs(fn, request))
+
+    async def _score(self, request: ScoreRequest, fn: RewardFunction, label: str) -> ScoreResult:
+        started = time.perf_counter()
+        gate = self.gates.get(fn.name) if self.gates else None
+        if gate is None:
+            outcome = await self._call(fn, request, label)
+        else:
+            async with gate.hold(estimate_tokens(request.prompt, request.solution_str, request.ground_truth)):
+                outcome = await self._call(fn, request, label)
+        total_s = time.perf_counter() - started
+        self.metrics.observe_call(fn.name, label, outcome.status, outcome.compute_s, outcome.score)
+        score, fallback = outcome.score, False
+        if outcome.status != "ok" and fn.config.on_error_score is not None:
+            score, fallback = fn.config.on_error_score, True
+        # model_construct: every field is built right here; validating them again is pure hot-path cost.
+        return ScoreResult.model_construct(
+            uid=request.uid,
+            score=score,
+            extra=outcome.extra,
+            reward_fn=fn.name,
+            data_source=request.data_source,
+            status=outcome.status,
+            error=outcome.error,
+            fallback_score=fallback,
+            timings=Timings.model_construct(
+                queue_s=outcome.queue_s, compute_s=outcome.compute_s, total_s=total_s
+            ),
+            version=fn.version,
+        )
+
+    async def _call_async(self, fn: RewardFunction, request: ScoreRequest, label: str) -> _Outcome:
+        timeout_s = fn.config.timeout_s
+        # Built-from-config functions (composites, graders, fallbacks) take the request itself.
+        if fn.takes_request:
+            call = fn.fn(request, label, fn.config)
+        else:
+            call = fn.fn(**self.build_kwargs(fn, request))
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(timeout_s):
+                value = await call
+            score, extra = normalise_return(value)
+        except TimeoutError:
+            return _Outcome(
+                "timeout",
+                error=ErrorInfo(type="Timeout", message=f"{fn.name} did not finish within {timeout_s}s"),
+                compute_s=time.perf_counter() - started,
+            )
+        except InvalidReturn as exc:
+            return _Outcome(
+                "error",
+                error=ErrorInfo(type="InvalidReturn", message=str(exc)),
+                compute_s=time.perf_counter() - started,
+            )
+        except ComponentFailed as exc:  # keeps the components' reports (composites.py, fallbacks.py)
+            return _Outcome(
+                "error",
+                extra=exc.result_extra,
+                error=ErrorInfo(type=exc.type, message=str(exc)),
+                compute_s=time.perf_counter() - started,
+            )
+        except Exception as exc:
+            return _Outcome(
+                "error",
+                error=ErrorInfo(type=type(exc).__name__, message=f"{exc}{error_location(exc)}"),
+                compute_s=time.perf_counter() - started,
+            )
+        return _Outcome("ok", score=score, extra=extra, compute_s=time.perf_counter() - started)
+
+    async def _call_sync(self, fn: RewardFunction, kwargs: dict[str, Any]) -> _Outcome:
+        if self.pool is None:
+            raise RuntimeError("the worker pool is not running")
+        timeout_s = fn.config.timeout_s
+        tokenizer_path = None
+        wants_tokenizer = "reward_model_tokenizer" in fn.declared or fn.var_kwargs
+        if wants_tokenizer and self.injectables.tokenizer_path is not None:
+            tokenizer_path = self.injectables.tokenizer_path
+        submitted = time.monotonic()
+        try:
+            kind, payload, t_start, t_end = await self.pool.submit(fn.ref, kwargs, timeout_s, tokenizer_path)
+        except concurrent.futures.TimeoutError:
+            return _Outcome(
+                "timeout",
+                error=ErrorInfo(
+                    type="Timeout",
+                    message=f"{fn.name} did not finish within {timeout_s}s; worker killed and replaced",
+                ),
+                compute_s=time.monotonic() - submitted,
+            )
+        except pebble.ProcessExpired as exc:
+            return _Outcome(
+                "error",
+                error=ErrorInfo(
+                    type="WorkerCrashed",
+                    message=f"the worker process running {fn.name} died ({_exit_description(exc.exitcode)}); "
+                    "it was replaced",
+                ),
+                compute_s=time.monotonic() - submitted,
+            )
+        except Exception as exc:  # e.g. an argument that does not pickle
+            return _Outcome(
+                "error",
+                error=ErrorInfo(type=type(exc).__name__, message=str(exc)),
+                compute_s=time.monotonic() - submitted,
+            )
+        queue_s, compute_s = max(0.0, t_start - submitted), t_end - t_start
+        if kind == "ok":
+            score, extra = payload
+            return _Outcome("ok", score=score, extra=extra, queue_s=queue_s, compute_s=compute_s)
+        err_type, message = payload
+        return _Outcome(
+            "error", error=ErrorInfo(type=err_type, message=message), queue_s=queue_s, compute_s=compute_s
+        )

@@ -1,0 +1,85 @@
+"""Turning whatever a reward function returned into `(score, extra)`, or a typed `InvalidReturn`.
+
+Accepted returns (verl's contract): a number (int, float, bool, numpy/torch scalar) → float; a dict that holds
+"score" (every other key goes to `extra`); a tuple → its first element is the score and the rest goes to
+`extra["tuple_rest"]`. A NaN or infinite score is invalid. Extras are made JSON-safe: non-finite floats become
+the strings "nan"/"inf"/"-inf", unknown objects their `repr`.
+
+Pure functions with no web imports: worker processes use them too, so only plain data crosses the pipe.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import traceback
+from pathlib import Path
+from typing import Any
+
+from services.gateway.errors import InvalidReturn
+
+_EXPECTED = "expected a number, a dict with a 'score' key, or a tuple whose first element is the score"
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:80] + '…' if len(text) > 80 else text}"
+
+
+def as_score(value: Any, what: str) -> float:
+    if isinstance(value, numbers.Real):  # includes bool and numpy floats/ints
+        score = float(value)
+    elif hasattr(value, "item") and callable(value.item):  # numpy / torch 0-d scalars
+        try:
+            inner = value.item()
+        except Exception:
+            raise InvalidReturn(f"{what} is {_describe(value)}; {_EXPECTED}") from None
+        if not isinstance(inner, numbers.Real):
+            raise InvalidReturn(f"{what} is {_describe(value)}; {_EXPECTED}")
+        score = float(inner)
+    else:
+        raise InvalidReturn(f"{what} is {_describe(value)}; {_EXPECTED}")
+    if not math.isfinite(score):
+        raise InvalidReturn(f"{what} is {score}, not a finite number")
+    return score
+
+
+def jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):
+        try:
+            return jsonable(value.item())
+        except Exception:
+            return repr(value)
+    if hasattr(value, "tolist") and callable(value.tolist):
+        return jsonable(value.tolist())
+    return repr(value)
+
+
+def normalise_return(value: Any) -> tuple[float, dict[str, Any]]:
+    if isinstance(value, dict):
+        if "score" not in value:
+            raise InvalidReturn(
+                f"returned a dict without a 'score' key (keys: {sorted(map(str, value))[:10]})"
+            )
+        score = as_score(value["score"], "the dict's 'score'")
+        return score, {str(k): jsonable(v) for k, v in value.items() if k != "score"}
+    if isinstance(value, tuple):
+        if not value:
+            raise InvalidReturn(f"returned an empty tuple; {_EXPECTED}")
+        score = as_score(value[0], "the tuple's first element")
+        return score, ({"tuple_rest": jsonable(value[1:])} if len(value) > 1 else {})
+    return as_score(value, "the return value"), {}
+
+
+def error_location(exc: BaseException) -> str:
+    """` (at file.py:line)` of the innermost frame of `exc`'s traceback, or "" when it has none."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    return f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""

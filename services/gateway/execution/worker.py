@@ -1,0 +1,71 @@
+"""What runs inside a sync-pool worker process: the pool's initializer and the call itself.
+
+Workers get a picklable `FunctionRef` and import the function on first use (or in `preload`), caching it for
+the life of the process. This module must stay importable without FastAPI so workers start quickly.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from services.gateway.errors import InvalidReturn
+from services.gateway.execution.isolation import detach, limit_memory
+from services.gateway.execution.loader import FunctionRef, load_ref
+from services.gateway.execution.results import error_location, normalise_return
+
+log = logging.getLogger("rewardfleet.gateway.workers")
+
+
+# Per-process caches. They live only in worker processes (the gateway process never fills them).
+_functions: dict[FunctionRef, Callable[..., Any]] = {}
+_tokenizers: dict[str, Any] = {}
+
+
+def _worker_tokenizer(path: str) -> Any:
+    if path not in _tokenizers:
+        from services.gateway.execution.tokenizer import load_tokenizer
+
+        _tokenizers[path] = load_tokenizer(path)
+    return _tokenizers[path]
+
+
+def preload(refs: tuple[FunctionRef, ...]) -> None:
+    """Pool initializer: import every sync function once per worker, so the first call is not slow."""
+    for ref in refs:
+        try:
+            _functions[ref] = load_ref(ref)
+        except Exception:  # the gateway already imported it once; a failure here shows on the call
+            log.exception("worker could not preload %s:%s", ref.module, ref.attr)
+
+
+def init_worker(refs: tuple[FunctionRef, ...], memory_limit_bytes: int | None) -> None:
+    """The pool's initializer: isolate the process, import the functions, then cap its memory."""
+    detach()
+    preload(refs)
+    limit_memory(memory_limit_bytes)
+
+
+WorkerResult = tuple[str, Any, float, float]
+
+
+def run_call(ref: FunctionRef, kwargs: dict[str, Any], tokenizer_path: str | None) -> WorkerResult:
+    """Runs in a worker. Returns `(kind, payload, started, finished)` with `time.monotonic()` stamps (the
+    same clock in every process on Linux): kind "ok" → payload is `(score, extra)` from `normalise_return`;
+    kind "error" → payload is `(type, message)`. Exceptions are caught here so an unpicklable exception
+    cannot break the pool's result channel."""
+    started = time.monotonic()
+    try:
+        fn = _functions.get(ref)
+        if fn is None:
+            fn = _functions[ref] = load_ref(ref)
+        if tokenizer_path is not None:
+            kwargs["reward_model_tokenizer"] = _worker_tokenizer(tokenizer_path)
+        outcome = normalise_return(fn(**kwargs))
+    except InvalidReturn as exc:
+        return "error", ("InvalidReturn", str(exc)), started, time.monotonic()
+    except Exception as exc:
+        return "error", (type(exc).__name__, f"{exc}{error_location(exc)}"), started, time.monotonic()
+    return "ok", outcome, started, time.monotonic()

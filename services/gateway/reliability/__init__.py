@@ -1,0 +1,3 @@
+"""What keeps the gateway up under load and abuse: `admission` (bounded work, 429/503), `drain` (SIGTERM),
+`idempotency` (in-flight join, result cache), `input_limits` (per-sample sizes), `function_limits`
+(per-function concurrency and rate), `auth` (API keys), `middleware` (body size, request metrics)."""

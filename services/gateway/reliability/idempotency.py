@@ -1,0 +1,138 @@
+"""Idempotency: in-flight deduplication and a bounded result cache (LRU with a TTL).
+
+A trainer that retries a sample whose answer was lost, or a GRPO group holding the same completion twice,
+should not pay for a second judge call. The key of a sample (`idempotency` in the config):
+
+- `"uid"` (default): function name + function version + the sample's `uid` + a digest of its inputs. The
+  digest is there because verl's `uid` names a *prompt*, shared by every response of its group: the same uid
+  with another response is another sample. Samples without a uid are not deduplicated.
+- `"inputs"`: function name + version + the digest of the inputs, whatever the uid: equal samples share one
+  call (assumes the function is deterministic for equal inputs).
+- `"off"`.
+
+The digest (BLAKE2b-128) covers data_source, solution_str, ground_truth, extra_info and prompt. A function's
+new version changes the key, so a reloaded function is never answered from the old one's results.
+
+While a call is running, later requests with the same key wait for it and get its result. Only results with
+status "ok" are cached (an error or a timeout may be transient; the next attempt calls again). An answer
+served from the cache or from another request's call has `cached: true`; its `uid` is the caller's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Literal
+
+from services.gateway.metrics import GatewayMetrics
+from services.gateway.schemas import ScoreRequest, ScoreResult, canonical_json
+
+IdempotencyMode = Literal["uid", "inputs", "off"]
+
+
+def inputs_digest(request: ScoreRequest) -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    for part in (
+        request.data_source,
+        request.solution_str,
+        canonical_json(request.ground_truth),
+        canonical_json(request.extra_info),
+        canonical_json(request.prompt),
+    ):
+        data = part if isinstance(part, bytes) else part.encode("utf-8", "surrogatepass")
+        h.update(len(data).to_bytes(8, "little"))  # length-prefixed: no two splits of one string collide
+        h.update(data)
+    return h.digest()
+
+
+class TTLCache:
+    """An LRU of at most `max_entries`, each valid for `ttl_s` after it was stored."""
+
+    def __init__(self, max_entries: int, ttl_s: float) -> None:
+        self.max_entries = max_entries
+        self.ttl_s = ttl_s
+        self._data: OrderedDict[Hashable, tuple[float, ScoreResult]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def get(self, key: Hashable) -> ScoreResult | None:
+        item = self._data.get(key)
+        if item is None:
+            return None
+        expires, value = item
+        if expires < time.monotonic():
+            del self._data[key]
+            return None
+        self._data.move_to_end(key)
+        return value
+
+    def put(self, key: Hashable, value: ScoreResult) -> None:
+        if self.max_entries <= 0:
+            return
+        self._data[key] = (time.monotonic() + self.ttl_s, value)
+        self._data.move_to_end(key)
+        while len(self._data) > self.max_entries:
+            self._data.popitem(last=False)
+
+
+class ResultCache:
+    def __init__(
+        self, mode: IdempotencyMode, max_entries: int, ttl_s: float, metrics: GatewayMetrics
+    ) -> None:
+        self.mode = mode
+        self.cache = TTLCache(max_entries, ttl_s)
+        self.metrics = metrics
+        self._inflight: dict[Hashable, asyncio.Future[ScoreResult]] = {}
+
+    def key(self, request: ScoreRequest, fn_name: str, fn_version: str) -> Hashable | None:
+        if self.mode == "off" or (self.mode == "uid" and request.uid is None):
+            return None
+        digest = inputs_digest(request)
+        if self.mode == "uid":
+            return (fn_name, fn_version, str(request.uid), digest)
+        return (fn_name, fn_version, digest)
+
+    @staticmethod
+    def _as_cached(result: ScoreResult, request: ScoreRequest) -> ScoreResult:
+        return result.model_copy(update={"uid": request.uid, "cached": True})
+
+    async def run(
+        self, key: Hashable, request: ScoreRequest, compute: Callable[[], Awaitable[ScoreResult]]
+    ) -> ScoreResult:
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.metrics.result_cache_answered("hit")
+            return self._as_cached(hit, request)
+        running = self._inflight.get(key)
+        if running is not None:
+            try:
+                result = await asyncio.shield(running)
+            except asyncio.CancelledError:
+                if not running.cancelled():
+                    raise  # this request was cancelled
+                # the first request was cancelled (its client went away): compute here instead
+            else:
+                self.metrics.result_cache_answered("join")
+                return self._as_cached(result, request)
+        future: asyncio.Future[ScoreResult] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            result = await compute()
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError):
+                future.cancel()
+            else:
+                future.set_exception(exc)
+                future.exception()  # mark retrieved: nobody may be waiting
+            raise
+        finally:
+            if self._inflight.get(key) is future:
+                del self._inflight[key]
+        future.set_result(result)
+        if result.status == "ok":
+            self.cache.put(key, result)
+        return result

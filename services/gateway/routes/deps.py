@@ -1,0 +1,64 @@
+"""The objects the lifespan builds and the routes use, and the dependency that hands them out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+import aiohttp
+from fastapi import Depends, Request
+
+from services.gateway.config import GatewayConfig
+from services.gateway.core.registry import RewardFunction
+from services.gateway.core.scoring import Scorer
+from services.gateway.features.build import Catalog
+from services.gateway.features.groups import GroupScorer
+from services.gateway.features.reload import Reloader
+from services.gateway.metrics import GatewayMetrics
+from services.gateway.reliability.input_limits import SampleLimits
+from services.gateway.schemas import ScoreRequest, ScoreResult
+
+
+@dataclass
+class Gateway:
+    config: GatewayConfig
+    metrics: GatewayMetrics
+    http_client: aiohttp.ClientSession
+    limits: SampleLimits
+    scorer: Scorer
+    groups: GroupScorer
+    reloader: Reloader  # owns the catalog being served
+    ready: bool = False
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.reloader.catalog
+
+    def resolve(self, sample: ScoreRequest, catalog: Catalog) -> tuple[RewardFunction, str]:
+        """The function for `sample` and its data_source label; raises the input-limit errors (413/422) and
+        UnknownRewardFunction / Undispatchable (404) before any work."""
+        self.limits.check(sample)
+        return catalog.dispatcher.resolve(sample.reward_fn, sample.data_source)
+
+    async def score(self, sample: ScoreRequest) -> ScoreResult:
+        """Resolve and score one sample; a group member waits for its group's answer (features/groups.py)."""
+        catalog = self.catalog  # one catalog for the whole request, even if a reload swaps it meanwhile
+        fn, label = self.resolve(sample, catalog)
+        return await self.score_resolved(sample, fn, label, catalog)
+
+    async def score_resolved(
+        self, sample: ScoreRequest, fn: RewardFunction, label: str, catalog: Catalog
+    ) -> ScoreResult:
+        if sample.group_id is not None:
+            return await self.groups.submit(sample, fn, label, catalog.group_functions)
+        return await self.scorer.score(sample, fn, label)
+
+
+def get_gateway(request: Request) -> Gateway:
+    gateway: Gateway | None = getattr(request.app.state, "gateway", None)
+    if gateway is None:  # only possible if a request slips in before start-up finished
+        raise RuntimeError("the gateway is not started")
+    return gateway
+
+
+GatewayDep = Annotated[Gateway, Depends(get_gateway)]

@@ -1,0 +1,119 @@
+"""`Admission` in-process: FIFO order, the hand-over of a released slot, cancellation, overload, draining, and
+the counters /metrics exports. The HTTP behaviour is tests/reliability/test_overload.py and test_drain.py."""
+
+from __future__ import annotations
+
+import asyncio
+
+from services.gateway.errors import Draining, GatewayError, Overloaded
+from services.gateway.metrics import GatewayMetrics
+from services.gateway.reliability.admission import Admission, Backlog
+from tests.gateway.units import counter
+
+
+def admission(
+    max_inflight: int = 1, max_queued: int = 4, timeout_s: float = 30.0, metrics: GatewayMetrics | None = None
+) -> Admission:
+    return Admission(max_inflight, max_queued, timeout_s, 3, 10, Backlog(), metrics or GatewayMetrics())
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_waiters_are_admitted_in_arrival_order() -> None:
+    gate = admission()
+    assert await gate.enter() is None
+    order: list[int] = []
+
+    async def wait(i: int) -> None:
+        assert await gate.enter() is None
+        order.append(i)
+
+    tasks = [asyncio.create_task(wait(i)) for i in range(3)]
+    await settle()
+    assert gate.queued == 3 and order == []
+    for expected in ([0], [0, 1], [0, 1, 2]):
+        gate.leave()
+        await settle()
+        assert order == expected and gate.active == 1  # the slot passes on: never more than max_inflight
+    gate.leave()
+    assert gate.active == 0
+    await asyncio.gather(*tasks)
+
+
+async def test_a_released_slot_goes_to_the_waiter_not_to_a_newcomer() -> None:
+    """The race between `leave` and a new `enter`: the slot is handed to the first waiter before it has run
+    again; a request arriving in that instant must queue behind it, not take the slot as well."""
+    gate = admission()
+    assert await gate.enter() is None
+    waiter = asyncio.create_task(gate.enter())
+    await settle()
+    gate.leave()  # hands the slot to `waiter`, which has not resumed yet
+    newcomer = asyncio.create_task(gate.enter())
+    await settle()
+    assert waiter.done() and waiter.result() is None
+    assert not newcomer.done() and gate.active == 1
+    gate.leave()
+    assert await newcomer is None and gate.active == 1
+    gate.leave()
+    assert gate.active == 0
+
+
+async def test_a_waiter_cancelled_after_the_hand_over_passes_the_slot_on() -> None:
+    gate = admission()
+    assert await gate.enter() is None
+    first = asyncio.create_task(gate.enter())
+    second = asyncio.create_task(gate.enter())
+    await settle()
+    gate.leave()  # slot handed to `first`...
+    first.cancel()  # ...whose client goes away before it runs
+    try:
+        admitted_anyway = await first is None  # the cancel came after the hand-over: it owns the slot
+    except asyncio.CancelledError:
+        admitted_anyway = False  # gave the slot back on its way out
+    if admitted_anyway:
+        assert gate.active == 1 and not second.done()
+        gate.leave()
+    assert await second is None  # either way the slot was not lost
+    assert gate.active == 1 and gate.queued == 0
+    gate.leave()
+    assert gate.active == 0
+
+
+async def test_full_queue_and_slow_slots_are_overload_with_retry_after() -> None:
+    metrics = GatewayMetrics()
+    gate = admission(max_queued=1, timeout_s=0.05, metrics=metrics)
+    assert await gate.enter() is None
+    queued = asyncio.create_task(gate.enter())
+    await settle()
+    refused = await gate.enter()
+    assert isinstance(refused, Overloaded) and "max_queued_requests=1" in refused.message
+    assert refused.headers == {"Retry-After": "3"} and refused.status_code == 429
+    timed_out = await queued
+    assert isinstance(timed_out, Overloaded) and "queue_timeout_s" in timed_out.message
+    assert counter(metrics, "gateway_admission_rejections", reason="overload") == 2
+    assert gate.active == 1 and gate.queued == 0
+
+
+async def test_pool_backlog_over_the_bound_is_overload() -> None:
+    gate = admission()
+    gate.backlog.set(11)
+    assert isinstance(await gate.enter(), Overloaded)
+    gate.backlog.set(10)
+    assert await gate.enter() is None
+
+
+async def test_draining_refuses_new_and_queued_requests() -> None:
+    metrics = GatewayMetrics()
+    gate = admission(metrics=metrics)
+    assert await gate.enter() is None
+    queued = asyncio.create_task(gate.enter())
+    await settle()
+    gate.start_draining()
+    refusals: list[GatewayError | None] = [await queued, await gate.enter()]
+    assert all(isinstance(r, Draining) and r.status_code == 503 for r in refusals)
+    assert counter(metrics, "gateway_admission_rejections", reason="draining") == 2
+    gate.leave()  # the admitted request finishes normally
+    assert gate.active == 0

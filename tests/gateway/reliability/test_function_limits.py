@@ -1,0 +1,84 @@
+"""Per-function limits: token-bucket maths on an injected clock, the token estimate, and the gate's bounds."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from services.gateway.config import FunctionConfig
+from services.gateway.reliability.function_limits import (
+    FunctionGate,
+    TokenBucket,
+    estimate_tokens,
+    function_gates,
+)
+from services.gateway.reliability.input_limits import prompt_chars
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_bucket_starts_full_and_refills_continuously() -> None:
+    clock = Clock()
+    bucket = TokenBucket(60, clock)  # one unit per second, up to 60
+    assert bucket.wait_s(60) == 0.0
+    bucket.take(60)
+    assert bucket.wait_s(1) == pytest.approx(1.0)
+    clock.now += 0.25
+    assert bucket.wait_s(1) == pytest.approx(0.75)
+    clock.now += 10
+    assert bucket.wait_s(10) == 0.0 and bucket.level == pytest.approx(10.25)
+
+
+def test_bucket_never_holds_more_than_a_minute_and_caps_a_huge_call() -> None:
+    clock = Clock()
+    bucket = TokenBucket(120, clock)  # 2 per second
+    clock.now += 3600
+    bucket.wait_s(1)
+    assert bucket.level == 120  # idle for an hour: still one minute's worth
+    assert (
+        bucket.wait_s(10_000) == 0.0
+    )  # larger than the bucket: charged the whole bucket, never waits forever
+    bucket.take(10_000)
+    assert bucket.level == 0
+    assert bucket.wait_s(10_000) == pytest.approx(60.0)
+
+
+def test_token_estimate_counts_the_prompt_like_the_input_limit() -> None:
+    messages = [{"role": "system", "content": "abcd"}, {"role": "user", "content": "efgh", "name": "ignored"}]
+    assert prompt_chars(messages) == 8 and prompt_chars("abc") == 3 and prompt_chars(None) == 0
+    assert estimate_tokens(messages, "ijkl", "mn") == 4  # ceil((8 + 4 + 2) / 4)
+    assert estimate_tokens(None, "", {"not": "a string"}) == 1  # never zero
+
+
+def test_gates_only_for_functions_with_limits() -> None:
+    gates = function_gates(
+        {
+            "free": FunctionConfig(),
+            "judge": FunctionConfig(max_concurrency=2),
+            "rpm": FunctionConfig(requests_per_minute=6),
+        }
+    )
+    assert sorted(gates) == ["judge", "rpm"]
+
+
+async def test_gate_bounds_concurrency() -> None:
+    gate = FunctionGate(max_concurrency=2, requests_per_minute=None, tokens_per_minute=None)
+    running, peak = 0, 0
+
+    async def call() -> None:
+        nonlocal running, peak
+        async with gate.hold(1):
+            running += 1
+            peak = max(peak, running)
+            await asyncio.sleep(0.01)
+            running -= 1
+
+    await asyncio.gather(*(call() for _ in range(6)))
+    assert peak == 2

@@ -1,0 +1,100 @@
+"""`ResultCache` in-process: keys, the in-flight join, the hand-over when the first caller is cancelled, what
+is cached, and the hit/join counters /metrics exports."""
+
+from __future__ import annotations
+
+import asyncio
+
+from services.gateway.metrics import GatewayMetrics
+from services.gateway.reliability.idempotency import ResultCache
+from services.gateway.schemas import ScoreResult, Timings
+from tests.gateway.units import counter, sample
+
+
+def result(status: str = "ok", score: float | None = 1.0) -> ScoreResult:
+    return ScoreResult(
+        uid="first",
+        score=score,
+        extra={},
+        reward_fn="f",
+        data_source="d",
+        status=status,  # type: ignore[arg-type]
+        error=None,
+        timings=Timings(compute_s=0.0, total_s=0.0),
+    )
+
+
+def test_keys() -> None:
+    metrics = GatewayMetrics()
+    by_uid = ResultCache("uid", 8, 60, metrics)
+    assert by_uid.key(sample(), "f", "v1") is None  # no uid: not deduplicated
+    assert by_uid.key(sample(uid=1), "f", "v1") == by_uid.key(sample(uid=1), "f", "v1")
+    assert by_uid.key(sample(uid=1), "f", "v1") != by_uid.key(sample(uid=1, solution_str="y"), "f", "v1")
+    assert by_uid.key(sample(uid=1), "f", "v1") != by_uid.key(
+        sample(uid=1), "f", "v2"
+    )  # a reload's new version
+    by_inputs = ResultCache("inputs", 8, 60, metrics)
+    assert by_inputs.key(sample(uid=1), "f", "v1") == by_inputs.key(sample(uid=2), "f", "v1")
+    assert by_inputs.key(sample(extra_info={"a": 1, "b": 2}), "f", "v1") == by_inputs.key(
+        sample(extra_info={"b": 2, "a": 1}), "f", "v1"
+    )
+
+
+async def test_a_duplicate_joins_the_running_call() -> None:
+    metrics = GatewayMetrics()
+    cache = ResultCache("uid", 8, 60, metrics)
+    release = asyncio.Event()
+    calls = 0
+
+    async def compute() -> ScoreResult:
+        nonlocal calls
+        calls += 1
+        await release.wait()
+        return result()
+
+    first = asyncio.create_task(cache.run("k", sample(uid="first"), compute))
+    await asyncio.sleep(0)
+    second = asyncio.create_task(cache.run("k", sample(uid="second"), compute))
+    await asyncio.sleep(0)
+    release.set()
+    a, b = await asyncio.gather(first, second)
+    assert calls == 1
+    assert (a.cached, b.cached, b.uid) == (False, True, "second")
+    assert counter(metrics, "gateway_result_cache_answers", how="join") == 1
+    hit = await cache.run("k", sample(uid="third"), compute)
+    assert hit.cached and hit.uid == "third" and calls == 1
+    assert counter(metrics, "gateway_result_cache_answers", how="hit") == 1
+
+
+async def test_when_the_first_caller_is_cancelled_the_joined_one_computes() -> None:
+    cache = ResultCache("uid", 8, 60, GatewayMetrics())
+    started = asyncio.Event()
+    calls = 0
+
+    async def compute() -> ScoreResult:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            started.set()
+            await asyncio.sleep(3600)  # the first caller's client goes away meanwhile
+        return result()
+
+    first = asyncio.create_task(cache.run("k", sample(uid="a"), compute))
+    await started.wait()
+    joined = asyncio.create_task(cache.run("k", sample(uid="b"), compute))
+    await asyncio.sleep(0)
+    first.cancel()
+    answer = await joined
+    assert calls == 2 and answer.status == "ok" and not answer.cached
+
+
+async def test_only_ok_results_are_cached() -> None:
+    cache = ResultCache("uid", 8, 60, GatewayMetrics())
+    outcomes = [result("error", None), result()]
+
+    async def compute() -> ScoreResult:
+        return outcomes.pop(0)
+
+    assert (await cache.run("k", sample(uid=1), compute)).status == "error"
+    assert (await cache.run("k", sample(uid=1), compute)).status == "ok"  # the error was not remembered
+    assert (await cache.run("k", sample(uid=1), compute)).cached
