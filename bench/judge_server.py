@@ -14,7 +14,7 @@ from aiohttp import web
 
 # The judge-calling reward function, in verl's contract; used as written by both sides of the benchmark
 # (verl's reward loop calling the judge itself, and the gateway's function). {url} is filled in.
-JUDGE_FN = '''
+JUDGE_FN = """
 import asyncio
 import weakref
 
@@ -33,7 +33,7 @@ async def compute_score(data_source, solution_str, ground_truth, extra_info=None
     async with session.post(URL, json=body) as resp:
         resp.raise_for_status()
         return float((await resp.json())["score"])
-'''
+"""
 
 
 async def judge(request: web.Request) -> web.Response:

@@ -99,7 +99,8 @@ class _Sentences:
         rng = random.Random(0)
         self._pools = {
             "math_verify": [
-                self._encode(_math_sentence(k, rng.randint(1, 997), rng.randint(2, 991))) for k in range(1, 65)
+                self._encode(_math_sentence(k, rng.randint(1, 997), rng.randint(2, 991)))
+                for k in range(1, 65)
             ],
             "other": [self._encode(_gsm8k_sentence(rng)) for _ in range(64)],
         }
@@ -194,7 +195,10 @@ def verl_config(tokenizer_dir: Path, fn_path: str | None, fn_name: str, reward_k
 
     reward = OmegaConf.load(Path(verl.__file__).parent / "trainer" / "config" / "reward" / "reward.yaml")
     config = OmegaConf.create(
-        {"actor_rollout_ref": {"model": {"path": str(tokenizer_dir), "tokenizer_path": None}}, "reward": reward}
+        {
+            "actor_rollout_ref": {"model": {"path": str(tokenizer_dir), "tokenizer_path": None}},
+            "reward": reward,
+        }
     )
     config.reward.custom_reward_function.path = fn_path
     config.reward.custom_reward_function.name = fn_name

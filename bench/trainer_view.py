@@ -28,7 +28,14 @@ from typing import Any
 
 from bench.common import OFFLINE_ENV, BenchResult, Row, gateway, median, print_result, write_fn
 from bench.judge_server import JUDGE_FN
-from bench.trainer_steps import KINDS, VERL_MATH_VERIFY_FN, make_step, score_step, train_tokenizer, verl_config
+from bench.trainer_steps import (
+    KINDS,
+    VERL_MATH_VERIFY_FN,
+    make_step,
+    score_step,
+    train_tokenizer,
+    verl_config,
+)
 from tests.support import ChildProcess, free_port
 
 PATHS = ("verl", "fleet", "fleet-batched")
@@ -51,8 +58,10 @@ class Stack:
 
 
 @contextmanager
-def stack(tmp: Path, workers: int = 2) -> Iterator[Stack]:
-    """Judge server, gateway (built-ins + the judge function; limits raised for a whole step in flight)."""
+def stack(tmp: Path, workers: int = 4) -> Iterator[Stack]:
+    """Judge server, gateway (built-ins + the judge function; limits raised for a whole step in flight).
+    4 pool workers: as many processes as verl's math-verify pool has (on a shared machine the process count
+    decides the share of the CPU each side gets)."""
     from transformers import AutoTokenizer
 
     tokenizer_dir = train_tokenizer(tmp / "tokenizer")
@@ -157,8 +166,8 @@ def run(
                         mismatches.append(f"round {r} {kind}: {path} differs from verl on {count} of {n}")
     result.notes.append(
         f"verl 0.9.1 RewardLoopWorker.compute_score_batch in this process, responses up to {tokens} tokens "
-        f"(half to all of it), gateway with 2 workers on the same 2 cores, {rounds} rounds, medians; "
-        "scores compared with path 1's sample by sample"
+        f"(half to all of it), gateway with 4 pool workers (as verl's math-verify pool) on the same cores, "
+        f"{rounds} rounds, medians; scores compared with path 1's sample by sample"
     )
     result.notes.append(f"{'kind':12} {'samples':>7} " + " ".join(f"{LABELS[p]:>31}" for p in PATHS))
     for kind in kinds:
@@ -185,7 +194,8 @@ def run(
         for k in kinds
     ]
     result.notes.append(
-        "score mismatches: " + ("; ".join(mismatches) if mismatches else "none (every path scored every sample alike)")
+        "score mismatches: "
+        + ("; ".join(mismatches) if mismatches else "none (every path scored every sample alike)")
     )
     result.notes.append("before/after batching (wall time / verl in-trainer): " + "; ".join(before_after))
     return result

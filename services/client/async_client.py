@@ -175,7 +175,9 @@ class AsyncRewardClient:
                 200, "bad_response", f"expected {len(bodies)} results, got {str(data)[:200]}"
             )
         return [
-            RewardResult.from_json(item if isinstance(item, Mapping) else {}, uid=body["uid"], attempts=attempts)
+            RewardResult.from_json(
+                item if isinstance(item, Mapping) else {}, uid=body["uid"], attempts=attempts
+            )
             for item, body in zip(results, bodies, strict=True)
         ]
 

@@ -75,7 +75,9 @@ def reward_loop_config(policy: Path, gateway_url: str) -> Any:
     from omegaconf import OmegaConf
 
     reward = OmegaConf.load(Path(verl.__file__).parent / "trainer" / "config" / "reward" / "reward.yaml")
-    config = OmegaConf.create({"actor_rollout_ref": {"model": {"path": str(policy), "tokenizer_path": None}}, "reward": reward})
+    config = OmegaConf.create(
+        {"actor_rollout_ref": {"model": {"path": str(policy), "tokenizer_path": None}}, "reward": reward}
+    )
     config.reward.custom_reward_function.path = "pkg://services.integrations.verl_batch"
     config.reward.custom_reward_function.name = "compute_score"
     config.reward.custom_reward_function.reward_kwargs = {"gateway_url": gateway_url, "batch_window_ms": 200}
@@ -159,7 +161,9 @@ async def test_max_batch_size_splits_and_settings_are_checked(
         assert [r["score"] for r in results] == [1.0 if i in (0, 1) else 0.0 for i in range(10)]
         assert batches == [4, 4, 2]
         with pytest.raises(ValueError, match="max_batch_size"):
-            await verl_batch.compute_score("unit", "1", "1", {}, gateway_url=live_gateway.url, max_batch_size=0)
+            await verl_batch.compute_score(
+                "unit", "1", "1", {}, gateway_url=live_gateway.url, max_batch_size=0
+            )
     finally:
         await verl_batch.aclose()
 
