@@ -73,6 +73,7 @@ def _ends(points: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], dict[
 
 def plot(growth: dict[str, Any], path: Path, title: str) -> None:
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -97,6 +98,8 @@ def plot(growth: dict[str, Any], path: Path, title: str) -> None:
             title=f"{growth['kind']}: {fixed} fixed at {on_axis[0][fixed]}",
         )
         ax.set_xticks(xs, [str(x) for x in xs])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(title, fontsize=9)
