@@ -12,9 +12,18 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     MODEL_SERVER_PORT=30000
 
 WORKDIR /opt/rewardfleet
-# torch from the CPU index first: any other source pulls gigabytes of CUDA packages.
+# torch first, from a CPU-only source: any other source pulls gigabytes of CUDA packages. Both are build
+# arguments: TORCH_INDEX_URL is the index torch and its dependencies come from; TORCH_FIND_LINKS (optional) is a
+# folder or URL of wheels searched too, e.g. a mounted directory holding a local CPU build:
+#   buildah bud -v /opt/wheels:/opt/wheels:ro --build-arg TORCH_INDEX_URL=https://pypi.org/simple \
+#     --build-arg TORCH_FIND_LINKS=/opt/wheels -f docker/model-server.Dockerfile .
 ARG TORCH_VERSION=2.13.0
-RUN pip install --no-compile --index-url https://download.pytorch.org/whl/cpu "torch==${TORCH_VERSION}"
+ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+ARG TORCH_FIND_LINKS=
+# DL3013 misreads the optional --find-links expansion as an unpinned package; torch is pinned (TORCH_VERSION).
+# hadolint ignore=DL3013
+RUN pip install --no-compile --index-url "${TORCH_INDEX_URL}" \
+        ${TORCH_FIND_LINKS:+--find-links "${TORCH_FIND_LINKS}"} "torch==${TORCH_VERSION}"
 COPY pyproject.toml README.md ./
 COPY services ./services
 COPY router ./router

@@ -173,20 +173,29 @@ def get_template(
 def chat_messages(prompt: Any, extra_info: Mapping[str, Any] | None) -> list[dict[str, Any]] | None:
     """The sample's prompt as chat messages: the gateway's `prompt` (a string or messages), else
     `extra_info["raw_prompt"]`/`["prompt"]`, else `extra_info["question"]`/`["problem"]` as one user turn."""
-    candidates: list[Any] = [prompt]
+    return chat_messages_from(prompt, extra_info)[0]
+
+
+def chat_messages_from(
+    prompt: Any, extra_info: Mapping[str, Any] | None
+) -> tuple[list[dict[str, Any]] | None, str]:
+    """`chat_messages` and where they came from: "prompt", "extra_info.<key>", or "" when none was found
+    (a bare question lacks the instructions a trainer's own prompt carries, so callers report the source)."""
+    candidates: list[tuple[str, Any]] = [("prompt", prompt)]
     if extra_info:
-        candidates += [extra_info.get(key) for key in ("raw_prompt", "prompt", "question", "problem")]
-    for candidate in candidates:
+        keys = ("raw_prompt", "prompt", "question", "problem")
+        candidates += [(f"extra_info.{key}", extra_info.get(key)) for key in keys]
+    for source, candidate in candidates:
         if isinstance(candidate, str) and candidate.strip():
-            return [{"role": "user", "content": candidate}]
+            return [{"role": "user", "content": candidate}], source
         if (
             isinstance(candidate, Sequence)
             and not isinstance(candidate, str)
             and candidate
             and all(isinstance(m, Mapping) and "role" in m and "content" in m for m in candidate)
         ):
-            return [dict(m) for m in candidate]
-    return None
+            return [dict(m) for m in candidate], source
+    return None, ""
 
 
 def problem_text(prompt: Any, extra_info: Mapping[str, Any] | None) -> str | None:

@@ -6,8 +6,12 @@ Three ways to ask (reward_kwargs):
 - `use_generate=True`: render the chat with the judge's tokenizer (`reward_model_tokenizer`) and
   `POST /generate {"input_ids", "sampling_params"}` — SGLang's native route, as verl's FAPO recipe does;
 - `probability=True`: no generation; `POST /v1/score` with the "Yes"/"No" label-token ids and score
-  P(Yes) / (P(Yes) + P(No)). The router does not proxy `/v1/score`, so this goes straight to a model server
-  named by `score_server_address`.
+  P(Yes) / (P(Yes) + P(No)). The router does not proxy `/v1/score`, so this goes straight to the pool's
+  model servers, named by `score_server_address` (one `host:port`, a list, or a comma-separated string):
+  one is picked at random and the call fails over to the next on a connect error, a timeout or a 5xx.
+  The chat is sent as token ids rendered by the judge's tokenizer without adding special tokens: SGLang
+  tokenises text `query`/`items` with special tokens, so a template that writes its own BOS (Llama 3) would
+  get a second one; token ids are used as given.
 
 The verdict is parsed by `_verdicts.parse_verdict`; a judge that cannot be read, or a call that fails, raises
 (`VerdictParseError`, `JudgeTruncatedError`, `JudgeCallError`, `JudgeConfigError`) and never scores 0.
@@ -17,6 +21,7 @@ Extras keep the raw verdict and the judge's text, with the same keys for every s
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -168,11 +173,11 @@ def _require_tokenizer(tokenizer: Any, why: str) -> Any:
 
 async def judge_probability(
     endpoint: JudgeEndpoint,
-    score_server_address: str,
+    score_server_address: str | Sequence[str],
     messages: list[dict[str, str]],
     label_tokens: Sequence[str],
 ) -> tuple[float, float, float]:
-    """(score, p_yes, p_no) from the server's `/v1/score` for the next token after the rendered chat."""
+    """(score, p_yes, p_no) from a model server's `/v1/score` for the next token after the rendered chat."""
     tokenizer = _require_tokenizer(endpoint.tokenizer, "probability=True")
     if len(label_tokens) != 2:
         raise JudgeConfigError(f"label_tokens must be [positive, negative], got {list(label_tokens)}")
@@ -184,10 +189,7 @@ async def judge_probability(
         "label_token_ids": label_ids,
         "apply_softmax": True,
     }
-    body = await post_json(
-        endpoint.session, score_server_address, "/v1/score", payload, timeout_s=endpoint.timeout_s,
-        error_cls=JudgeCallError,
-    )  # fmt: skip
+    body = await _post_score(endpoint, score_addresses(score_server_address), payload)
     try:
         p_yes, p_no = (float(p) for p in body["scores"][0])
     except (KeyError, IndexError, TypeError, ValueError) as exc:
@@ -198,22 +200,62 @@ async def judge_probability(
     return p_yes / total, p_yes, p_no
 
 
+def score_addresses(value: str | Sequence[str]) -> list[str]:
+    """`host:port`, `"a:1, b:2"` or `["a:1", "b:2"]` as a list of addresses."""
+    items = value.split(",") if isinstance(value, str) else list(value)
+    out = [str(a).strip() for a in items if str(a).strip()]
+    if not out:
+        raise JudgeConfigError("score_server_address names no model server")
+    return out
+
+
+async def _post_score(endpoint: JudgeEndpoint, addresses: list[str], payload: dict[str, Any]) -> Any:
+    """The router does not proxy /v1/score, so this is the failover it would do: start at a random server
+    (spreading the load) and move on after a connect error, a timeout or a 5xx; a 4xx is the request's fault
+    and is raised at once. Every server failing raises the last error, naming how many were tried."""
+    start = random.randrange(len(addresses))
+    order = addresses[start:] + addresses[:start]
+    last: JudgeCallError | None = None
+    for address in order:
+        try:
+            return await post_json(
+                endpoint.session, address, "/v1/score", payload, timeout_s=endpoint.timeout_s,
+                error_cls=JudgeCallError,
+            )  # fmt: skip
+        except JudgeCallError as exc:
+            if exc.kind == "http_status" and exc.status is not None and exc.status < 500:
+                raise
+            last = exc
+    if last is None:
+        raise JudgeConfigError("score_server_address names no model server")
+    if len(order) > 1:
+        raise JudgeCallError(
+            f"/v1/score failed on all {len(order)} model servers; last: {last}",
+            url=last.url, kind=last.kind, status=last.status, body=last.body,
+        )  # fmt: skip
+    raise last
+
+
 def _score_inputs(
     tokenizer: Any, messages: list[dict[str, str]], labels: Sequence[str]
-) -> tuple[str, str, list[int]]:
-    """Query = the chat without the assistant header, item = the header: SGLang scores the next token after
-    query + item, i.e. the first token of the judge's answer."""
+) -> tuple[list[int], list[int], list[int]]:
+    """Token ids of (query, item, labels). Query = the chat without the assistant header, item = the header:
+    SGLang scores the next token after query + item, i.e. the first token of the judge's answer. The chat
+    template writes any BOS itself, so the text is tokenised without adding special tokens."""
     label_ids = []
     for label in labels:
         ids = tokenizer.encode(label, add_special_tokens=False)
         if len(ids) != 1:
             raise JudgeConfigError(f"label {label!r} is {len(ids)} tokens for this tokenizer; it must be one")
         label_ids.append(int(ids[0]))
-    full = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    head = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=False)
-    if full.startswith(head) and len(full) > len(head):
+    full_text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    head_text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=False)
+    full = [int(t) for t in tokenizer.encode(full_text, add_special_tokens=False)]
+    head = [int(t) for t in tokenizer.encode(head_text, add_special_tokens=False)]
+    if len(full) > len(head) and full[: len(head)] == head:
         return head, full[len(head) :], label_ids
-    return full, "", label_ids
+    # No separate assistant header (or it merges with the chat's last token): split off the last token.
+    return full[:-1], full[-1:], label_ids
 
 
 # --- the reward function --------------------------------------------------------------------------------
@@ -271,7 +313,7 @@ async def compute_score(
     timeout_s: float = 120.0,
     pairwise_both_orders: bool = False,
     probability: bool = False,
-    score_server_address: str | None = None,
+    score_server_address: str | Sequence[str] | None = None,
     label_tokens: Sequence[str] = ("Yes", "No"),
 ) -> dict[str, Any]:
     """Score `solution_str` with an LLM judge; see the module docstring and docs/remote_reward_fns.md.
@@ -313,8 +355,8 @@ async def compute_score(
             )
         if not score_server_address:
             raise JudgeConfigError(
-                "probability=True needs reward_kwargs score_server_address (a model server's host:port: "
-                "the router does not proxy /v1/score)"
+                "probability=True needs reward_kwargs score_server_address (the judge pool's model "
+                "servers, host:port or a list: the router does not proxy /v1/score)"
             )
         score, p_yes, p_no = await judge_probability(
             endpoint, score_server_address, render(values), label_tokens

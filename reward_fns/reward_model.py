@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from reward_fns._judge_templates import chat_messages
+from reward_fns._judge_templates import chat_messages_from
 from reward_fns._router_http import RemoteCallError, post_json, resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()
@@ -68,8 +68,11 @@ async def compute_score(
     model: str | None = None,
     policy_eos_token: str | None = None,
     timeout_s: float = 60.0,
-) -> float:
-    """The reward model's raw score of (prompt, response). `ground_truth` is not used.
+) -> dict[str, Any]:
+    """`{"score": the reward model's raw score of (prompt, response), "prompt_source": where the prompt came
+    from}`. `ground_truth` is not used. `prompt_source` is "prompt", "extra_info.raw_prompt", ... (see
+    `chat_messages_from`): "extra_info.question"/"extra_info.problem" means the model saw the bare question,
+    not the full prompt verl's own DisRM renders.
 
     `model` is sent as the request's `model` field (the router ignores it outside IGW mode; SGLang accepts
     its served name); it defaults to the tokenizer's `name_or_path`.
@@ -78,7 +81,7 @@ async def compute_score(
         raise RewardModelInputError(
             "reward_model needs reward_model_tokenizer: configure the reward model so the gateway injects it"
         )
-    messages = chat_messages(prompt, extra_info)
+    messages, prompt_source = chat_messages_from(prompt, extra_info)
     if messages is None:
         raise RewardModelInputError(
             "no prompt for this sample: send `prompt` (text or chat messages) or extra_info['raw_prompt']"
@@ -111,4 +114,4 @@ async def compute_score(
     if not math.isfinite(score):
         url = f"{address}/v1/embeddings"
         raise RewardModelCallError(f"non-finite reward {score} from {url}", url=url, kind="bad_response")
-    return score
+    return {"score": score, "prompt_source": prompt_source}

@@ -11,6 +11,12 @@ Real SGLang needs CUDA, so tests put this behind the real sglang-router instead.
 - `encoder` (an embedding model): `/v1/embeddings`, `/encode` answer with `standin_embedding(text, dim)`, a
   unit-length hashed bag of words, so equal texts have cosine 1 and shared words raise the similarity.
 
+- `judge` also answers `/v1/score` (next-token probabilities of `label_token_ids`): with token ids as given,
+  with text tokenised like SGLang does (one pseudo-BOS id 1 in front), so a test can tell the two apart.
+
+Probes behave like SGLang 0.5.23's: `/ready` is cheap (503 until started); `/health` and `/health_generate`
+take `--health-delay-s` (default 1 s, what SGLang's generation-backed check waits at least) before the 200.
+
 Every answer carries `x-standin-replica` and `x-standin-served` headers; `GET /metrics` shows
 `sglang:num_requests_total` and `GET /standin/stats` the per-route counts, so tests can see the spread over
 replicas. `POST /standin/control` flips health, the failure rate or a delay at run time for fault tests.
@@ -49,6 +55,7 @@ WORK_ROUTES = (
     "/generate",
     "/v1/chat/completions",
     "/v1/completions",
+    "/v1/score",
     "/v1/embeddings",
     "/v1/classify",
     "/classify",
@@ -95,6 +102,7 @@ class StandinConfig:
     dim: int = 64
     seed: int = 0
     port: int = 30000
+    health_delay_s: float = 1.0
 
     def served_model_name(self) -> str:
         return self.model_path or f"standin-{self.mode}"
@@ -209,9 +217,17 @@ def create_app(config: StandinConfig) -> FastAPI:
         return text, ids, {"type": "stop", "matched": EOS_TOKEN_ID}
 
     # --- registration probes and health -------------------------------------------------------------
+    @app.get("/ready")
+    async def ready_probe() -> Response:
+        return Response(status_code=200 if ready() else 503)
+
     @app.get("/health")
     @app.get("/health_generate")
     async def health() -> Response:
+        # SGLang's /health sends a one-token generation, sleeps 1 s, then checks that the scheduler answered.
+        if not ready():
+            return Response(status_code=503)
+        await asyncio.sleep(config.health_delay_s)
         return Response(status_code=200 if ready() else 503)
 
     def model_info_body() -> dict[str, Any]:
@@ -222,10 +238,15 @@ def create_app(config: StandinConfig) -> FastAPI:
         }[config.mode]
         return {
             "model_path": config.served_model_name(),
+            "served_model_name": config.served_model_name(),
             "tokenizer_path": config.served_model_name(),
             "is_generation": is_generation,
             "preferred_sampling_params": None,
             "weight_version": "default",
+            "load_format": "auto",
+            "reasoning_parser": None,
+            "tool_call_parser": None,
+            "disaggregation_mode": "null",
             "has_image_understanding": False,
             "has_audio_understanding": False,
             "model_type": "bert" if config.mode == "encoder" else "qwen2",
@@ -250,7 +271,7 @@ def create_app(config: StandinConfig) -> FastAPI:
             "tp_size": 1,
             "dp_size": 1,
             "pp_size": 1,
-            "max_total_num_tokens": 32768,
+            "max_total_num_tokens": 32768,  # from the scheduler info, not a server arg
             "internal_states": [{"last_gen_throughput": 0.0}],
             "version": "0.0.0-standin",
         }
@@ -288,6 +309,8 @@ def create_app(config: StandinConfig) -> FastAPI:
                 "finish_reason": finish,
                 "prompt_tokens": len(_token_ids(prompt)),
                 "weight_version": "default",
+                "num_retractions": 0,
+                "reasoning_tokens": 0,
                 "completion_tokens": len(ids),
                 "cached_tokens": 0,
                 "e2e_latency": 0.001,
@@ -423,11 +446,42 @@ def create_app(config: StandinConfig) -> FastAPI:
                 "finish_reason": {"type": "stop", "matched": None},
                 "prompt_tokens": len(_token_ids(t)),
                 "weight_version": "default",
+                "num_retractions": 0,
                 "e2e_latency": 0.001,
             }
             outs.append({"embedding": embed(t), "meta_info": meta})
         single = isinstance(raw, str) or (bool(raw) and isinstance(raw[0], int))
         return outs[0] if single else outs
+
+    def score_ids(value: Any, field_name: str) -> list[int]:
+        """A query/item as token ids: ids as given; text gets SGLang's special tokens (a BOS, id 1) first."""
+        if isinstance(value, str):
+            return [1, *_token_ids(value)]
+        if isinstance(value, list) and all(isinstance(t, int) for t in value):
+            return list(value)
+        raise _StandinError(400, f"'{field_name}' must be text or a list of token ids")
+
+    async def do_v1_score(body: dict[str, Any]) -> dict[str, Any]:
+        labels = body.get("label_token_ids")
+        if not isinstance(labels, list) or not labels or not all(isinstance(t, int) for t in labels):
+            raise _StandinError(400, "label_token_ids must be a non-empty list of token ids")
+        items = body.get("items")
+        items = items if isinstance(items, list) and items and not isinstance(items[0], int) else [items]
+        query = score_ids(body.get("query"), "query")
+        scores = []
+        for item in items:
+            prompt = query + score_ids(item, "items")
+            digest = hashlib.sha256(json.dumps(prompt).encode()).digest()
+            raw = [digest[i % len(digest)] + 1.0 for i in range(len(labels))]
+            # A reply in the prompt text picks the first label (a "yes" judge), as /generate does.
+            if prompt[:1] == [1] and _REPLY_RE.search(
+                bytes(t - 3 for t in prompt[1:] if 3 <= t < 259).decode("utf-8", errors="ignore")
+            ):
+                raw[0] = 1000.0
+            total = sum(raw) if body.get("apply_softmax") else max(sum(raw), 1.0) * 2
+            scores.append([r / total for r in raw])
+        state.last_body["/v1/score:ids"] = {"prompt_ids": query}
+        return {"scores": scores, "model": config.served_model_name(), "usage": None, "object": "scoring"}
 
     gen_modes: tuple[Mode, ...] = ("judge",)
     emb_modes: tuple[Mode, ...] = ("reward", "encoder")
@@ -443,6 +497,10 @@ def create_app(config: StandinConfig) -> FastAPI:
     @app.post("/v1/completions")
     async def completions(request: Request) -> Response:
         return await serve("/v1/completions", request, do_completions, openai=True, modes=gen_modes)
+
+    @app.post("/v1/score")
+    async def v1_score(request: Request) -> Response:
+        return await serve("/v1/score", request, do_v1_score, openai=True, modes=gen_modes)
 
     @app.post("/v1/embeddings")
     async def v1_embeddings(request: Request) -> Response:
@@ -541,6 +599,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[StandinConfig, str]:
     parser.add_argument("--fail-status", type=int, default=503)
     parser.add_argument("--startup-delay-s", type=float, default=0.0, help="/health answers 503 until then")
     parser.add_argument("--delay-ms", type=float, default=0.0, help="added latency per work request")
+    parser.add_argument("--health-delay-s", type=float, default=1.0, help="/health answers after this long")
     parser.add_argument("--dim", type=int, default=64, help="embedding size in encoder mode")
     parser.add_argument("--seed", type=int, default=0, help="seed of the failure injection")
     args = parser.parse_args(argv)
@@ -558,6 +617,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[StandinConfig, str]:
         dim=args.dim,
         seed=args.seed,
         port=args.port,
+        health_delay_s=args.health_delay_s,
     )
     return config, args.host
 

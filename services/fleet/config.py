@@ -89,6 +89,18 @@ class PoolConfig(BaseModel):
             raise ValueError(f"model_path {self.model_path!r}: built-in models are {list(BUILTIN_MODELS)}")
         if self.backend == "sglang" and self.model_path.startswith("builtin:"):
             raise ValueError("model_path: builtin models are for the cpu backend")
+        if self.router.get("policy") == "power_of_two":
+            # sglang-router 0.3.2 polls GET /get_load for this policy (tests/router/test_power_of_two.py).
+            if self.backend == "sglang":
+                raise ValueError(
+                    "router.policy: power_of_two reads each worker's load from GET /get_load, which SGLang "
+                    "0.5.23 does not serve (it has /v1/loads); the router would see every load as unknown. "
+                    "Use round_robin or cache_aware for an sglang pool."
+                )
+            if self.replicas < 2:
+                raise ValueError(
+                    "router.policy: power_of_two needs at least 2 replicas (the router refuses 1)"
+                )
         return self
 
     @property

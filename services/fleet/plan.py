@@ -160,7 +160,10 @@ def router_child_spec(cfg: RouterConfig, name: str, log_path: Path | None = None
 
 
 def sglang_available() -> bool:
-    return importlib.util.find_spec("sglang") is not None
+    """Whether this machine can run `sglang.launch_server`: the package *and* its compiled kernels
+    (`sgl_kernel`, from sglang-kernel, a CUDA build). The wheel alone, as the conformance tests install it
+    with --no-deps, cannot serve."""
+    return all(importlib.util.find_spec(m) is not None for m in ("sglang", "sgl_kernel"))
 
 
 # Time the gateway gets after its drain to stop its worker pool and exit, before SIGKILL.
@@ -185,7 +188,7 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
             spec = None
             if runs_here:
                 spec = ChildSpec(
-                    name=f"{name}-{i}", argv=tuple(argv), readiness_url=f"{url}/health",
+                    name=f"{name}-{i}", argv=tuple(argv), readiness_url=f"{url}/ready",
                     log_path=logs / f"{name}-{i}.log", stop_timeout_s=20.0,
                 )  # fmt: skip
             replicas.append(ReplicaPlan(pool=name, index=i, url=url, argv=tuple(argv), spec=spec))

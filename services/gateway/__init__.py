@@ -14,7 +14,6 @@ Read it in this order:
     reliability/    admission, drain, idempotency, input and per-function limits, auth, middleware
     features/       composites, fallbacks, groups, graders, hot reload
 
-Dependencies point down this list's subpackages: routes -> features -> core -> reliability, execution; the
-top-level vocabulary (config, schemas, errors, metrics) imports none of them (checked by import-linter, see
-pyproject.toml).
+Dependencies point one way: app -> routes -> features -> core -> reliability | execution -> config | schemas |
+metrics -> errors; nothing imports upwards, no folder has a cycle (import-linter checks it: pyproject.toml).
 """

@@ -5,8 +5,9 @@ Everything is built once, in one direction, each part complete before the parts 
     admission (+ the pool backlog it watches)      at app creation: the middleware needs it
     in the lifespan:
     reward functions   (core/registry.py)           loaded and checked; a broken file stops start-up
+    state backend      (state_store/)               in-process, or Redis shared by every replica (state_url)
     worker pool        (execution/pool.py)          when some function is sync
-    scorer             (core/scoring.py)            with its result cache and per-function gates
+    scorer             (core/scoring.py)            with its result cache and per-function gates (backend's)
     catalog            (features/build.py)          composites, fallbacks, graders over the scorer; dispatch
     groups, reloader   (features/)                  over the scorer; the reloader owns the catalog
 
@@ -27,24 +28,25 @@ from fastapi import FastAPI
 from services.gateway.config import GatewayConfig
 from services.gateway.core.registry import RewardFunction, load_functions
 from services.gateway.core.scoring import Injectables, Scorer
-from services.gateway.errors import LoadError, TokenizerUnavailable
+from services.gateway.errors import LoadError, StateStoreUnavailable, TokenizerUnavailable
 from services.gateway.execution.pool import WorkerPool
 from services.gateway.execution.tokenizer import load_tokenizer
 from services.gateway.features.build import build_catalog
-from services.gateway.features.groups import GroupScorer
 from services.gateway.features.reload import Reloader
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.reliability.admission import Admission, AdmissionMiddleware, Backlog
 from services.gateway.reliability.auth import ApiKeyAuth, read_keys_file
 from services.gateway.reliability.drain import Drain
 from services.gateway.reliability.function_limits import function_gates
-from services.gateway.reliability.idempotency import ResultCache
+from services.gateway.reliability.idempotency import Results
 from services.gateway.reliability.input_limits import SampleLimits
 from services.gateway.reliability.middleware import BodySizeLimit, RequestMetrics
 from services.gateway.routes import admin, graders, meta, score
 from services.gateway.routes.deps import Gateway
 from services.gateway.routes.error_handlers import install_error_handlers
-from services.gateway.routes.protocols import gateway_score_one, make_protocol_router
+from services.gateway.routes.protocols import gateway_check, gateway_score_one, make_protocol_router
+from services.gateway.state_store.base import StateBackend
+from services.gateway.state_store.factory import build_backend
 
 log = logging.getLogger("rewardfleet.gateway")
 
@@ -74,6 +76,16 @@ def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> 
             log.error("gateway start-up failed: %s", exc)
             # A short exception: uvicorn prints its traceback after the message above and exits non-zero.
             raise RuntimeError("gateway start-up failed; see the error above") from None
+        backend = build_backend(
+            config.state_url, metrics, config.state_key_prefix, config.state_timeout_s, config.state_lease_s
+        )
+        try:
+            await backend.start()
+        except StateStoreUnavailable as exc:
+            await backend.close()
+            log.error("gateway start-up failed: %s", exc.message)
+            raise RuntimeError("gateway start-up failed: the state store is unreachable; see above") from None
+        log.info("state backend: %s", backend.name)
         sync_refs = tuple(fn.ref for fn in loaded.values() if not fn.is_async)
         pool = (
             WorkerPool(
@@ -100,8 +112,17 @@ def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> 
                     reward_model_tokenizer=tokenizer,
                     tokenizer_path=config.reward_model_tokenizer,
                 ),
-                cache=_result_cache(config, metrics),
-                gates=function_gates({name: fn.config for name, fn in loaded.items()}),
+                cache=_result_cache(config, backend),
+                gates=function_gates(
+                    {name: fn.config for name, fn in loaded.items()},
+                    lambda name, cfg: backend.gate(
+                        name,
+                        cfg.max_concurrency,
+                        cfg.requests_per_minute,
+                        cfg.tokens_per_minute,
+                        config.state_lease_s,
+                    ),
+                ),
             )
             try:
                 catalog = build_catalog(config, loaded, scorer, http_client)
@@ -119,7 +140,7 @@ def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> 
                     config.max_extra_info_depth,
                 ),
                 scorer=scorer,
-                groups=GroupScorer(config.groups, scorer),
+                groups=backend.groups(config.groups, scorer),
                 reloader=Reloader(config, scorer, http_client, catalog),
             )
             app.state.gateway = gateway
@@ -138,6 +159,7 @@ def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> 
                 gateway.ready = False
         finally:
             await http_client.close()
+            await backend.close()
             if pool is not None:
                 await asyncio.to_thread(pool.close)
 
@@ -152,7 +174,8 @@ def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> 
     app.include_router(meta.router)
     app.include_router(graders.router)
     app.include_router(admin.router)
-    app.include_router(make_protocol_router(gateway_score_one(app)))  # OpenRLHF + slime
+    # OpenRLHF + slime
+    app.include_router(make_protocol_router(gateway_score_one(app), check=gateway_check(app)))
     # Outermost first: metrics see the 413s the size limit sends.
     app.add_middleware(BodySizeLimit, max_body_bytes=config.max_body_bytes)
     app.add_middleware(AdmissionMiddleware, admission=admission)  # after auth: refused keys take no slot
@@ -171,10 +194,10 @@ def api_keys(config: GatewayConfig) -> list[str]:
     return keys
 
 
-def _result_cache(config: GatewayConfig, metrics: GatewayMetrics) -> ResultCache | None:
+def _result_cache(config: GatewayConfig, backend: StateBackend) -> Results | None:
     if config.idempotency == "off":
         return None
-    return ResultCache(config.idempotency, config.result_cache_size, config.result_cache_ttl_s, metrics)
+    return backend.results(config.idempotency, config.result_cache_size, config.result_cache_ttl_s)
 
 
 def _log_functions(functions: dict[str, RewardFunction]) -> None:

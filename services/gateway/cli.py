@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:  # imported lazily below: `rewardfleet --help` stays fast
+    from services.gateway.config import GatewaySettings
 
 
 def build_settings(
@@ -15,7 +18,8 @@ def build_settings(
     port: int | None,
     reward_fns: list[Path] | None,
     workers: int | None,
-) -> Any:
+    state_url: str | None = None,
+) -> GatewaySettings:
     """Flags win over REWARDFLEET_GATEWAY_* variables, which win over the YAML file; `--reward-fns` folders
     are appended to the file's `reward_fns_dirs`."""
     from services.gateway.config import GatewaySettings
@@ -27,6 +31,8 @@ def build_settings(
         overrides["port"] = port
     if workers is not None:
         overrides["workers"] = workers
+    if state_url is not None:
+        overrides["state_url"] = state_url
     settings = GatewaySettings(**overrides)
     if reward_fns:
         dirs = [*settings.reward_fns_dirs, *reward_fns]
@@ -45,6 +51,12 @@ def gateway(
         typer.Option("--reward-fns", help="Folder of reward-function files (repeatable).", file_okay=False),
     ] = None,
     workers: Annotated[int | None, typer.Option(help="Processes for sync functions (default: CPUs).")] = None,
+    state_url: Annotated[
+        str | None,
+        typer.Option(
+            help="Shared state for replicas: redis://host:port/db or rediss:// (default: in-process)."
+        ),
+    ] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     access_log: Annotated[bool, typer.Option(help="Log every request (slows the hot path).")] = False,
 ) -> None:
@@ -57,7 +69,7 @@ def gateway(
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        settings = build_settings(config, host, port, reward_fns, workers)
+        settings = build_settings(config, host, port, reward_fns, workers, state_url)
     except (ValidationError, ValueError, OSError) as exc:
         typer.echo(f"rewardfleet gateway: invalid configuration:\n{format_validation_error(exc)}", err=True)
         raise typer.Exit(2) from exc

@@ -16,6 +16,8 @@
     ├── RewardFunctionFailed      500: OpenRLHF/slime sample failed with no fallback score
     ├── Draining                  503: the gateway is shutting down (+ Retry-After)
     ├── TooManyOpenGroups         503: `max_open_groups` groups are waiting for members
+    ├── StateStoreUnavailable     503: the shared state store (Redis) failed or is unreachable (+ Retry-After)
+    │   └── GroupAnswerLost       503: a repeated group member's answer was never written (its replica died)
     └── RewardFunctionTimeout     504: OpenRLHF/slime sample timed out with no fallback score
 
     Raised inside a reward call; the sample gets a result with `status: "error"` and this `error.type`
@@ -24,6 +26,9 @@
     ComponentFailed               a composite's component or gate, or a fallback, failed (`type` names which;
                                   `result_extra` carries the components' reports)
     GraderError                   the sample does not fit a declarative grader
+
+    At config validation (a ValueError, so pydantic reports it under the key):
+    FormulaError                  a multi grader's `calculate_output` is not a valid formula
 
 Every error answer is the envelope `{"error": {"type", "message", ...details}}` built by `error_envelope`
 (details: `fields`, `available_reward_fns`, `available_data_sources`, `field`, `samples`). Bad input is 4xx,
@@ -144,6 +149,21 @@ class TooManyOpenGroups(GatewayError):
     type = "TooManyOpenGroups"
 
 
+class StateStoreUnavailable(GatewayError):
+    """Raised before the reward function runs whenever possible, so a retry after Retry-After runs it once."""
+
+    status_code = 503
+    type = "StateStoreUnavailable"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.with_headers(Retry_After="1")
+
+
+class GroupAnswerLost(StateStoreUnavailable):
+    type = "GroupAnswerLost"
+
+
 class RewardFunctionTimeout(GatewayError):
     status_code = 504
     type = "RewardFunctionTimeout"
@@ -166,3 +186,7 @@ class ComponentFailed(Exception):
 
 class GraderError(Exception):
     """The sample does not fit the grader (a template names a missing key, a formula divides by zero...)."""
+
+
+class FormulaError(ValueError):
+    """A `calculate_output` formula that does not parse or uses what is not allowed (config/formula.py)."""

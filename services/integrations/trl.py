@@ -36,7 +36,9 @@ logger = logging.getLogger(__name__)
 
 GROUND_TRUTH_CANDIDATES = ("ground_truth", "solution", "answer", "label")
 # Arguments TRL passes that are not dataset columns.
-_TRAINER_ARGS = frozenset({"completion_ids", "trainer_state", "step", "run_name", "log_extra", "log_metric"})
+_TRAINER_ARGS = frozenset(
+    {"completion_ids", "trainer_state", "step", "run_name", "log_extra", "log_metric", "environments"}
+)
 
 SyncRewardFunc = Callable[..., list[float | None]]
 AsyncRewardFunc = Callable[..., Awaitable[list[float | None]]]

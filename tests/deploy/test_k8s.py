@@ -167,6 +167,21 @@ def test_gateway(docs: list[dict[str, Any]]) -> None:
         assert int(port) in {p["port"] for p in services[host]["spec"]["ports"]}, address
 
 
+def test_gateways_share_the_redis_service(docs: list[dict[str, Any]]) -> None:
+    """`state_url` names the redis Service and its port; the Deployment behind it runs redis-server without
+    persistence (everything in it has a TTL) on that port."""
+    settings = GatewaySettings(config_file=K8S / "config" / "gateway.yaml")
+    assert settings.state_url is not None
+    host, port = settings.state_url.removeprefix("redis://").split("/")[0].rsplit(":", 1)
+    service = by_kind(docs, "Service")[host]
+    assert int(port) in {p["port"] for p in service["spec"]["ports"]}
+    redis = by_kind(docs, "Deployment")[host]
+    assert matches(service["spec"]["selector"], redis["spec"]["template"]["metadata"]["labels"])
+    c = container(redis)
+    assert c["args"][0] == "redis-server" and "--appendonly" in c["args"]
+    assert {p["containerPort"] for p in c["ports"]} == {int(port)}
+
+
 def test_servicemonitor_scrapes_every_job(docs: list[dict[str, Any]]) -> None:
     (monitor,) = by_kind(docs, "ServiceMonitor").values()
     expression = monitor["spec"]["selector"]["matchExpressions"][0]
@@ -174,6 +189,8 @@ def test_servicemonitor_scrapes_every_job(docs: list[dict[str, Any]]) -> None:
     endpoint_ports = {e["port"] for e in monitor["spec"]["endpoints"]}
     jobs = set()
     for name, svc in by_kind(docs, "Service").items():
+        if svc["metadata"]["labels"].get("app.kubernetes.io/component") == "state-store":
+            continue  # Redis serves no /metrics; the gateways export its latency and errors themselves
         job = svc["metadata"]["labels"].get(job_label)
         assert job in expression["values"], f"service {name} is not scraped"
         jobs.add(job)

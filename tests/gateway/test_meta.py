@@ -6,7 +6,8 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from services.gateway.config import FunctionConfig
-from services.gateway.core.versioning import function_version
+from services.gateway.core.versioning import digest, function_version
+from services.gateway.execution.dropin import folder_digest
 from tests.gateway.conftest import Gateway
 
 
@@ -59,8 +60,10 @@ def test_reward_fns_lists_functions(gw: Gateway, fake_router: str) -> None:
     assert (sync["kind"], sync["origin"], sync["injected_params"]) == ("sync", "user", [])
     source = gw.folder / "verl_sync.py"
     assert sync["source_file"] == str(source)
-    # The version hashes the source and the config (issue 9): same file, other config -> other version.
-    assert sync["version"] == function_version(source, FunctionConfig())
+    # The version hashes the source and the config (issue 9): same file, other config -> other version;
+    # for a drop-in folder's file also the folder's helpers (here _helper.py, not_a_function.py, ...).
+    own = function_version(source, FunctionConfig())
+    assert sync["version"] == digest(own.encode(), folder_digest(gw.folder).encode())
     assert fns["raises"]["version"] != fns["raises_fallback"]["version"]
     named = fns["inject_named"]
     assert named["kind"] == "async"

@@ -19,6 +19,11 @@ FUNCTIONS = {
             correct = answer == str(ground_truth).strip()
             return {"score": 1.0 if correct else 0.0, "acc": correct, "pred": answer}
     """,
+    # a formula that gives different completions different scores (TRL's logged mean is checked against it)
+    "charsum.py": """
+        def compute_score(data_source, solution_str, ground_truth=None, extra_info=None):
+            return sum(ord(c) for c in solution_str) % 101 / 100
+    """,
     "paced.py": """
         import asyncio
 
@@ -67,9 +72,7 @@ class LiveGateway:
         self.child.stop()
 
 
-@pytest.fixture(scope="module")
-def live_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
-    tmp = tmp_path_factory.mktemp("gateway")
+def _start_gateway(tmp: Path) -> LiveGateway:
     fns = tmp / "fns"
     fns.mkdir()
     for name, source in FUNCTIONS.items():
@@ -83,7 +86,32 @@ def live_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGatew
     )
     gateway = LiveGateway(url=f"http://127.0.0.1:{port}", port=port, cmd=cmd, tmp=tmp)
     gateway.start()
+    return gateway
+
+
+@pytest.fixture(scope="module")
+def live_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
+    """A gateway this module may kill and restart."""
+    gateway = _start_gateway(tmp_path_factory.mktemp("gateway"))
     try:
         yield gateway
     finally:
         gateway.stop()
+
+
+@pytest.fixture(scope="session")
+def trainer_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
+    """One gateway for every trainer's own client code (TRL, verl, OpenRLHF, slime): started once."""
+    gateway = _start_gateway(tmp_path_factory.mktemp("trainer-gateway"))
+    try:
+        yield gateway
+    finally:
+        gateway.stop()
+
+
+@pytest.fixture(scope="session")
+def tiny_policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny Qwen2 causal LM checkpoint with its ChatML tokenizer: the trainers' policy and tokenizer."""
+    from tests.tiny_models import build_tiny_qwen2
+
+    return Path(build_tiny_qwen2(tmp_path_factory.mktemp("policy") / "qwen2", kind="causal"))

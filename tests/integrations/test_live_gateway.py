@@ -119,6 +119,26 @@ def test_openrlhf_protocol(live_gateway: LiveGateway) -> None:
         assert "exact" in metrics
 
 
+def _cache_hits(http: httpx.Client) -> float:
+    line = 'rewardfleet_gateway_result_cache_answers_total{how="hit"} '
+    (value,) = [
+        float(x.removeprefix(line)) for x in http.get("/metrics").text.splitlines() if x.startswith(line)
+    ]
+    return value
+
+
+def test_openrlhf_retry_is_answered_from_the_cache(live_gateway: LiveGateway) -> None:
+    """OpenRLHF retries a request after a 5xx or a dropped connection; the samples get content-derived uids,
+    so the retry is answered from the idempotency cache instead of running every function again."""
+    payload = openrlhf_payload("42", "41", "40")
+    with httpx.Client(base_url=live_gateway.url, timeout=30) as http:
+        first = http.post("/openrlhf/paced", json=payload)
+        hits = _cache_hits(http)
+        retry = http.post("/openrlhf/paced", json=payload)
+        assert retry.json() == first.json() and first.status_code == 200
+        assert _cache_hits(http) == hits + 3
+
+
 # -- slime: --rm-url http://gateway/slime[/fn] --reward-key score ----------------------------------------
 
 
@@ -193,11 +213,7 @@ async def test_verl_reward_file(live_gateway: LiveGateway) -> None:
         results = await asyncio.gather(*(verl_call(s) for s in ("42", "41")))
         assert time.monotonic() - started < 10
         assert [r["score"] for r in results] == [1.0, 0.0]
-        assert (
-            set(results[0])
-            == set(results[1])
-            == {"score", "acc", "pred", "reward_status", "reward_failed", "reward_error"}
-        )
+        assert set(results[0]) == set(results[1]) == set(verl_reward.KEYS)
         with pytest.raises(module.RewardFunctionFailed):
             await verl_call("42", reward_fn="boom")
         fallback = await verl_call("42", reward_fn="fallback")
@@ -205,3 +221,30 @@ async def test_verl_reward_file(live_gateway: LiveGateway) -> None:
         assert set(fallback) == set(results[0]) and math.isnan(fallback["acc"]) and fallback["pred"] == ""
     finally:
         await module.aclose()
+
+
+def test_missing_label_is_422_naming_the_field(live_gateway: LiveGateway) -> None:
+    """gsm8k declares `ground_truth` without a default: a sample without a label is the trainer's mistake."""
+    with httpx.Client(base_url=live_gateway.url, timeout=30) as http:
+        payload = openrlhf_payload("#### 42", "#### 42")
+        payload["labels"] = ["42", ""]  # OpenRLHF sends "" when it has no --label_key
+        resp = http.post("/openrlhf/gsm8k", json=payload)
+        assert resp.status_code == 422, resp.text
+        assert [f["loc"] for f in resp.json()["error"]["fields"]] == [["body", "labels", 1]]
+        del payload["labels"]
+        resp = http.post("/openrlhf?data_source=openai/gsm8k", json=payload)
+        assert resp.status_code == 422
+        assert [f["loc"] for f in resp.json()["error"]["fields"]] == [
+            ["body", "labels", 0],
+            ["body", "labels", 1],
+        ]
+        resp = http.post("/slime/gsm8k", json={"prompt": IM_PROMPT, "response": "#### 42"})
+        assert resp.status_code == 422 and resp.json()["error"]["fields"][0]["loc"] == ["body", "label"]
+        assert "'gsm8k' needs a label" in resp.json()["error"]["message"]
+        # a prompt that is neither text nor chat messages names OpenRLHF's field too
+        resp = http.post("/openrlhf", json={"query": ["x"], "prompts": [[None]], "labels": ["x"]})
+        assert resp.status_code == 422
+        assert {tuple(f["loc"][:3]) for f in resp.json()["error"]["fields"]} == {("body", "prompts", 0)}
+        # a function whose ground_truth has a default (charsum: ground_truth=None) needs none
+        resp = http.post("/slime/charsum", json={"prompt": IM_PROMPT, "response": "42", "label": None})
+        assert resp.status_code == 200 and resp.json()["score"] == sum(map(ord, "42")) % 101 / 100

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import inspect
+import json
 import math
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -63,7 +64,6 @@ def scripted(body: dict[str, Any], attempt: int) -> Reply:
 
 @pytest.fixture
 def gateway() -> Iterator[FakeGateway]:
-    verl_reward._extra_keys.clear()
     with FakeGateway(scripted) as gw:
         yield gw
 
@@ -95,12 +95,12 @@ async def test_async_compute_score_returns_consistent_dicts(gateway: FakeGateway
         for i, s in enumerate(["41", "42", "7"])
     ]
     results = await asyncio.gather(*(call_like_verl(module.compute_score, kw, **c) for c in calls))
-    first, second, third = results
+    first, second, _third = results
     assert first["score"] == -1.0 and first["acc"] is False and first["pred"] == "41"
-    assert second["score"] == 1.0 and second["bonus"] == 0.5
+    assert second["score"] == 1.0 and json.loads(second["reward_extra"])["bonus"] == 0.5
     assert first["reward_failed"] == 0.0 and first["reward_status"] == "ok" and first["reward_error"] == ""
-    # a key first seen on sample 2 is filled (NaN for numbers, never 0) on every later sample
-    assert math.isnan(third["bonus"]) and set(third) == set(second)
+    # one key set for every sample, whatever extras the function returned (verl stacks them into columns)
+    assert all(set(r) == set(verl_reward.KEYS) for r in results)
     assert gateway.bodies[0]["data_source"] == "math_dapo" and gateway.bodies[0]["extra_info"]["index"] in {
         0,
         1,
@@ -108,13 +108,14 @@ async def test_async_compute_score_returns_consistent_dicts(gateway: FakeGateway
     }
 
 
-async def test_fixed_extra_keys(gateway: FakeGateway, module: ModuleType) -> None:
-    kw = {"gateway_url": gateway.url, "extra_keys": ["acc", "missing"]}
-    result = await call_like_verl(
-        module.compute_score, kw, data_source="d", solution_str="1", ground_truth="1"
-    )
-    assert set(result) == {"score", "acc", "missing", "reward_status", "reward_failed", "reward_error"}
-    assert result["missing"] is None
+async def test_extra_keys_add_columns(gateway: FakeGateway, module: ModuleType) -> None:
+    kw = {"gateway_url": gateway.url, "extra_keys": ["bonus", "acc"]}
+    with_bonus, without = [
+        await call_like_verl(module.compute_score, kw, data_source="d", solution_str=s, ground_truth="42")
+        for s in ("42", "1")
+    ]
+    assert set(with_bonus) == set(without) == {*verl_reward.KEYS, "bonus"}
+    assert with_bonus["bonus"] == 0.5 and math.isnan(without["bonus"])
 
 
 async def test_failures_raise_or_use_an_explicit_fallback(gateway: FakeGateway, module: ModuleType) -> None:
@@ -129,6 +130,7 @@ async def test_failures_raise_or_use_an_explicit_fallback(gateway: FakeGateway, 
         fallback["score"] == -1.0
         and fallback["reward_failed"] == 1.0
         and fallback["reward_status"] == "timeout"
+        and math.isnan(fallback["acc"])  # a failed sample is not an accurate one, nor a wrong one
     )
     kw["error_score"] = 0.0
     explicit = await call_like_verl(

@@ -157,10 +157,14 @@ def test_info_routes_for_registration(rm_server: RunningServer) -> None:
     assert info["is_generation"] is False and info["architectures"] == ["Qwen2ForSequenceClassification"]
     assert info["model_type"] == "qwen2" and info["model_path"].endswith("qwen2-rm")
     assert server_info["served_model_name"] == "tiny-rm" and server_info["dp_size"] == 1
-    assert server_info["max_batch_size"] == 32 and "version" in server_info
+    assert server_info["rewardfleet"]["max_batch_size"] == 32 and "version" in server_info
     assert models["object"] == "list" and models["data"][0]["id"] == "tiny-rm"
     assert models["data"][0]["max_model_len"] == 512
-    assert load["load"] == 0 and load["num_waiting_reqs"] == 0
+    assert load == [
+        {"dp_rank": 0, "num_reqs": 0, "num_waiting_reqs": 0, "num_running_reqs": 0, "num_tokens": 0}
+    ]
+    with rm_server.client() as c:
+        assert c.get("/ready").status_code == 200
 
 
 def test_metrics_exposition(rm_server: RunningServer) -> None:
@@ -237,3 +241,26 @@ def test_malformed_json_is_400(rm_server: RunningServer) -> None:
     with rm_server.client() as c:
         r = c.post("/v1/embeddings", content=b"{not json", headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["object"] == "error"
+
+
+def test_score_pools_last_real_token_even_when_it_is_the_pad_id(
+    rm_server: RunningServer, tiny_models: dict[str, Path]
+) -> None:
+    """SGLang pools at each sequence's true last token. A chat template may end with the pad token itself
+    (`<|im_end|>` as pad); pooling "the rightmost non-pad token" (HF) then scores the wrong one."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    path = tiny_models["qwen2_rm"]
+    pad = AutoTokenizer.from_pretrained(path).pad_token_id
+    model = AutoModelForSequenceClassification.from_pretrained(path).eval()
+    ends_in_pad, short = [11, 12, 13, pad], [11, 12, 13]
+    with torch.inference_mode():
+        hidden = model.base_model(input_ids=torch.tensor([ends_in_pad])).last_hidden_state
+        expected = model.score(hidden[0, -1]).item()
+        hf_head = model(input_ids=torch.tensor([ends_in_pad])).logits[0, 0].item()
+    with rm_server.client() as c:
+        # Batched with a shorter input, so right padding (with that same id) is in play too.
+        got = c.post("/classify", json={"input_ids": [ends_in_pad, short]}).json()
+    assert got[0]["embedding"][0] == pytest.approx(expected, abs=1e-4)
+    assert abs(hf_head - expected) > 1e-4  # the HF head's pooling would have been wrong here

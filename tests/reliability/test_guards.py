@@ -109,3 +109,17 @@ def test_duplicates_run_once_and_answers_say_cached(guarded: Any) -> None:
     other = post("same", solution="abcd")  # verl's uid names a prompt: another response is another sample
     assert other["cached"] is False and other["score"] == 4.0
     assert guarded.calls() == {"same": 2}
+    # The answers without a call of their own reach /metrics: 7 joins or hits at once, then one hit.
+    metrics = httpx.get(f"{guarded.url}/metrics", headers=_auth(KEYS[0]), timeout=30).text
+    counted = {
+        how: _sample(metrics, f'rewardfleet_gateway_result_cache_answers_total{{how="{how}"}}')
+        for how in ("hit", "join")
+    }
+    assert counted["hit"] + counted["join"] == 8 and counted["hit"] >= 1, counted
+
+
+def _sample(exposition: str, name: str) -> float:
+    for line in exposition.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    raise AssertionError(f"{name} is not in /metrics")

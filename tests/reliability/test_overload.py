@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import aiohttp
+import httpx
 
 from services.client import AsyncRewardClient, RetryPolicy
 from tests.reliability.conftest import report, rss_bytes
@@ -49,6 +50,11 @@ def test_over_the_bound_is_429_with_retry_after_in_the_envelope(gateway_factory:
             )
         else:
             assert body["status"] == "ok"
+    # Every refusal reaches /metrics, with a bounded reason label.
+    metrics = httpx.get(f"{gw.url}/metrics", timeout=30).text
+    line = 'rewardfleet_gateway_admission_rejections_total{reason="overload"} '
+    (counted,) = [float(x.removeprefix(line)) for x in metrics.splitlines() if x.startswith(line)]
+    assert counted == statuses.count(429)
 
 
 def test_ten_times_overload_memory_bounded_nothing_lost_with_retries(gateway_factory: Any) -> None:

@@ -1,5 +1,6 @@
-"""The rule-based built-ins keep the contract the gateway relies on: verl's keyword call, a float or a
-dict with "score", well-formed `DATA_SOURCES`, and no two of them claiming the same data source.
+"""The rule-based built-ins (and the async `code` built-in) keep the contract the gateway relies on: verl's
+keyword call, a float or a dict with "score", well-formed `DATA_SOURCES`, and no two of them claiming the
+same data source.
 
 (Other built-ins in `reward_fns/`, such as model-backed ones, have their own tests.)"""
 
@@ -23,6 +24,9 @@ SAMPLES = {
     "exact_match": ("18", "18", 1.0),
     "regex_match": ("18", r"\d+", 1.0),
     "format_check": ("<think>r</think> 18", None, 1.0),
+    "prime_math": ("So the answer is \\boxed{18}.", "18", 1.0),
+    "geo3k": ("<think>r</think> \\boxed{18}", "18", 1.0),
+    "search_r1": ("<answer>18</answer>", {"target": ["18"]}, 1.0),
 }
 SCORING = {name: importlib.import_module(f"reward_fns.{name}") for name in SAMPLES}
 
@@ -64,3 +68,17 @@ def test_no_data_source_is_claimed_twice() -> None:
         for example in _examples(claim):
             owners = {m.__name__ for c, m in claims if fnmatch.fnmatchcase(example, c)}
             assert owners == {owner.__name__}, f"{example!r} is claimed by {owners}"
+
+
+def test_code_is_async_with_verls_keyword_call() -> None:
+    from reward_fns import code
+
+    parameters = inspect.signature(code.compute_score).parameters
+    assert list(parameters)[:4] == ["data_source", "solution_str", "ground_truth", "extra_info"]
+    assert inspect.iscoroutinefunction(code.compute_score)
+    claims = [
+        (claim, m.__name__) for m in [*SCORING.values(), code] for claim in getattr(m, "DATA_SOURCES", ())
+    ]
+    for claim, owner in claims:
+        owners = {m for c, m in claims if fnmatch.fnmatchcase(claim, c)}
+        assert owners == {owner}, f"{claim!r} is claimed by {owners}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.machinery
 import importlib.util
 import sys
 import types
@@ -39,9 +40,24 @@ def _package() -> types.ModuleType:
     return sys.modules[PACKAGE]
 
 
+def _verl_utils_without_verl_init() -> None:
+    """prime_math imports `verl.utils.py_functional`: make `verl` and `verl.utils` namespace-like packages
+    over verl's own folders, so that file loads without running `verl/__init__.py` (ray, torch, ...)."""
+    root = reward_score_dir().parent.parent
+    for name, folder in (("verl", root), ("verl.utils", root / "utils")):
+        if name not in sys.modules:
+            package = types.ModuleType(name)
+            package.__path__ = [str(folder)]
+            package.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            package.__spec__.submodule_search_locations = [str(folder)]
+            sys.modules[name] = package
+
+
 def module(name: str) -> types.ModuleType:
     """verl's `verl/utils/reward_score/<name>.py`."""
     _package()
+    if name.startswith("prime_math"):
+        _verl_utils_without_verl_init()
     return importlib.import_module(f"{PACKAGE}.{name}")
 
 
@@ -65,3 +81,35 @@ def installed_version() -> str:
     from importlib.metadata import version
 
     return version("verl")
+
+
+def dispatch_names() -> tuple[set[str], set[str]]:
+    """The data_source names verl's `default_compute_score` compares against, read from its source:
+    (exact names from `==` / `in [...]`, prefixes from `data_source.startswith(...)`)."""
+    tree = ast.parse((reward_score_dir() / "__init__.py").read_text())
+    function = next(
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "default_compute_score"
+    )
+    exact: set[str] = set()
+    prefixes: set[str] = set()
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Compare)
+            and isinstance(node.left, ast.Name)
+            and node.left.id == "data_source"
+        ):
+            for comparator in node.comparators:
+                for const in ast.walk(comparator):
+                    if isinstance(const, ast.Constant) and isinstance(const.value, str):
+                        exact.add(const.value)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "startswith"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "data_source"
+        ):
+            prefixes.update(
+                a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+            )
+    return exact, prefixes

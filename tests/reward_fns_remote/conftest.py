@@ -61,8 +61,9 @@ def _start_pool(stack: ExitStack, tmp: Path, name: str, mode: str, *extra: str) 
         prometheus_port=free_port(),
         worker_urls=[f"http://127.0.0.1:{port}"],
         policy="round_robin",
-        health_check_interval_secs=1,
-        health_check_timeout_secs=1,
+        # Above the stand-in's /health time (>= 1 s, as SGLang's), or every check fails.
+        health_check_interval_secs=2,
+        health_check_timeout_secs=2,
         # Failure tests send 4xx/5xx on purpose; an open breaker would fail the tests after them.
         disable_circuit_breaker=True,
         retry_max_retries=2,

@@ -1,21 +1,24 @@
-"""Probability mode: `/v1/score` straight to a model server (the router does not proxy it).
+"""Probability mode: `/v1/score` straight to the pool's model servers (the router does not proxy it).
 
-Neither the SGLang stand-in nor the CPU model server serves `/v1/score`, so a small aiohttp server speaking
-SGLang's request/response shape stands in for it here; the tokenizer is a real tiny Qwen2 one.
+A small aiohttp server that records the request stands in for shape checks; the SGLang stand-in (which also
+serves `/v1/score`) for failover and the single-BOS check. The tokenizers are real tiny Qwen2 / Llama ones.
 """
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 from aiohttp import web
 from transformers import AutoTokenizer
 
 from reward_fns import judge
-from tests.support import free_port
-from tests.tiny_models import build_tiny_qwen2
+from tests.support import free_port, running
+from tests.tiny_models import build_tiny_llama, build_tiny_qwen2
 
 EXTRA = {"question": "What is 6*7?"}
 
@@ -61,11 +64,11 @@ async def test_probability_mode_normalises_label_probabilities(score_server: Any
         tokenizer.convert_tokens_to_ids("N"),
     ]
     assert sent["apply_softmax"] is True and len(sent["items"]) == 1
-    # query + item is the judge chat with the assistant turn opened: the next token is the answer.
-    assert sent["items"][0] == "<|im_start|>assistant\n"
-    assert sent["query"].startswith("<|im_start|>system\n") and sent["query"].endswith(
-        "Yes or No.<|im_end|>\n"
-    )
+    # query + item is the judge chat with the assistant turn opened, as token ids: the next token answers.
+    assert all(isinstance(t, int) for t in sent["query"] + sent["items"][0])
+    assert tokenizer.decode(sent["items"][0]) == "<|im_start|>assistant\n"
+    query = tokenizer.decode(sent["query"])
+    assert query.startswith("<|im_start|>system\n") and query.endswith("Yes or No.<|im_end|>\n")
 
 
 async def test_probability_mode_errors(score_server: Any, tokenizer: Any) -> None:
@@ -110,9 +113,47 @@ async def test_router_does_not_proxy_v1_score(tmp_path: Any) -> None:
 def _tokenizer_stub() -> Any:
     class Tok:
         def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
-            return [ord(text)]
+            return [ord(c) for c in text]
 
         def apply_chat_template(self, messages: list[dict[str, str]], **kw: Any) -> str:
             return "chat" + ("|assistant:" if kw.get("add_generation_prompt") else "")
 
     return Tok()
+
+
+@pytest.fixture(scope="module")
+def llama_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    return AutoTokenizer.from_pretrained(build_tiny_llama(tmp_path_factory.mktemp("llama"), kind="causal"))
+
+
+def test_fails_over_across_the_pool_and_sends_one_bos(tmp_path: Any, llama_tokenizer: Any) -> None:
+    """A dead server in `score_server_address` is skipped; the chat goes as ids with the template's one BOS
+    (text would be tokenised by SGLang with special tokens: a Llama-style template then gets two)."""
+    dead = f"127.0.0.1:{free_port()}"
+    port = free_port()
+    cmd = [sys.executable, "-m", "tests.sglang_standin", "--port", str(port), "--mode", "judge"]
+    with running(cmd, tmp_path / "standin.log") as proc:
+        proc.wait_http(f"http://127.0.0.1:{port}/ready", timeout_s=30)
+        live = f"127.0.0.1:{port}"
+        for addresses in ([dead, live], f"{live}, {dead}"):
+            result = asyncio.run(
+                judge.compute_score(
+                    "x", "42", "42", EXTRA, reward_router_address="h:1", probability=True,
+                    reward_model_tokenizer=llama_tokenizer, score_server_address=addresses,
+                    label_tokens=("Y", "N"),
+                )
+            )  # fmt: skip
+            assert 0.0 <= result["score"] <= 1.0 and result["judge_verdict_source"] == "probability"
+        stats = httpx.get(f"http://127.0.0.1:{port}/standin/stats", timeout=5).json()
+    assert stats["served"]["/v1/score"] == 2
+    sent = stats["last_body"]["/v1/score"]
+    bos = llama_tokenizer.bos_token_id
+    assert (sent["query"] + sent["items"][0]).count(bos) == 1 and sent["query"][0] == bos
+    with pytest.raises(judge.JudgeCallError, match="failed on all 2 model servers"):
+        asyncio.run(
+            judge.compute_score(
+                "x", "42", "42", EXTRA, reward_router_address="h:1", probability=True,
+                reward_model_tokenizer=llama_tokenizer, score_server_address=[dead, dead],
+                label_tokens=("Y", "N"),
+            )
+        )  # fmt: skip

@@ -213,7 +213,10 @@ async def test_reward_model_score_is_the_last_embedding_element(
         router_addresses=fleet.router_addresses, http_client=http_client, reward_model_tokenizer=tokenizer,
         prompt=chat,
     )  # fmt: skip
-    assert score == standin_reward(build_disrm_input("4", chat, tokenizer))
+    assert score == {
+        "score": standin_reward(build_disrm_input("4", chat, tokenizer)),
+        "prompt_source": "prompt",
+    }
     assert fleet.reward_model.served()["/v1/embeddings"] == before + 1
     # The default router is used when the pool is not named in router_addresses; same text, same score.
     again = await reward_model.compute_score(
@@ -221,7 +224,7 @@ async def test_reward_model_score_is_the_last_embedding_element(
         reward_router_address=fleet.reward_model.address, router_addresses={},
         reward_model_tokenizer=tokenizer,
     )  # fmt: skip
-    assert again == score
+    assert again == {**score, "prompt_source": "extra_info.raw_prompt"}
 
 
 async def test_reward_model_on_a_judge_pool_is_a_call_error(

@@ -16,10 +16,11 @@ from router import RouterConfig
 from tests.router.router_process import RouterProcess
 from tests.support import ChildProcess, free_port
 
-# Fast health checks so worker loss shows up within about a second.
+# Fast health checks so worker loss shows up within seconds. The timeout stays above the stand-in's /health
+# time (>= 1 s, as SGLang's), or every check would fail.
 FAST_HEALTH: dict[str, Any] = {
-    "health_check_interval_secs": 1,
-    "health_check_timeout_secs": 1,
+    "health_check_interval_secs": 2,
+    "health_check_timeout_secs": 2,
     "health_failure_threshold": 1,
     "health_success_threshold": 1,
 }

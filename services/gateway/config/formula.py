@@ -11,12 +11,10 @@ import ast
 import math
 from collections.abc import Callable, Mapping
 
+from services.gateway.errors import FormulaError
+
 MAX_FORMULA_CHARS = 2000
 MAX_EXPONENT = 64.0
-
-
-class FormulaError(ValueError):
-    pass
 
 
 def _clip(x: float, low: float, high: float) -> float:

@@ -152,6 +152,17 @@ class GatewayConfig(BaseModel):
     worker_memory_limit_bytes: int | None = Field(
         default=None, ge=64 * 1024 * 1024, description="RLIMIT_AS of each sync worker process."
     )
+    # Shared state for gateway replicas (issue 15, state_store/): groups, result cache, budgets.
+    state_url: str | None = Field(
+        default=None,
+        description="None = in-process state (one replica). redis://[:password@]host:port/db, rediss:// "
+        "for TLS (?ssl_ca_certs=/path.pem), unix:///path.sock: every replica shares it.",
+    )
+    state_key_prefix: str = Field(default="rewardfleet:", min_length=1, description="Namespace in Redis.")
+    state_timeout_s: float = Field(default=5.0, gt=0, description="Longest wait for one store operation.")
+    state_lease_s: float = Field(
+        default=10.0, gt=0, description="A crashed replica's runs and slots are free again after this."
+    )
 
     @field_validator("reward_fns_dirs")
     @classmethod
@@ -173,6 +184,13 @@ class GatewayConfig(BaseModel):
     def _keys_file_exists(cls, value: Path | None) -> Path | None:
         if value is not None and not value.is_file():
             raise ValueError(f"api_keys_file: {str(value)!r} is not a file")
+        return value
+
+    @field_validator("state_url")
+    @classmethod
+    def _state_url_scheme(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("state_url must be redis://host:port/db, rediss://... (TLS) or unix:///path")
         return value
 
     @field_validator("routers")

@@ -2,12 +2,14 @@
 
 Load order (later wins, with a warning): the built-in package's modules (`reward_fns.<stem>`, imported as
 package modules so they can import each other), then each user folder in order (files loaded by path under a
-unique module name, never via `sys.path`), then config entries with an explicit `path`. A file whose name
-starts with `_`, or that defines no `compute_score`, is not a function.
+unique module name, never via `sys.path`; they import their folder's helpers by plain name, see
+execution/dropin.py), then config entries with an explicit `path`. A file whose name starts with `_`, or that
+defines no `compute_score`, is not a function.
 
 Every problem found (a file that does not import, an impossible signature, a config entry naming nothing)
 is collected; with `on_load_error: fail` they stop start-up together in one `LoadError`, with `skip` each is
-logged as a warning and the function is left out.
+logged as a warning and the function is left out. A module's optional `startup_check(reward_kwargs)` is run
+once per function at load (see `_startup_check_passes`).
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from services.gateway.config import BASE_PARAMS, FunctionConfig, GatewayConfig
-from services.gateway.core.versioning import function_version
+from services.gateway.core.versioning import digest, function_version
 from services.gateway.errors import LoadError
+from services.gateway.execution.dropin import folder_digest
 from services.gateway.execution.loader import FunctionRef, file_ref, load_module, resolve
 
 log = logging.getLogger("rewardfleet.gateway")
@@ -205,8 +208,8 @@ def _discover(config: GatewayConfig, problems: _Problems) -> dict[str, _Candidat
     for folder in config.reward_fns_dirs:
         for path in _function_files(folder):
             try:
-                ref = file_ref(path, ENTRY_POINT)
-                module = load_module(ref.module, ref.file)
+                ref = file_ref(path, ENTRY_POINT, root=folder)
+                module = load_module(ref.module, ref.file, ref.root)
                 if not hasattr(module, ENTRY_POINT):
                     log.info("%s defines no %s: not a reward function", path, ENTRY_POINT)
                     continue
@@ -234,6 +237,37 @@ def _discover(config: GatewayConfig, problems: _Problems) -> dict[str, _Candidat
     return found
 
 
+def _startup_check_passes(
+    name: str, cand: _Candidate, cfg: FunctionConfig, config: GatewayConfig, problems: _Problems
+) -> bool:
+    """A function's module may define `startup_check(reward_kwargs)`, raising when the function cannot work
+    on this host (the `code` built-in: no sandbox can be created). For a function the config names, that
+    is a load problem; for one only discovered, an ERROR in the log and the function stays (its calls fail
+    with their own typed error), so a host without, say, bubblewrap still serves everything else."""
+    module = inspect.getmodule(cand.fn)
+    check = getattr(module, "startup_check", None)
+    if not callable(check):
+        return True
+    try:
+        check(dict(cfg.reward_kwargs))
+    except Exception as exc:
+        message = f"{cand.source_file}: {name}: start-up check failed: {type(exc).__name__}: {exc}"
+        if name in config.functions:
+            problems.add(message)
+            return False
+        log.error("%s", message)
+    return True
+
+
+def _version(cand: _Candidate, cfg: FunctionConfig) -> str:
+    """The file and its config; for a drop-in folder's file also its helpers (a changed helper changes what
+    the function computes, so cached results of the old version must not answer for the new one)."""
+    version = function_version(cand.source_file, cfg)
+    if cand.ref.root is None:
+        return version
+    return digest(version.encode(), folder_digest(Path(cand.ref.root)).encode())
+
+
 def load_functions(config: GatewayConfig) -> dict[str, RewardFunction]:
     """Discover, import and check every reward function; raise `LoadError` naming each bad file/key."""
     problems = _Problems(config.on_load_error)
@@ -246,6 +280,8 @@ def load_functions(config: GatewayConfig) -> dict[str, RewardFunction]:
         except ValueError as exc:
             problems.add(f"{cand.source_file}: {name}: {exc}")
             continue
+        if not _startup_check_passes(name, cand, cfg, config, problems):
+            continue
         claims = tuple(dict.fromkeys([*cand.module_claims, *cfg.data_sources]))
         functions[name] = RewardFunction(
             name=name,
@@ -257,7 +293,7 @@ def load_functions(config: GatewayConfig) -> dict[str, RewardFunction]:
             declared=declared,
             var_kwargs=var_kwargs,
             data_sources=claims,
-            version=function_version(cand.source_file, cfg),
+            version=_version(cand, cfg),
             config=cfg,
         )
     for data_source, target in config.dispatch.items():

@@ -20,13 +20,14 @@ import aiohttp
 import pebble
 
 from services.gateway.config import FunctionConfig
+from services.gateway.core.failure_log import FailureLog
 from services.gateway.core.registry import RewardFunction
 from services.gateway.errors import ComponentFailed, InvalidReturn
 from services.gateway.execution.pool import WorkerPool
 from services.gateway.execution.results import error_location, normalise_return
 from services.gateway.metrics import GatewayMetrics
-from services.gateway.reliability.function_limits import FunctionGate, estimate_tokens
-from services.gateway.reliability.idempotency import ResultCache
+from services.gateway.reliability.function_limits import Gate, estimate_tokens, reported_tokens
+from services.gateway.reliability.idempotency import Results
 from services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
 
 
@@ -69,14 +70,15 @@ class Scorer:
         pool: WorkerPool | None,
         metrics: GatewayMetrics,
         injectables: Injectables,
-        cache: ResultCache | None,
-        gates: Mapping[str, FunctionGate],
+        cache: Results | None,
+        gates: Mapping[str, Gate],
     ) -> None:
         self.pool = pool
         self.metrics = metrics
         self.injectables = injectables
         self.cache = cache
         self.gates = dict(gates)
+        self.failures = FailureLog()
 
     def build_kwargs(
         self, fn: RewardFunction, request: ScoreRequest, config: FunctionConfig | None = None
@@ -131,10 +133,25 @@ class Scorer:
         if gate is None:
             outcome = await self._call(fn, request, label)
         else:
-            async with gate.hold(estimate_tokens(request.prompt, request.solution_str, request.ground_truth)):
+            async with gate.hold(
+                estimate_tokens(request.prompt, request.solution_str, request.ground_truth)
+            ) as charge:
                 outcome = await self._call(fn, request, label)
+                used = reported_tokens(outcome.extra)
+                if used is not None:  # the judge said how many tokens it used: TPM counts those
+                    charge.settle(used)
         total_s = time.perf_counter() - started
         self.metrics.observe_call(fn.name, label, outcome.status, outcome.compute_s, outcome.score)
+        if outcome.status != "ok":
+            error = outcome.error
+            self.failures.sample_failed(
+                reward_fn=fn.name,
+                data_source=request.data_source,
+                status=outcome.status,
+                error_type=error.type if error else outcome.status,
+                message=error.message if error else "",
+                uid=request.uid,
+            )
         score, fallback = outcome.score, False
         if outcome.status != "ok" and fn.config.on_error_score is not None:
             score, fallback = fn.config.on_error_score, True

@@ -2,8 +2,9 @@
 
 A reward function's version is a hash of its source file *and* its `FunctionConfig` (timeout, reward_kwargs,
 on_error_score, ...): the same file run with other kwargs is another reward, and a training run must be able
-to tell them apart in its logs. Composites, graders and group functions hash their spec together with the
-versions of what they call, so changing a component changes the composite's version too.
+to tell them apart in its logs. A drop-in folder's file also hashes the folder's helpers (core/registry.py):
+an edited helper is another reward too. Composites, graders and group functions hash their spec together with
+the versions of what they call, so changing a component changes the composite's version too.
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ is a new module, so a hot reload imports it afresh in the gateway and in every w
 running keep the old module. Reward functions, group functions and Python graders are all resolved here
 (`resolve`), so all of them follow an edit on reload.
 
-A file is loaded as a top-level module of its own; the naming lives in `file_module_name` alone, so a later
-change that loads a folder's files as one package (letting a reward file import its siblings) changes only
-this module.
+A file is loaded as a top-level module of its own. A file of a drop-in folder (`root`, a `reward_fns_dirs`
+entry) can also import the modules and packages beside it by their plain names (dropin.py); its module name
+then also covers the folder's digest, so an edited helper re-imports the reward files that use it.
 
 Pure standard library: worker processes import this before any reward function.
 """
@@ -26,6 +26,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from services.gateway.execution import dropin
+
 USER_MODULE_PREFIX = "rewardfleet_user"
 
 
@@ -37,13 +39,16 @@ class FunctionRef:
     module: str
     attr: str
     file: str | None = None
+    root: str | None = None  # the drop-in folder whose modules the file may import by plain name
 
 
-def load_module(module: str, file: str | None) -> ModuleType:
+def load_module(module: str, file: str | None, root: str | None = None) -> ModuleType:
     """Import a module by name, or load a file by path without touching `sys.path` (so a user's `math.py`
-    cannot shadow the standard library)."""
+    cannot shadow the standard library); with `root`, the file's sibling imports resolve in that folder."""
     if file is None:
         return importlib.import_module(module)
+    if root is not None:
+        dropin.finder().use(Path(root))  # before the cache check: a changed folder drops its old helpers
     cached = sys.modules.get(module)
     if cached is not None:
         return cached
@@ -61,18 +66,22 @@ def load_module(module: str, file: str | None) -> ModuleType:
     return mod
 
 
-def file_module_name(path: Path) -> str:
-    """`rewardfleet_user_<digest of path and content>_<stem>`: a new name whenever the file changes."""
-    digest = hashlib.sha256(str(path).encode() + b"\0" + path.read_bytes()).hexdigest()[:10]
+def file_module_name(path: Path, root: Path | None = None) -> str:
+    """`rewardfleet_user_<digest>_<stem>`, the digest covering the path, the content and, for a file of a
+    drop-in folder, every `.py` of that folder: a new name whenever the file or one of its helpers changes."""
+    folder = dropin.folder_digest(root).encode() if root is not None else b""
+    digest = hashlib.sha256(str(path).encode() + b"\0" + path.read_bytes() + b"\0" + folder).hexdigest()[:10]
     return f"{USER_MODULE_PREFIX}_{digest}_{path.stem}"
 
 
-def file_ref(path: Path, attr: str) -> FunctionRef:
-    """The ref of `attr` in the file at `path` (resolved to an absolute path; it must exist)."""
+def file_ref(path: Path, attr: str, root: Path | None = None) -> FunctionRef:
+    """The ref of `attr` in the file at `path` (resolved to an absolute path; it must exist); `root`: the
+    drop-in folder it belongs to."""
     path = path.resolve()
     if not path.is_file():
         raise FileNotFoundError(f"no such file {path}")
-    return FunctionRef(file_module_name(path), attr, str(path))
+    folder = root.resolve() if root is not None else None
+    return FunctionRef(file_module_name(path, folder), attr, str(path), str(folder) if folder else None)
 
 
 def is_file_target(target: str) -> bool:
@@ -101,7 +110,7 @@ def resolve(spec: str) -> tuple[FunctionRef, ModuleType, Callable[..., Any]]:
 
 
 def load_ref(ref: FunctionRef) -> Callable[..., Any]:
-    fn: object = getattr(load_module(ref.module, ref.file), ref.attr)
+    fn: object = getattr(load_module(ref.module, ref.file, ref.root), ref.attr)
     if not callable(fn):
         raise TypeError(f"{ref.module}:{ref.attr} is not callable")
     return fn

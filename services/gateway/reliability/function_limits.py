@@ -3,6 +3,8 @@
 `FunctionGate` holds one reward function's limits for external judges: `max_concurrency` calls at once,
 `requests_per_minute` and `tokens_per_minute` (token buckets refilled continuously, bursts up to one minute's
 worth). Calls over a limit wait for their turn (FIFO) instead of failing; admission bounds how many can wait.
+Where the call's result reports the tokens it used (`extra.usage`, OpenAI shape), the TPM bucket is charged
+those instead of the estimate (`TokenCharge.settle`): a judge that used more makes the next calls wait.
 Tokens are *estimated* without a tokenizer, as ceil(characters / 4) of the prompt (counted like
 `input_limits.prompt_chars`: the text, or the messages' `content`), the `solution_str` and a string
 `ground_truth`; a single call larger than one minute's budget is charged the whole budget, so it waits but
@@ -13,10 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import math
+import numbers
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
-from typing import Any
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Protocol
 
 from services.gateway.config import FunctionConfig
 from services.gateway.reliability.input_limits import prompt_chars
@@ -52,6 +55,51 @@ class TokenBucket:
         self.level -= min(amount, self.capacity)
 
 
+class Charge(Protocol):
+    """Tokens charged up front (an estimate); `settle` corrects the charge once the call reports usage."""
+
+    def settle(self, real_tokens: int) -> None: ...
+
+
+class Gate(Protocol):
+    """One reward function's budgets: `hold(estimated_tokens)` waits for a slot and for RPM/TPM budget."""
+
+    def hold(self, tokens: int) -> AbstractAsyncContextManager[Charge]: ...
+
+
+def reported_tokens(extra: dict[str, Any]) -> int | None:
+    """Tokens a judge's answer says it used: `extra["usage"]` in the OpenAI shape (`total_tokens`, or
+    `prompt_tokens` + `completion_tokens`). None when the function reports nothing usable."""
+    usage = extra.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    total = _count(usage.get("total_tokens"))
+    if total is not None:
+        return total
+    prompt, completion = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+    return None if prompt is None or completion is None else prompt + completion
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 0:
+        return int(value)
+    return None
+
+
+class TokenCharge:
+    """What a call was charged up front (the estimate); `settle` corrects the TPM bucket once the call
+    reports the tokens it really used (a refund when it used fewer)."""
+
+    def __init__(self, bucket: TokenBucket | None, estimated: int) -> None:
+        self.bucket = bucket
+        self.charged = min(estimated, int(bucket.capacity)) if bucket is not None else estimated
+
+    def settle(self, real_tokens: int) -> None:
+        if self.bucket is not None and real_tokens != self.charged:
+            self.bucket.level = min(self.bucket.capacity, self.bucket.level - (real_tokens - self.charged))
+            self.charged = real_tokens
+
+
 class FunctionGate:
     def __init__(
         self,
@@ -81,20 +129,27 @@ class FunctionGate:
                 self._tokens.take(tokens)
 
     @asynccontextmanager
-    async def hold(self, tokens: int) -> AsyncIterator[None]:
+    async def hold(self, tokens: int) -> AsyncIterator[TokenCharge]:
         if self._slots is None:
             await self._pace(tokens)
-            yield
+            yield TokenCharge(self._tokens, tokens)
             return
         async with self._slots:
             await self._pace(tokens)
-            yield
+            yield TokenCharge(self._tokens, tokens)
 
 
-def function_gates(configs: Mapping[str, FunctionConfig]) -> dict[str, FunctionGate]:
-    """A gate for every function that has a limit (functions without one take no gate at all)."""
+def function_gates(
+    configs: Mapping[str, FunctionConfig],
+    make: Callable[[str, FunctionConfig], Any] | None = None,
+) -> dict[str, Any]:
+    """A gate for every function that has a limit (functions without one take no gate at all). `make` builds
+    it (the state backend's, state_store/); by default an in-process `FunctionGate`."""
+    build = make or (
+        lambda _, cfg: FunctionGate(cfg.max_concurrency, cfg.requests_per_minute, cfg.tokens_per_minute)
+    )
     return {
-        name: FunctionGate(cfg.max_concurrency, cfg.requests_per_minute, cfg.tokens_per_minute)
+        name: build(name, cfg)
         for name, cfg in configs.items()
         if cfg.max_concurrency or cfg.requests_per_minute or cfg.tokens_per_minute
     }

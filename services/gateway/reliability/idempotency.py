@@ -25,7 +25,7 @@ import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Literal
+from typing import Literal, Protocol
 
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.schemas import ScoreRequest, ScoreResult, canonical_json
@@ -77,6 +77,16 @@ class TTLCache:
         self._data.move_to_end(key)
         while len(self._data) > self.max_entries:
             self._data.popitem(last=False)
+
+
+class Results(Protocol):
+    """Result cache + in-flight join (`ResultCache` in-process; state_store/redis_cache.py fleet-wide)."""
+
+    def key(self, request: ScoreRequest, fn_name: str, fn_version: str) -> Hashable | None: ...
+
+    async def run(
+        self, key: Hashable, request: ScoreRequest, compute: Callable[[], Awaitable[ScoreResult]]
+    ) -> ScoreResult: ...
 
 
 class ResultCache:

@@ -12,11 +12,11 @@ from services.gateway.config import GatewayConfig
 from services.gateway.core.registry import RewardFunction
 from services.gateway.core.scoring import Scorer
 from services.gateway.features.build import Catalog
-from services.gateway.features.groups import GroupScorer
 from services.gateway.features.reload import Reloader
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.reliability.input_limits import SampleLimits
 from services.gateway.schemas import ScoreRequest, ScoreResult
+from services.gateway.state_store.base import Groups
 
 
 @dataclass
@@ -26,7 +26,7 @@ class Gateway:
     http_client: aiohttp.ClientSession
     limits: SampleLimits
     scorer: Scorer
-    groups: GroupScorer
+    groups: Groups  # in-process or fleet-wide (state_store/)
     reloader: Reloader  # owns the catalog being served
     ready: bool = False
 

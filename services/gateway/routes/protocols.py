@@ -18,10 +18,14 @@ a `data_source` key (OpenRLHF) or from the body's `data_source` field (slime), e
 
 OpenRLHF sends `{"query": [prompt+response, ...], "prompts": [...], "labels": [...]}` (one or more samples,
 possibly none). The response is recovered by stripping `prompts[i]` off the front of `query[i]`; when the
-prompt is not a prefix (OpenRLHF left-truncated a long prompt, or a tokenizer round trip changed it) the
-longest tail of the prompt that begins the query is stripped; failing that, the whole query is scored as the
+prompt is not a prefix (OpenRLHF left-truncated a long prompt to its last tokens) the longest tail of the
+prompt that begins the query is stripped, whatever its length; failing that, the whole query is scored as the
 response and `query_split_failed` is 1 in `extra_logs`. Labels that are objects with a `ground_truth` key are
 unpacked (`ground_truth`, optional `data_source`, `extra_info`); other labels are the ground truth as is.
+
+A sample without a label (absent, null or "", which is what OpenRLHF sends without `--label_key`) for a
+function that declares `ground_truth` without a default is answered 422 naming the field (`labels.<i>`,
+`label`) before anything is scored.
 
 Failed samples (function error or timeout). Neither trainer has a "no reward" value: OpenRLHF turns `rewards`
 into a tensor and slime uses whatever `score` holds. So a failure is never a number unless someone chose it:
@@ -40,18 +44,40 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, FastAPI, Query
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from services.gateway.errors import GatewayError, RewardFunctionFailed, RewardFunctionTimeout
 from services.gateway.routes.deps import Gateway
 from services.gateway.schemas import ScoreRequest, canonical_json
 
 ScoreOne = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+# Checks a `/score` body before anything is scored: raises InvalidSample (or the gateway's 404).
+CheckSample = Callable[[dict[str, Any]], None]
+
+
+class InvalidSample(ValueError):
+    """A sample the gateway cannot score as given; `errors` are pydantic-style, `loc` in `/score` names."""
+
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        super().__init__("; ".join(str(e.get("msg")) for e in errors))
+        self.errors = errors
+
+
+# Where each `/score` field came from in the trainer's request (the 422 names the trainer's field).
+_OPENRLHF_FIELDS = {
+    "prompt": "prompts",
+    "solution_str": "query",
+    "ground_truth": "labels",
+    "extra_info": "labels",
+}
+_SLIME_FIELDS = {"solution_str": "response", "ground_truth": "label"}
 
 _SLIME_RESERVED = frozenset(
     {"score", "status", "error", "reward_fn", "data_source", "uid", "reward_failed", "extra", "timings"}
@@ -61,8 +87,6 @@ ErrorScore = Annotated[
     float | None, Query(description="score for failed samples (flagged); default: answer 500/504")
 ]
 DataSource = Annotated[str | None, Query(description="data_source for samples that do not carry one")]
-# How much of the query's head is used to find where a left-truncated prompt starts.
-_ANCHOR_CHARS = 64
 
 
 class OpenRLHFRequest(BaseModel):
@@ -107,21 +131,59 @@ def split_query(query: str, prompt: Any) -> tuple[str, bool]:
         return query, False
     if query.startswith(prompt):
         return query[len(prompt) :], True
-    # A left-truncated prompt: the query starts somewhere inside the prompt and runs to its end.
-    anchor = query[: min(_ANCHOR_CHARS, len(query))]
-    start = prompt.find(anchor) if anchor else -1
-    while start != -1:
-        tail = prompt[start:]
-        if query.startswith(tail):
-            return query[len(tail) :], True
-        start = prompt.find(anchor, start + 1)
-    return query, False
+    # A left-truncated prompt: the query starts with some tail of the prompt, of any length.
+    overlap = _suffix_prefix_overlap(prompt, query)
+    return (query[overlap:], True) if overlap else (query, False)
 
 
-def make_protocol_router(score_one: ScoreOne, *, error_score: float | None = None) -> APIRouter:
+def _suffix_prefix_overlap(text: str, query: str) -> int:
+    """Length of the longest suffix of `text` that is a prefix of `query` (KMP: linear in both lengths)."""
+    pattern = query[: len(text)]
+    if not pattern:
+        return 0
+    failure = [0] * len(
+        pattern
+    )  # failure[i]: longest proper prefix of pattern[: i + 1] that is also its suffix
+    k = 0
+    for i in range(1, len(pattern)):
+        while k and pattern[i] != pattern[k]:
+            k = failure[k - 1]
+        if pattern[i] == pattern[k]:
+            k += 1
+        failure[i] = k
+    matched = 0
+    for char in text:
+        while matched and (matched == len(pattern) or char != pattern[matched]):
+            matched = failure[matched - 1]
+        if char == pattern[matched]:
+            matched += 1
+    return matched
+
+
+def make_protocol_router(
+    score_one: ScoreOne, *, check: CheckSample | None = None, error_score: float | None = None
+) -> APIRouter:
     """The OpenRLHF and slime routes around the gateway's `score_one` (see the module docstring)."""
     router = APIRouter(tags=["trainer protocols"])
     default_error_score = error_score
+
+    def check_samples(bodies: Sequence[dict[str, Any]], where: Callable[[int, str], list[str | int]]) -> None:
+        """Every sample checked before any is scored: a bad one (say, no label for a function that needs one)
+        is the trainer's mistake, answered 422 naming the trainer's field — never a 500 that blames the
+        function or the gateway."""
+        if check is None:
+            return
+        errors: list[dict[str, Any]] = []
+        for i, body in enumerate(bodies):
+            try:
+                check(body)
+            except InvalidSample as exc:
+                for err in exc.errors:
+                    loc = [str(part) if not isinstance(part, int) else part for part in err.get("loc", ())]
+                    field = str(loc[0]) if loc else ""
+                    errors.append({**err, "loc": ("body", *where(i, field), *loc[1:])})
+        if errors:
+            raise RequestValidationError(errors)
 
     async def openrlhf(
         request: OpenRLHFRequest, reward_fn: str | None, data_source: str | None, error_score: float | None
@@ -149,6 +211,7 @@ def make_protocol_router(score_one: ScoreOne, *, error_score: float | None = Non
                 body["reward_fn"] = reward_fn
             body["uid"] = content_uid(body)  # a retried request gets the same uid: answered from the cache
             bodies.append(body)
+        check_samples(bodies, lambda i, field: [_OPENRLHF_FIELDS.get(field, field), i])
         results = list(await asyncio.gather(*(score_one(b) for b in bodies)))
         fallback = error_score if error_score is not None else default_error_score
         _raise_on_failure(results, fallback)
@@ -193,6 +256,7 @@ def make_protocol_router(score_one: ScoreOne, *, error_score: float | None = Non
         if reward_fn or request.reward_fn:
             body["reward_fn"] = reward_fn or request.reward_fn
         body["uid"] = request.uid or content_uid(body)
+        check_samples([body], lambda _, field: [_SLIME_FIELDS.get(field, field)])
         result = await score_one(body)
         fallback = error_score if error_score is not None else default_error_score
         _raise_on_failure([result], fallback)
@@ -235,6 +299,35 @@ def gateway_score_one(app: FastAPI) -> ScoreOne:
         return result.model_dump(mode="json")
 
     return score_one
+
+
+def gateway_check(app: FastAPI) -> CheckSample:
+    """The gateway's checks of one `/score` body, for `make_protocol_router(check=...)`: the sample's schema,
+    its function (the gateway's 404 propagates), and a label when the function declares `ground_truth`
+    without a default (the verl contract's reference-based functions; `ground_truth=None` is optional)."""
+
+    def check(body: dict[str, Any]) -> None:
+        try:
+            sample = ScoreRequest.model_validate(body)
+        except ValidationError as exc:
+            raise InvalidSample(
+                [{"type": e["type"], "loc": e["loc"], "msg": e["msg"]} for e in exc.errors()]
+            ) from None
+        gateway: Gateway = app.state.gateway
+        fn, _ = gateway.resolve(sample, gateway.catalog)
+        if sample.ground_truth in (None, "") and requires_ground_truth(fn.fn):
+            message = f"reward function {fn.name!r} needs a label (ground truth) and this sample has none"
+            raise InvalidSample([{"type": "missing", "loc": ("ground_truth",), "msg": message}])
+
+    return check
+
+
+def requires_ground_truth(fn: Callable[..., Any]) -> bool:
+    try:
+        param = inspect.signature(fn).parameters.get("ground_truth")
+    except (TypeError, ValueError):
+        return False
+    return param is not None and param.default is inspect.Parameter.empty
 
 
 def content_uid(body: Mapping[str, Any]) -> str:

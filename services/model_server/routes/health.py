@@ -27,11 +27,23 @@ def _version() -> str:
         return "0.0.0"
 
 
+def _accepting(server: ServerDep) -> bool:
+    return server.ready and all(b.running for b in server.batchers.values())
+
+
+@router.get("/ready")
+async def ready(server: ServerDep) -> Response:
+    """Readiness, as SGLang 0.5.23's `/ready`: 200 once loaded and warmed up, 503 before (no model work)."""
+    return Response(status_code=200 if _accepting(server) else 503)
+
+
 @router.get("/health")
 async def health(server: ServerDep) -> Response:
-    """Cheap liveness for the router: 200 once warmed up and every batcher loop is alive, else 503."""
-    ok = server.ready and all(b.running for b in server.batchers.values())
-    return Response(status_code=200 if ok else 503)
+    """Liveness for the router and orchestrators: 200 once warmed up and every batcher loop is alive.
+
+    Cheaper than SGLang's `/health` (which runs a one-token generation and waits >= 1 s); the deep check is
+    `/health_generate`."""
+    return Response(status_code=200 if _accepting(server) else 503)
 
 
 @router.get("/health_generate")
@@ -55,20 +67,25 @@ async def health_generate(server: ServerDep) -> Response:
 @router.get("/get_model_info")
 @router.get("/model_info")
 async def model_info(server: ServerDep) -> JSONResponse:
+    """Every key SGLang 0.5.23's `/model_info` has (tests/sglang_conformance checks it against the source)."""
     runner = server.require_runner()
     s = server.settings
     return JSONResponse(
         {
             "model_path": str(s.model_path),
+            "served_model_name": s.model_name,
             "tokenizer_path": str(s.tokenizer_path or s.model_path),
             "is_generation": runner.is_generation,
             "preferred_sampling_params": None,
             "weight_version": "default",
+            "load_format": "auto",
+            "reasoning_parser": None,
+            "tool_call_parser": None,
+            "disaggregation_mode": "null",
+            "has_image_understanding": False,
+            "has_audio_understanding": False,
             "model_type": runner.model_type,
             "architectures": runner.architectures,
-            "served_model_name": s.model_name,
-            "context_length": runner.context_length,
-            "model_kind": runner.kind,
         }
     )
 
@@ -76,6 +93,7 @@ async def model_info(server: ServerDep) -> JSONResponse:
 @router.get("/get_server_info")
 @router.get("/server_info")
 async def server_info(server: ServerDep) -> JSONResponse:
+    """Server args under SGLang's own names, plus our batching settings in one `rewardfleet` block."""
     s = server.settings
     runner = server.runner
     return JSONResponse(
@@ -89,15 +107,18 @@ async def server_info(server: ServerDep) -> JSONResponse:
             "context_length": runner.context_length if runner is not None else s.context_length,
             "tp_size": 1,
             "dp_size": 1,
-            "max_batch_size": s.max_batch_size,
-            "batch_wait_timeout_s": s.batch_wait_timeout_s,
-            "max_queue": s.max_queue,
             "dtype": s.dtype,
             "internal_states": [server.load()],
-            "status": "ready" if server.ready else "starting",
-            "uptime_s": time.time() - server.started_at,
-            "backend": "rewardfleet-cpu",
             "version": _version(),
+            "rewardfleet": {
+                "backend": "cpu",
+                "model_kind": runner.kind if runner is not None else None,
+                "max_batch_size": s.max_batch_size,
+                "batch_wait_timeout_s": s.batch_wait_timeout_s,
+                "max_queue": s.max_queue,
+                "status": "ready" if server.ready else "starting",
+                "uptime_s": time.time() - server.started_at,
+            },
         }
     )
 
@@ -139,7 +160,8 @@ async def retrieve_model(model: str, server: ServerDep) -> JSONResponse:
 
 @router.get("/get_load")
 async def get_load(server: ServerDep) -> JSONResponse:
-    return JSONResponse(server.load())
+    """What sglang-router's power_of_two policy polls: a list with one entry per DP rank (here one)."""
+    return JSONResponse([server.load()])
 
 
 @router.get("/metrics")

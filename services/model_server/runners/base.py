@@ -40,8 +40,7 @@ class Runner:
         self.context_length = context_length
         pad_id = tokenizer.pad_token_id
         if pad_id is None:
-            # No pad token: pad with eos. Only the HF seq-cls head reads pad ids, and it is consistent batched
-            # and alone; everything else goes by the attention mask.
+            # No pad token: pad with eos. Every runner goes by the attention mask, never by the pad id.
             pad_id = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 0
         self.pad_id: int = int(pad_id)
 

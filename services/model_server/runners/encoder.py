@@ -1,57 +1,48 @@
-"""Sentence encoders (e.g. all-MiniLM-L6-v2): mean pooling over real tokens, then L2 normalisation.
+"""Sentence encoders: pooled and L2-normalised exactly as SGLang 0.5.23 pools the same architecture.
 
-This is what the sentence-transformers pipeline of such checkpoints does (modules.json: Transformer ->
-Pooling(mean) -> Normalize); the pooling mode and max_seq_length are read from the checkpoint's
-sentence-transformers files when present.
+SGLang picks the pooling from the architecture alone (`srt/configs/embedding_model_spec.py`): `BertModel` and
+`XLMRobertaModel` pool the CLS token, `MistralModel` and `LlamaEmbeddingModel` the last token, and every one
+is L2-normalised. It ignores sentence-transformers' `1_Pooling` config, so all-MiniLM-L6-v2 (trained with mean
+pooling) gets CLS pooling there. The CPU server does the same, so a `similarity` score does not change when a
+pool moves between the CPU backend and SGLang (tests/model_server/test_encoder_pooling.py).
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from services.model_server.errors import InvalidRequest
 from services.model_server.runners.base import WARMUP_TEXT, BatchFn, PooledResult, Runner
 from services.model_server.runners.common import TextInput
 
+Pooling = Literal["cls", "last"]
 
-def read_sentence_transformers_config(model_path: Path) -> tuple[str, bool, int | None]:
-    """(pooling mode, normalise?, max_seq_length) from modules.json / 1_Pooling / sentence_bert_config.json.
+# SGLang 0.5.23's embedding architectures that are plain text encoders, with its pooling for each.
+SGLANG_ENCODER_POOLING: dict[str, Pooling] = {
+    "BertModel": "cls",
+    "XLMRobertaModel": "cls",
+    "MistralModel": "last",
+    "LlamaEmbeddingModel": "last",
+}
 
-    Without those files: mean pooling, normalised, no extra length limit.
-    """
-    pooling, normalize, max_len = "mean", True, None
-    modules_file = model_path / "modules.json"
-    if modules_file.is_file():
-        modules = json.loads(modules_file.read_text())
-        normalize = any(str(m.get("type", "")).endswith("Normalize") for m in modules)
-        for m in modules:
-            if str(m.get("type", "")).endswith("Pooling"):
-                cfg_file = model_path / str(m.get("path", "")) / "config.json"
-                if cfg_file.is_file():
-                    cfg = json.loads(cfg_file.read_text())
-                    if cfg.get("pooling_mode_cls_token"):
-                        pooling = "cls"
-                    elif cfg.get("pooling_mode_mean_tokens"):
-                        pooling = "mean"
-                    else:
-                        raise ValueError(f"unsupported sentence-transformers pooling in {cfg_file}: {cfg}")
-    sbert = model_path / "sentence_bert_config.json"
-    if sbert.is_file():
-        max_len = json.loads(sbert.read_text()).get("max_seq_length")
-    return pooling, normalize, int(max_len) if max_len else None
+
+def encoder_pooling(architectures: list[str]) -> Pooling:
+    """SGLang's pooling for the checkpoint, or a clear error for an encoder SGLang would not pool."""
+    for arch in architectures:
+        if arch in SGLANG_ENCODER_POOLING:
+            return SGLANG_ENCODER_POOLING[arch]
+    raise ValueError(
+        f"encoder architectures {architectures} are not among SGLang's text embedding models "
+        f"({sorted(SGLANG_ENCODER_POOLING)}); the CPU server pools only what SGLang pools, the same way"
+    )
 
 
 class EncoderRunner(Runner):
     kind = "encoder"
 
-    def __init__(
-        self, model: Any, tokenizer: Any, *, pooling: str = "mean", normalize: bool = True, **kw: Any
-    ):
+    def __init__(self, model: Any, tokenizer: Any, **kw: Any):
         super().__init__(model, tokenizer, **kw)
-        self.pooling = pooling
-        self.normalize = normalize
+        self.pooling = encoder_pooling(self.architectures)
 
     def operations(self) -> dict[str, BatchFn]:
         return {"embed": self.embed}
@@ -63,15 +54,14 @@ class EncoderRunner(Runner):
         return self.pooled(inputs, self._embed_rows)
 
     def _embed_rows(self, input_ids: Any, attention_mask: Any) -> list[list[float]]:
+        import torch
         import torch.nn.functional as F
 
         hidden = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state.float()
         if self.pooling == "cls":
             pooled = hidden[:, 0]
-        else:
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
-        if self.normalize:
-            pooled = F.normalize(pooled, p=2, dim=1)
+        else:  # right padding: the last real token is at (real tokens - 1)
+            pooled = hidden[torch.arange(hidden.shape[0]), attention_mask.sum(dim=1) - 1]
+        pooled = F.normalize(pooled, p=2, dim=1)
         rows: list[list[float]] = pooled.tolist()
         return rows

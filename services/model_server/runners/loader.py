@@ -49,7 +49,7 @@ def load_runner(settings: ModelServerSettings) -> Runner:
     )
     from transformers.utils import logging as hf_logging
 
-    from services.model_server.runners.encoder import EncoderRunner, read_sentence_transformers_config
+    from services.model_server.runners.encoder import EncoderRunner
     from services.model_server.runners.generation import GenerationRunner
     from services.model_server.runners.reward import RewardRunner
 
@@ -72,11 +72,6 @@ def load_runner(settings: ModelServerSettings) -> Runner:
     context = int(getattr(model.config, "max_position_embeddings", 0) or 0) or int(
         getattr(tokenizer, "model_max_length", 2048)
     )
-    pooling, normalize = "mean", True
-    if kind == "encoder":
-        pooling, normalize, st_max = read_sentence_transformers_config(path)
-        if st_max:
-            context = min(context, st_max)
     if settings.context_length is not None:
         if settings.context_length > context:
             logger.warning(
@@ -91,6 +86,6 @@ def load_runner(settings: ModelServerSettings) -> Runner:
     elif kind == "generation":
         runner = GenerationRunner(model, tokenizer, **common)
     else:
-        runner = EncoderRunner(model, tokenizer, pooling=pooling, normalize=normalize, **common)
+        runner = EncoderRunner(model, tokenizer, **common)
     logger.info("loaded %s (%s, %s) context=%d", path, kind, ",".join(runner.architectures), context)
     return runner

@@ -12,6 +12,7 @@ from services.gateway.reliability.function_limits import (
     TokenBucket,
     estimate_tokens,
     function_gates,
+    reported_tokens,
 )
 from services.gateway.reliability.input_limits import prompt_chars
 
@@ -82,3 +83,21 @@ async def test_gate_bounds_concurrency() -> None:
 
     await asyncio.gather(*(call() for _ in range(6)))
     assert peak == 2
+
+
+def test_reported_tokens_reads_openai_usage() -> None:
+    assert reported_tokens({"usage": {"total_tokens": 120}}) == 120
+    assert reported_tokens({"usage": {"prompt_tokens": 100, "completion_tokens": 7}}) == 107
+    assert reported_tokens({"usage": {"prompt_tokens": 100}}) is None  # half a report is no report
+    assert reported_tokens({"usage": {"total_tokens": True}}) is None and reported_tokens({}) is None
+
+
+async def test_tpm_charges_the_tokens_a_call_reports() -> None:
+    gate = FunctionGate(max_concurrency=None, requests_per_minute=None, tokens_per_minute=1000)
+    async with gate.hold(10) as charge:
+        charge.settle(400)  # the judge used 400 tokens, not the 10 estimated
+    bucket = gate._tokens
+    assert bucket is not None and 599 <= bucket.level <= 601
+    async with gate.hold(10) as charge:
+        charge.settle(0)  # used none: the estimate comes back
+    assert 599 <= bucket.level <= 602

@@ -12,6 +12,8 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from services.gateway.routes.error_handlers import install_error_handlers
 from services.gateway.routes.protocols import content_uid, make_protocol_router, split_query
@@ -198,6 +200,19 @@ def test_split_query_fallbacks() -> None:
     assert split_query("something else entirely", prompt) == ("something else entirely", False)
     assert split_query("q", None) == ("q", False)
     assert split_query("q", [{"role": "user", "content": "q"}]) == ("q", False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    prompt=st.text(alphabet="abc <|>\n", min_size=1, max_size=200),
+    cut=st.integers(min_value=0, max_value=199),
+    response=st.text(alphabet="0123456789", max_size=40),
+)
+def test_split_query_any_truncation_length(prompt: str, cut: int, response: str) -> None:
+    """OpenRLHF keeps only the prompt's last tokens: any surviving tail, even one character, is stripped
+    (the response's characters never occur in the prompt here, so the split is unambiguous)."""
+    tail = prompt[min(cut, len(prompt) - 1) :]
+    assert split_query(tail + response, prompt) == (response, True)
 
 
 async def test_openrlhf_unsplittable_query_is_flagged(http: httpx.AsyncClient, scorer: Scorer) -> None:

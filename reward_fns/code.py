@@ -1,0 +1,162 @@
+"""Code: run the completion's program on apps-style test cases in a sandbox, scored as verl's prime_code.
+
+verl 0.9.1's `default_compute_score` scores `codecontests`, `apps`, `codeforces` and `taco` with prime_code
+(`continuous=True`), or with Sandbox Fusion when `sandbox_fusion_url` is set. This function keeps
+prime_code's semantics on both of our backends, so a sample gets the same score wherever it runs:
+
+- the program is the text after the last "```python" up to the next "```" (the whole completion when
+  there is no such block);
+- `ground_truth` holds the test cases, `{"inputs": [...], "outputs": [...], "fn_name"?: str}` as a dict or a
+  JSON string; with `fn_name` the program is call-based, else it reads stdin and prints;
+- first pass: every case in order in one process; all pass → 1.0. Otherwise (`continuous=True`, verl's
+  default) the score is the fraction of the first 10 cases that pass when each runs alone in a fresh process
+  (as a stdin program, as prime_code does). Pass/fail per case: `reward_fns._sandbox.apps_compare`.
+
+The program runs in a sandbox, never in the gateway's process or with its privileges: `sandbox.backend`
+is `bubblewrap` (local, the default) or `sandbox_fusion` (chosen automatically when `sandbox_fusion_url` is
+set). Settings: `reward_kwargs: {sandbox: {...}}` (see `reward_fns._sandbox.settings`); `slots` bounds the
+sandboxes running at once in this gateway process. Returns `{"score", "all_passed", "verdicts"}`:
+`verdicts` are the per-case outcomes of the pass that decided the score (`pass`, `wrong_answer`, `error`,
+`timeout`, `compile_error`, `crashed`, `output_limit`). A sample whose sandbox could not judge it raises
+a `reward_fns._sandbox.errors.SandboxError` subclass (a typed error, never a silent 0).
+
+Deviations from verl, on invalid input only: a `ground_truth` that is not test cases raises `ValueError`
+(verl scores it 0). A program that returns an object whose `==` lies (a list subclass equal to anything)
+is compared by its plain JSON value here (verl trusts its `==`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Protocol
+
+import aiohttp
+
+from reward_fns._sandbox.apps_compare import case_passes
+from reward_fns._sandbox.bubblewrap import BubblewrapRun, check_bubblewrap
+from reward_fns._sandbox.errors import SandboxTimeout
+from reward_fns._sandbox.fusion import FusionRun
+from reward_fns._sandbox.settings import SandboxSettings, settings_from_kwargs
+from reward_fns._sandbox.slots import pool_for
+
+DATA_SOURCES: tuple[str, ...] = ("codecontests", "apps", "codeforces", "taco")
+
+
+class _Run(Protocol):
+    async def first_pass(self) -> list[dict[str, Any]]: ...
+    async def retry_pass(self) -> list[dict[str, Any]]: ...
+    async def close(self) -> None: ...
+
+
+def extract_program(completion: str) -> str:
+    """The last ```python block's text (to its closing fence), or the whole completion."""
+    return completion.split("```python")[-1].split("```")[0]
+
+
+def parse_test_cases(ground_truth: Any) -> dict[str, Any]:
+    cases = ground_truth
+    if isinstance(cases, str | bytes):
+        try:
+            cases = json.loads(cases)
+        except ValueError as exc:
+            raise ValueError(f"ground_truth is not JSON test cases: {exc}") from None
+    if not isinstance(cases, dict):
+        raise ValueError(
+            f"ground_truth must be test cases {{inputs, outputs, fn_name?}}, got {type(cases).__name__}"
+        )
+    inputs, outputs = cases.get("inputs"), cases.get("outputs")
+    if not isinstance(inputs, list) or not isinstance(outputs, list):
+        raise ValueError("ground_truth test cases need 'inputs' and 'outputs' lists")
+    if len(outputs) < len(inputs):
+        raise ValueError(f"ground_truth has {len(inputs)} inputs but only {len(outputs)} outputs")
+    fn_name = cases.get("fn_name")
+    if fn_name is not None and not isinstance(fn_name, str):
+        raise ValueError(f"ground_truth fn_name must be a string, got {type(fn_name).__name__}")
+    return cases
+
+
+def startup_check(reward_kwargs: dict[str, Any]) -> None:
+    """Start-up check for a `code` function configured with these reward_kwargs: raises SandboxUnavailable
+    (naming the options) when its backend cannot run programs here. Sandbox Fusion is checked per call."""
+    settings = settings_from_kwargs(
+        reward_kwargs.get("sandbox"),
+        reward_kwargs.get("sandbox_fusion_url"),
+        reward_kwargs.get("memory_limit_mb"),
+    )
+    if settings.chosen_backend == "bubblewrap":
+        check_bubblewrap(settings)
+
+
+def _verdict(result: dict[str, Any], expected: Any, call_based: bool) -> str:
+    verdict = str(result.get("verdict"))
+    if verdict != "ok" or result.get("case") == -1:  # -1: no cases, the program loaded
+        return verdict
+    return "pass" if case_passes(result, expected, call_based) else "wrong_answer"
+
+
+def _start(
+    settings: SandboxSettings, job: dict[str, Any], slot: int, http_client: aiohttp.ClientSession | None
+) -> _Run:
+    if settings.chosen_backend == "sandbox_fusion":
+        return FusionRun(settings, job, http_client)
+    return BubblewrapRun(settings, job, slot)
+
+
+async def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: dict[str, Any] | None = None,
+    *,
+    sandbox: dict[str, Any] | None = None,
+    sandbox_fusion_url: str | None = None,
+    memory_limit_mb: int | None = None,
+    continuous: bool = True,
+    http_client: aiohttp.ClientSession | None = None,
+) -> dict[str, Any]:
+    """`{"score": 1.0 | pass fraction, "all_passed": bool, "verdicts": [...]}` as described above."""
+    if not isinstance(solution_str, str):
+        raise TypeError(f"solution_str must be a string, got {type(solution_str).__name__}")
+    settings = settings_from_kwargs(sandbox, sandbox_fusion_url, memory_limit_mb)
+    cases = parse_test_cases(ground_truth)
+    inputs, outputs = cases["inputs"], cases["outputs"]
+    call_based = cases.get("fn_name") is not None
+    job = {
+        "solution": extract_program(solution_str),
+        "fn_name": cases.get("fn_name"),
+        "inputs": inputs,
+        "case_timeout_s": settings.case_timeout_s,
+        "retry_case_timeout_s": settings.retry_case_timeout_s,
+        "each_cases": settings.retry_cases,
+        "max_output_bytes": settings.max_output_bytes,
+    }
+    async with pool_for(settings.chosen_backend, settings.slots).hold() as slot:
+        run = _start(settings, job, slot, http_client)
+        try:
+            async with asyncio.timeout(settings.sample_timeout_s):
+                return await judge(run, outputs, len(inputs), call_based, continuous)
+        except TimeoutError:
+            raise SandboxTimeout(
+                f"the sample did not finish within sample_timeout_s={settings.sample_timeout_s}; "
+                "its sandbox was killed"
+            ) from None
+        finally:
+            await run.close()
+
+
+async def judge(
+    run: _Run, outputs: list[Any], cases: int, call_based: bool, continuous: bool
+) -> dict[str, Any]:
+    """prime_code's two passes over a started sandbox run: all cases at once, then one by one."""
+    first = await run.first_pass()
+    verdicts = [_verdict(r, outputs[r["case"]] if r["case"] >= 0 else None, call_based) for r in first]
+    if len(first) == max(1, cases) and all(v in ("pass", "ok") for v in verdicts):
+        return {"score": 1.0, "all_passed": True, "verdicts": verdicts if cases else []}
+    if not continuous:
+        return {"score": 0.0, "all_passed": False, "verdicts": verdicts}
+    # The retry pass runs every program as a stdin program (prime_code's one-by-one cases carry no fn_name).
+    retry = await run.retry_pass()
+    verdicts = [_verdict(r, outputs[r["case"]], False) for r in retry]
+    passed = sum(v == "pass" for v in verdicts)
+    return {"score": passed / max(1, len(verdicts)), "all_passed": False, "verdicts": verdicts}

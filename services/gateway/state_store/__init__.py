@@ -1,0 +1,12 @@
+"""Where the gateway keeps state that replicas must share: results, groups and budgets.
+
+base.py           the `StateBackend` protocol, `StateStoreUnavailable`, usage-based token counting
+memory.py         in-process state (the default: one replica, no Redis)
+redis_client.py   the Redis connection (redis-py asyncio), timed and error-mapped calls, the notifier
+redis_scripts.py  the Lua scripts: every read-modify-write runs atomically inside Redis
+redis_cache.py    fleet-wide result cache and in-flight join
+redis_budget.py   fleet-wide max_concurrency, requests_per_minute, tokens_per_minute
+redis_groups.py   fleet-wide GRPO group collection
+redis_backend.py  the Redis `StateBackend` that builds the three
+metrics.py        state-store latency and error metrics
+"""

@@ -1,0 +1,57 @@
+"""The Redis state backend: one `RedisStore` (connection, metrics, notifier) shared by the results cache,
+the function gates and the group scorer of one gateway replica."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.gateway.metrics import GatewayMetrics
+from services.gateway.reliability.function_limits import Gate
+from services.gateway.reliability.idempotency import Results
+from services.gateway.state_store.base import Groups
+from services.gateway.state_store.metrics import StateStoreMetrics
+from services.gateway.state_store.redis_budget import RedisGate
+from services.gateway.state_store.redis_cache import RedisResults
+from services.gateway.state_store.redis_client import RedisSettings, RedisStore
+from services.gateway.state_store.redis_groups import RedisGroupScorer
+
+
+class RedisBackend:
+    name = "redis"
+
+    def __init__(
+        self,
+        settings: RedisSettings,
+        metrics: GatewayMetrics,
+        store_metrics: StateStoreMetrics,
+        lease_s: float = 10.0,
+    ) -> None:
+        self.metrics = metrics
+        self.store = RedisStore(settings, store_metrics)
+        self.lease_s = lease_s
+        self.finished_keep_s = 600.0
+
+    async def start(self) -> None:
+        await self.store.start()
+
+    async def close(self) -> None:
+        await self.store.close()
+
+    def results(self, mode: str, max_entries: int, ttl_s: float) -> Results:
+        self.finished_keep_s = max(self.finished_keep_s, ttl_s)
+        return RedisResults(self.store, mode, max_entries, ttl_s, self.lease_s, self.metrics)
+
+    def gate(
+        self,
+        fn_name: str,
+        max_concurrency: int | None,
+        requests_per_minute: float | None,
+        tokens_per_minute: float | None,
+        lease_s: float,
+    ) -> Gate:
+        return RedisGate(
+            self.store, fn_name, max_concurrency, requests_per_minute, tokens_per_minute, lease_s
+        )
+
+    def groups(self, config: Any, scorer: Any) -> Groups:
+        return RedisGroupScorer(self.store, config, scorer, self.finished_keep_s)

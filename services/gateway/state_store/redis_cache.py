@@ -1,0 +1,200 @@
+"""Fleet-wide result cache and in-flight join (the Redis side of idempotency.py; same keys, same semantics).
+
+For a sample with a key, one script (`CACHE_CLAIM`) either answers from the cache, or takes the run's lease
+(`SET NX PX`), or names the replica request that holds it. The holder runs the function and `CACHE_FINISH`
+stores the outcome for the waiters, caches it when it is "ok", frees the lease and publishes. A waiter listens
+on the key's channel *before* it claims, so it cannot miss that publish; it also re-checks every `poll_s`.
+
+The lease lasts `lease_s` and is renewed every `lease_s / 3` while the run goes on (a run may wait long for a
+judge's budget). A replica that dies mid-run stops renewing, so its lease expires and a waiter takes over:
+at most `lease_s` of delay, never a wedged key. Results are FIFO-bounded (`result_cache_size`, an index
+sorted set) and expire after `result_cache_ttl_s`; a hit is not re-ordered (no write on the read path).
+
+If the store fails before the run, the request fails with `StateStoreUnavailable` and nothing ran. If it
+fails after the run, the caller still gets its result (logged, counted in the errors metric); only the
+sharing of that one result is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any
+
+from services.gateway.errors import StateStoreUnavailable
+from services.gateway.metrics import GatewayMetrics
+from services.gateway.reliability.idempotency import inputs_digest
+from services.gateway.schemas import ScoreRequest, ScoreResult
+from services.gateway.state_store.redis_client import RedisStore
+from services.gateway.state_store.redis_scripts import (
+    CACHE_CHECK,
+    CACHE_CLAIM,
+    CACHE_FINISH,
+    CACHE_RELEASE,
+    LEASE_RENEW,
+)
+
+log = logging.getLogger("rewardfleet.gateway")
+OUTCOME_TTL_MS = 30_000  # long enough for every waiter of a run to read its outcome
+
+
+class LeaseKeeper:
+    """Renews a lease every `lease_s / 3` until stopped: timer callbacks, no task while the run is short."""
+
+    def __init__(self, renew: Callable[[], Awaitable[Any]], lease_s: float) -> None:
+        self.renew = renew
+        self.every_s = lease_s / 3
+        self.loop = asyncio.get_running_loop()
+        self.handle: asyncio.TimerHandle | None = self.loop.call_later(self.every_s, self._fire)
+        self.task: asyncio.Task[None] | None = None
+
+    def _fire(self) -> None:
+        self.task = self.loop.create_task(self._renew())
+
+    async def _renew(self) -> None:
+        with contextlib.suppress(StateStoreUnavailable):  # counted by the store; the next renewal retries
+            await self.renew()
+        if self.handle is not None:
+            self.handle = self.loop.call_later(self.every_s, self._fire)
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+        if self.task is not None:
+            self.task.cancel()
+
+
+class RedisResults:
+    def __init__(
+        self,
+        store: RedisStore,
+        mode: str,
+        max_entries: int,
+        ttl_s: float,
+        lease_s: float,
+        metrics: GatewayMetrics,
+    ) -> None:
+        self.store = store
+        self.metrics = metrics
+        self.mode = mode
+        self.max_entries = max_entries
+        self.ttl_ms = max(1, int(ttl_s * 1000))
+        self.lease_s = lease_s
+        self.lease_ms = max(1, int(lease_s * 1000))
+        self.index = store.key("r", "index")
+        self._claim = store.script(CACHE_CLAIM)
+        self._check = store.script(CACHE_CHECK)
+        self._finish = store.script(CACHE_FINISH)
+        self._release = store.script(CACHE_RELEASE)
+        self._renew = store.script(LEASE_RENEW)
+
+    def key(self, request: ScoreRequest, fn_name: str, fn_version: str) -> Hashable | None:
+        if self.mode == "off" or (self.mode == "uid" and request.uid is None):
+            return None
+        digest = inputs_digest(request).hex()
+        if self.mode == "uid":
+            return f"{fn_name}|{fn_version}|{request.uid!s}|{digest}"
+        return f"{fn_name}|{fn_version}|{digest}"
+
+    def _keys(self, key: Hashable) -> tuple[str, str, str, str]:
+        base = self.store.key("r", "{" + str(key) + "}")
+        return base + ":res", base + ":lease", base + ":out", base
+
+    @staticmethod
+    def _as_cached(raw: bytes, request: ScoreRequest) -> ScoreResult:
+        return ScoreResult.model_validate_json(raw).model_copy(update={"uid": request.uid, "cached": True})
+
+    async def run(
+        self, key: Hashable, request: ScoreRequest, compute: Callable[[], Awaitable[ScoreResult]]
+    ) -> ScoreResult:
+        result_key, lease_key, out_key, _ = self._keys(key)
+        token = uuid.uuid4().hex
+        kind, value = await self.store.call(
+            "cache_claim",
+            self.store.eval(self._claim, [result_key, lease_key, out_key], [token, self.lease_ms]),
+        )
+        if kind == 1:
+            self.metrics.result_cache_answered("hit")
+            return self._as_cached(value, request)
+        if kind == 3:
+            self.metrics.result_cache_answered("join")
+            return self._as_cached(value, request)
+        if kind == 0:
+            joined = await self._join(key, value, request)
+            if isinstance(joined, ScoreResult):
+                return joined
+            token = joined
+        return await self._own(key, token, request, compute)
+
+    async def _join(self, key: Hashable, holder: bytes, request: ScoreRequest) -> ScoreResult | str:
+        """Wait for the run `holder` holds: its outcome, or the token of a lease this request now holds."""
+        result_key, lease_key, out_key, channel = self._keys(key)
+        token = uuid.uuid4().hex
+        async with self.store.notifier.listen(channel) as inbox:
+            while True:
+                kind, value = await self.store.call(
+                    "cache_check", self.store.eval(self._check, [lease_key, out_key], [holder])
+                )
+                if kind == 3:
+                    self.metrics.result_cache_answered("join")
+                    return self._as_cached(value, request)
+                if kind == 4:  # the run ended without an outcome (crashed, cancelled): claim it again
+                    kind, value = await self.store.call(
+                        "cache_claim",
+                        self.store.eval(
+                            self._claim, [result_key, lease_key, out_key], [token, self.lease_ms]
+                        ),
+                    )
+                    if kind in (1, 3):
+                        self.metrics.result_cache_answered("hit" if kind == 1 else "join")
+                        return self._as_cached(value, request)
+                    if kind == 2:
+                        return token
+                    holder = value
+                await inbox.wait(self.store.settings.poll_s)
+
+    async def _own(
+        self, key: Hashable, token: str, request: ScoreRequest, compute: Callable[[], Awaitable[ScoreResult]]
+    ) -> ScoreResult:
+        result_key, lease_key, out_key, channel = self._keys(key)
+        keeper = LeaseKeeper(
+            lambda: self.store.call(
+                "lease_renew", self.store.eval(self._renew, [lease_key], [token, self.lease_ms])
+            ),
+            self.lease_s,
+        )
+        try:
+            result = await compute()
+        except BaseException:
+            keeper.stop()
+            with contextlib.suppress(StateStoreUnavailable):
+                await self.store.call(
+                    "cache_release", self.store.eval(self._release, [lease_key], [token, channel])
+                )
+            raise
+        keeper.stop()
+        cacheable = "1" if result.status == "ok" else "0"
+        try:
+            await self.store.call(
+                "cache_finish",
+                self.store.eval(
+                    self._finish,
+                    [result_key, lease_key, out_key, self.index],
+                    [
+                        token,
+                        result.model_dump_json(),
+                        cacheable,
+                        self.ttl_ms,
+                        self.max_entries,
+                        OUTCOME_TTL_MS,
+                        channel,
+                    ],
+                ),
+            )
+        except StateStoreUnavailable:
+            log.warning("result of %s not shared: the state store failed after the run", request.uid)
+        return result

@@ -1,0 +1,69 @@
+"""The sample deadline and a cancelled call kill everything the program started; slots bound the sandboxes
+running at once and hand out distinct slot numbers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from reward_fns import code
+from reward_fns._sandbox.errors import SandboxTimeout
+from reward_fns._sandbox.slots import SlotPool, pool_for
+from tests.code_sandbox.support import sandbox_processes
+
+LOOP_FOREVER = "import posix\nposix.fork()\nwhile True:\n    pass"
+CASES = {"inputs": ["1"], "outputs": ["1"]}
+
+
+async def _until_no_sandbox_process(patience_s: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + patience_s
+    while sandbox_processes() and time.monotonic() < deadline:  # noqa: ASYNC110 - polling the kernel
+        await asyncio.sleep(0.1)
+    return sandbox_processes()
+
+
+async def test_sample_deadline_is_a_sandbox_timeout_and_kills_everything() -> None:
+    with pytest.raises(SandboxTimeout, match=r"sample_timeout_s=1\.5"):
+        await code.compute_score(
+            data_source="apps",
+            solution_str=LOOP_FOREVER,
+            ground_truth=CASES,
+            sandbox={"case_timeout_s": 60, "sample_timeout_s": 1.5, "slots": 1},
+        )
+    assert await _until_no_sandbox_process() == []
+
+
+async def test_a_cancelled_call_kills_its_sandbox() -> None:
+    # The gateway cancels a call at its function timeout_s; the sandbox must not outlive it.
+    call = code.compute_score(
+        data_source="apps", solution_str=LOOP_FOREVER, ground_truth=CASES, sandbox={"case_timeout_s": 60}
+    )
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(call, 1.5)
+    assert await _until_no_sandbox_process() == []
+
+
+async def test_slots_bound_concurrency_fifo() -> None:
+    pool = SlotPool(2, first=5)
+    running, peak, seen = 0, 0, []
+
+    async def job() -> None:
+        nonlocal running, peak
+        async with pool.hold() as slot:
+            running += 1
+            peak = max(peak, running)
+            seen.append(slot)
+            await asyncio.sleep(0.01)
+            running -= 1
+
+    await asyncio.gather(*(job() for _ in range(7)))
+    assert peak == 2 and set(seen) == {5, 6} and pool.busy == 0
+
+
+async def test_pools_per_backend_have_distinct_slot_numbers() -> None:
+    first, second = pool_for("bubblewrap", 2), pool_for("bubblewrap", 3)
+    assert pool_for("bubblewrap", 2) is first
+    async with first.hold() as a, first.hold() as b, second.hold() as c:
+        assert len({a, b, c}) == 3

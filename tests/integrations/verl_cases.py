@@ -1,0 +1,174 @@
+"""(Run by test_verl_trainer_code.py in its own interpreter: see there why.)
+
+verl 0.9.1's own code scores through `services/integrations/verl_reward.py` and a live gateway.
+
+What of verl runs: its trainer Hydra config (`verl/trainer/config/ppo_trainer.yaml`) composed with the
+override lines of docs/client.md; `verl.trainer.ppo.reward.get_custom_reward_fn` loading the adapter from
+`pkg://`; its dataset (`RLHFDataset`, `collate_fn`) building the `DataProto`; the reward loop its trainer uses
+(`RewardLoopManager` → Ray actors `RewardLoopWorker` → `NaiveRewardManager.run_single`) and the older
+`verl.workers.reward_manager.NaiveRewardManager`; the expected scores come from verl's own
+`default_compute_score`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integrations.conftest import LiveGateway
+from tests.integrations.verl_harness import (
+    compose_trainer_config,
+    documented_overrides,
+    last_token_scores,
+    rollout_batch,
+    write_parquet,
+)
+
+GSM8K_SUFFIX = ' Let\'s think step by step and output the final answer after "####".'
+# (data_source, question, ground truth, response): gsm8k rows first, math_dapo rows last, so each of the two
+# reward-loop workers gets one data source only. With per-process key memory the two workers returned
+# different key sets and verl dropped `acc` (or, math_dapo first, died with KeyError: 'acc').
+ROWS = [
+    ("openai/gsm8k", "What is 6*7?", "42", "6*7 is 42.\n#### 42"),
+    ("openai/gsm8k", "What is 5+5?", "10", "5+5 is 11.\n#### 11"),
+    ("math_dapo", "What is 2+3?", "5", "2+3=5.\nAnswer: 5"),
+    ("math_dapo", "What is 9-4?", "5", "9-4=6.\nAnswer: 6"),
+]
+
+
+def _row(i: int, data_source: str, question: str, truth: str) -> dict[str, Any]:
+    return {
+        "data_source": data_source,
+        "prompt": [{"role": "user", "content": question + GSM8K_SUFFIX}],
+        "ability": "math",
+        "reward_model": {"style": "rule", "ground_truth": truth},
+        "extra_info": {"index": i, "question": question, "split": "train"},
+    }
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_policy: Path) -> Any:
+    from verl.utils import hf_tokenizer
+
+    return hf_tokenizer(str(tiny_policy))
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory: pytest.TempPathFactory, tokenizer: Any) -> Any:
+    tmp = tmp_path_factory.mktemp("verl-data")
+    parquet = write_parquet(tmp / "train.parquet", [_row(i, *r[:3]) for i, r in enumerate(ROWS)])
+    return rollout_batch(parquet, tokenizer, [r[3] for r in ROWS], tmp / "cache")
+
+
+def trainer_config(gateway: LiveGateway, tiny_policy: Path, *extra: str) -> Any:
+    return compose_trainer_config(
+        [
+            *documented_overrides(gateway.url),
+            f"actor_rollout_ref.model.path={tiny_policy}",
+            "reward.num_workers=2",
+            *extra,
+        ]
+    )
+
+
+def verl_expected(batch: Any, tokenizer: Any) -> list[dict[str, Any]]:
+    """What verl computes on its own for each row: `default_compute_score` on the decoded response, with
+    the reward manager's rule that a number result is also stored as `acc`."""
+    from verl.utils.reward_score import default_compute_score
+
+    expected = []
+    response_len = batch.batch["responses"].shape[-1]
+    for i in range(len(batch)):
+        valid = int(batch.batch["attention_mask"][i, -response_len:].sum())
+        text = tokenizer.decode(batch.batch["responses"][i, :valid], skip_special_tokens=True)
+        result = default_compute_score(
+            batch.non_tensor_batch["data_source"][i],
+            text,
+            batch.non_tensor_batch["reward_model"][i]["ground_truth"],
+        )
+        expected.append(dict(result) if isinstance(result, dict) else {"score": result, "acc": result})
+    return expected
+
+
+def test_documented_lines_are_what_verl_trainer_reads(
+    trainer_gateway: LiveGateway, tiny_policy: Path
+) -> None:
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+
+    from services.integrations import verl_reward
+
+    config = trainer_config(trainer_gateway, tiny_policy)
+    fn = get_custom_reward_fn(config)
+    assert fn is not None, "verl's trainer found no custom reward function in the documented config"
+    assert fn.args[0] is verl_reward.compute_score  # pkg:// imported the package module itself
+    assert fn.args[1] == {"gateway_url": trainer_gateway.url}
+    # The old top-level form composes without an error, and verl's trainer does not read it: the trap the
+    # docs warn about (main_ppo would score everything locally and never call the gateway).
+    old_form = compose_trainer_config(
+        [
+            "custom_reward_function.path=pkg://services.integrations.verl_reward",
+            "custom_reward_function.name=compute_score",
+        ]
+    )
+    assert get_custom_reward_fn(old_form) is None
+
+
+def test_older_naive_reward_manager(
+    trainer_gateway: LiveGateway, tiny_policy: Path, tokenizer: Any, batch: Any
+) -> None:
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+    from verl.workers.reward_manager.naive import NaiveRewardManager
+
+    config = trainer_config(
+        trainer_gateway, tiny_policy, "reward.custom_reward_function.name=compute_score_sync"
+    )
+    manager = NaiveRewardManager(tokenizer, num_examine=0, compute_score=get_custom_reward_fn(config))
+    out = manager(batch, return_dict=True)
+    expected = verl_expected(batch, tokenizer)
+    response_len = batch.batch["responses"].shape[-1]
+    scores = last_token_scores(out["reward_tensor"], batch.batch["attention_mask"], response_len)
+    assert scores == [e["score"] for e in expected]
+    assert scores == [1.0, 0.0, 1.0, -1.0]  # the rows really are right, wrong, right, wrong
+    extra = out["reward_extra_info"]
+    assert [float(a) for a in extra["acc"]] == [float(e["acc"]) for e in expected]
+
+
+@pytest.fixture(scope="module")
+def ray_local() -> Iterator[None]:
+    """A local Ray with 2 CPUs (one per reward-loop worker), shut down after this module."""
+    import ray
+
+    temp_dir = tempfile.mkdtemp(prefix="ray-")  # short: Ray's socket paths must stay under 108 bytes
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def test_reward_loop_workers_in_ray_mixed_data_sources(
+    trainer_gateway: LiveGateway, tiny_policy: Path, tokenizer: Any, batch: Any, ray_local: None
+) -> None:
+    """verl's trainer path: RewardLoopManager splits the batch over 2 Ray actors (gsm8k rows in one, math_dapo
+    rows in the other), each loads the adapter with get_custom_reward_fn and scores through the gateway."""
+    from verl.experimental.reward_loop import RewardLoopManager
+
+    manager = RewardLoopManager(trainer_config(trainer_gateway, tiny_policy))
+    out = manager.compute_rm_score(batch)  # a KeyError here = key sets differ between workers
+    expected = verl_expected(batch, tokenizer)
+    response_len = batch.batch["responses"].shape[-1]
+    scores = last_token_scores(out.batch["rm_scores"], batch.batch["attention_mask"], response_len)
+    assert scores == [e["score"] for e in expected] == [1.0, 0.0, 1.0, -1.0]
+    columns = out.non_tensor_batch
+    # verl's validation metric key survives, with verl's own values for both kinds of scorer
+    assert [float(a) for a in columns["acc"]] == [float(e["acc"]) for e in expected]
+    assert list(columns["pred"][2:]) == [e["pred"] for e in expected[2:]]
+    assert list(columns["reward_status"]) == ["ok"] * 4 and not any(columns["reward_failed"])
+    assert json.loads(columns["reward_extra"][2])["pred"] == expected[2]["pred"]
+    assert all(not math.isnan(float(a)) for a in columns["acc"])

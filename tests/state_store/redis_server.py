@@ -1,0 +1,73 @@
+"""A real `redis-server` (the Debian package) on a free 127.0.0.1 port: no persistence, killable and
+restartable on the same port, as the store-failure tests need."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import socket
+import time
+from pathlib import Path
+
+from tests.support import ChildProcess, free_port
+
+REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
+
+
+def _answers_ping(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith((b"+PONG", b"-NOAUTH"))  # up (a password is not needed to know)
+    except OSError:
+        return False
+
+
+class RedisServer:
+    def __init__(self, tmp: Path, port: int | None = None, extra_args: tuple[str, ...] = ()) -> None:
+        self.tmp = tmp
+        self.port = port or free_port()
+        self.extra_args = extra_args
+        self.proc: ChildProcess | None = None
+        self.starts = 0
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout_s: float = 20.0) -> RedisServer:
+        self.starts += 1
+        cmd = [
+            REDIS_SERVER,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(self.tmp),
+            *self.extra_args,
+        ]
+        self.proc = ChildProcess(cmd, self.tmp / f"redis-{self.port}-{self.starts}.log")
+        deadline = time.monotonic() + timeout_s
+        while not _answers_ping(self.port):
+            if self.proc.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not start:\n{self.proc.log()[-2000:]}")
+            time.sleep(0.05)
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL: the store vanishes mid-conversation, its data with it (no persistence)."""
+        if self.proc is not None:
+            self.proc.signal(signal.SIGKILL)
+            self.proc.proc.wait(timeout=10)
+            self.proc.stop()
+            self.proc = None
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.stop()
+            self.proc = None

@@ -1,0 +1,131 @@
+"""Fleet-wide result cache + in-flight join against a real redis-server, replicas = separate backends."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from services.gateway.state_store.redis_backend import RedisBackend
+from tests.state_store.conftest import make_backend
+from tests.state_store.helpers import CountingCompute, request
+from tests.state_store.redis_server import RedisServer
+
+
+def answered(backend: RedisBackend, how: str) -> float:
+    """The replica's rewardfleet_result_cache_answers_total{how}: hits and joins stay per-replica counters, so
+    their sum over replicas is the fleet's figure."""
+    return float(backend.metrics.result_cache_answers.labels(how)._value.get())
+
+
+async def test_concurrent_duplicates_on_three_replicas_run_once(replicas: list[RedisBackend]) -> None:
+    caches = [r.results("uid", 100, 60.0) for r in replicas]
+    req = request("same-uid")
+    key = caches[0].key(req, "judge", "v1")
+    compute = CountingCompute()
+    compute.gate.clear()
+    first = asyncio.create_task(caches[0].run(key, req, compute.bind(req)))
+    await compute.started.wait()
+    joiners = [asyncio.create_task(c.run(key, req, compute.bind(req))) for c in caches[1:] for _ in range(3)]
+    await asyncio.sleep(0.05)  # let them find the run in flight
+    compute.gate.set()
+    answers = await asyncio.gather(first, *joiners)
+    assert compute.runs == 1
+    assert [a.score for a in answers] == [2.0] * 7
+    assert answers[0].cached is False and all(a.cached for a in answers[1:])
+    assert sum(answered(r, "join") for r in replicas) == 6
+    later = await caches[2].run(key, req, compute.bind(req))  # after it finished: from the cache
+    assert later.cached and later.score == 2.0 and compute.runs == 1 and answered(replicas[2], "hit") == 1
+
+
+async def test_key_covers_inputs_so_same_uid_other_response_runs(replicas: list[RedisBackend]) -> None:
+    cache = replicas[0].results("uid", 100, 60.0)
+    compute = CountingCompute()
+    a, b = request("u", "1"), request("u", "22")
+    assert cache.key(a, "judge", "v1") != cache.key(b, "judge", "v1")
+    assert cache.key(a, "judge", "v1") != cache.key(a, "judge", "v2")  # a reloaded function: new key
+    ra = await cache.run(cache.key(a, "judge", "v1"), a, compute.bind(a))
+    rb = await replicas[1].results("uid", 100, 60.0).run(cache.key(b, "judge", "v1"), b, compute.bind(b))
+    assert (ra.score, rb.score, compute.runs) == (1.0, 2.0, 2)
+    assert replicas[0].results("uid", 100, 60.0).key(request(None), "judge", "v1") is None  # no uid: no dedup
+    assert replicas[0].results("off", 100, 60.0).key(a, "judge", "v1") is None
+
+
+async def test_error_is_shared_with_joiners_but_not_cached(replicas: list[RedisBackend]) -> None:
+    caches = [r.results("uid", 100, 60.0) for r in replicas[:2]]
+    req = request("err")
+    key = caches[0].key(req, "judge", "v1")
+    compute = CountingCompute(status="error")
+    compute.gate.clear()
+    first = asyncio.create_task(caches[0].run(key, req, compute.bind(req)))
+    await compute.started.wait()
+    joiner = asyncio.create_task(caches[1].run(key, req, compute.bind(req)))
+    await asyncio.sleep(0.05)
+    compute.gate.set()
+    a, b = await asyncio.gather(first, joiner)
+    assert (a.status, b.status, b.cached, compute.runs) == ("error", "error", True, 1)
+    retry = await caches[1].run(key, req, compute.bind(req))  # an error may be transient: runs again
+    assert retry.status == "error" and not retry.cached and compute.runs == 2
+
+
+@pytest.fixture
+async def short_leases(redis_server: RedisServer) -> AsyncIterator[list[RedisBackend]]:
+    backends = [make_backend(redis_server.url, "lease-test:", poll_s=0.05, lease_s=0.3) for _ in range(2)]
+    for backend in backends:
+        await backend.start()
+    yield backends
+    for backend in backends:
+        await backend.close()
+
+
+async def test_lease_of_a_dead_replica_expires_and_a_waiter_takes_over(
+    short_leases: list[RedisBackend],
+) -> None:
+    cache = short_leases[0].results("uid", 100, 60.0)
+    req = request("crash")
+    key = cache.key(req, "judge", "v1")
+    # a replica took the run's lease and died: nobody renews it, nobody finishes it
+    await short_leases[0].store.client.set(cache._keys(key)[1], b"d" * 32, px=300)  # type: ignore[attr-defined]
+    compute = CountingCompute()
+    answer = await cache.run(key, req, compute.bind(req))
+    assert compute.runs == 1 and answer.score == 2.0 and not answer.cached
+
+
+async def test_a_long_run_keeps_its_lease(short_leases: list[RedisBackend]) -> None:
+    """A run three times longer than the lease is renewed, so a duplicate joins it instead of running."""
+    first, second = (b.results("uid", 100, 60.0) for b in short_leases)
+    req = request("long")
+    key = first.key(req, "judge", "v1")
+    compute = CountingCompute()
+    compute.gate.clear()
+    owner = asyncio.create_task(first.run(key, req, compute.bind(req)))
+    await compute.started.wait()
+    joiner = asyncio.create_task(second.run(key, req, compute.bind(req)))
+    await asyncio.sleep(0.9)
+    compute.gate.set()
+    a, b = await asyncio.gather(owner, joiner)
+    assert compute.runs == 1 and b.cached and b.score == a.score
+
+
+async def test_cache_is_bounded_fifo(replicas: list[RedisBackend]) -> None:
+    cache = replicas[0].results("uid", 3, 60.0)
+    compute = CountingCompute()
+    reqs = [request(f"u{i}") for i in range(5)]
+    for req in reqs:
+        await cache.run(cache.key(req, "judge", "v1"), req, compute.bind(req))
+    client = replicas[0].store.client
+    assert await client.zcard(replicas[0].store.key("r", "index")) == 3
+    stored = [await client.exists(cache._keys(cache.key(r, "judge", "v1"))[0]) for r in reqs]  # type: ignore[attr-defined]
+    assert stored == [0, 0, 1, 1, 1]
+
+
+async def test_ttl_expires_results(replicas: list[RedisBackend]) -> None:
+    cache = replicas[0].results("uid", 10, 0.2)
+    compute = CountingCompute()
+    req = request("ttl")
+    key = cache.key(req, "judge", "v1")
+    await cache.run(key, req, compute.bind(req))
+    assert (await cache.run(key, req, compute.bind(req))).cached
+    await asyncio.sleep(0.3)
+    assert not (await cache.run(key, req, compute.bind(req))).cached and compute.runs == 2

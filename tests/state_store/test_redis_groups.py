@@ -1,0 +1,117 @@
+"""Fleet-wide group scoring against a real redis-server: members spread over three replicas get exactly the
+answers one in-process GroupScorer gives; repeats, timeouts, bounds and mismatches behave as in-process."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any, cast
+
+import pytest
+
+from services.gateway.config.features import GroupsConfig
+from services.gateway.errors import GroupRequestError, TooManyOpenGroups
+from services.gateway.features.groups import GroupScorer, load_group_functions
+from services.gateway.schemas import ScoreRequest, ScoreResult
+from services.gateway.state_store.redis_backend import RedisBackend
+from tests.state_store.helpers import request, result
+
+FNS = load_group_functions(GroupsConfig())  # the built-in group functions (reward_fns.groups)
+
+
+class LengthScorer:
+    """Stands in for the Scorer: scores a sample by the length of its solution, counting the calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def score(self, req: ScoreRequest, fn: Any, label: str) -> ScoreResult:
+        self.calls += 1
+        await asyncio.sleep(random.random() * 0.02)
+        return result(req, float(len(req.solution_str)))
+
+
+def member(gid: str, index: int, size: int = 8, **more: Any) -> ScoreRequest:
+    return request(
+        f"{gid}-p", "x" * ((index * 7) % 5 + 1), group_id=gid, group_size=size, group_index=index, **more
+    )
+
+
+def essence(answer: ScoreResult) -> tuple[Any, ...]:
+    return (answer.score, answer.status, answer.extra["sample_score"], answer.extra["group"], answer.error)
+
+
+def scorers(replicas: list[RedisBackend], config: GroupsConfig) -> tuple[list[Any], LengthScorer]:
+    counter = LengthScorer()
+    return [r.groups(config, counter) for r in replicas], counter
+
+
+@pytest.mark.parametrize("group_fn", [None, "rank_normalise", "best_of_n_bonus"])
+async def test_groups_spread_over_replicas_equal_in_process(
+    replicas: list[RedisBackend], group_fn: Any
+) -> None:
+    config = GroupsConfig()
+    fleet, counter = scorers(replicas, config)
+    local = GroupScorer(config, cast(Any, LengthScorer()))
+    groups = [[member(f"g{g}", i, group_fn=group_fn) for i in range(8)] for g in range(4)]
+    posts = [(i % 3, m) for g in groups for i, m in enumerate(g)]
+    random.Random(7).shuffle(posts)
+    spread = await asyncio.gather(*(fleet[rep].submit(m, None, "test", FNS) for rep, m in posts))
+    alone = await asyncio.gather(*(local.submit(m, cast(Any, None), "test", FNS) for _, m in posts))
+    assert [essence(a) for a in spread] == [essence(a) for a in alone]
+    assert all(a.status == "ok" for a in spread) and counter.calls == 32
+    assert await replicas[0].store.client.zcard(replicas[0].store.key("groups", "open")) == 0  # all answered
+
+
+async def test_repeated_member_on_another_replica_waits_and_runs_once(replicas: list[RedisBackend]) -> None:
+    fleet, counter = scorers(replicas, GroupsConfig())
+    posts = [fleet[i % 3].submit(member("dup", i, size=3), None, "t", FNS) for i in range(2)]
+    repeat = fleet[2].submit(member("dup", 0, size=3), None, "t", FNS)  # member 0 again, on another replica
+    first = asyncio.gather(*posts, repeat)
+    await asyncio.sleep(0.1)
+    last = await fleet[1].submit(member("dup", 2, size=3), None, "t", FNS)
+    a0, _a1, again = await first
+    assert counter.calls == 3 and essence(again) == essence(a0) and last.status == "ok"
+    late = await fleet[0].submit(
+        member("dup", 0, size=3), None, "t", FNS
+    )  # after the answer: the same answer
+    assert essence(late) == essence(a0) and counter.calls == 3
+    with pytest.raises(GroupRequestError, match="already answered"):
+        await fleet[2].submit(
+            member("dup", 1, size=3).model_copy(update={"group_index": None, "uid": "z"}), None, "t", FNS
+        )
+
+
+async def test_timeout_is_fleet_wide_and_matches_in_process(replicas: list[RedisBackend]) -> None:
+    config = GroupsConfig(timeout_s=0.3)
+    fleet, _ = scorers(replicas, config)
+    local = GroupScorer(config, cast(Any, LengthScorer()))
+    spread = await asyncio.gather(
+        *(fleet[i].submit(member("late", i, size=3), None, "t", FNS) for i in range(2))
+    )
+    alone = await asyncio.gather(
+        *(local.submit(member("late", i, size=3), cast(Any, None), "t", FNS) for i in range(2))
+    )
+    assert [a.status for a in spread] == ["group_timeout"] * 2
+    assert [essence(a) for a in spread] == [essence(a) for a in alone]
+    assert spread[0].extra["group"]["received"] == 2
+
+
+async def test_open_groups_are_bounded_fleet_wide(replicas: list[RedisBackend]) -> None:
+    fleet, _ = scorers(replicas, GroupsConfig(max_open_groups=1, timeout_s=0.3))
+    pending = asyncio.create_task(fleet[0].submit(member("a", 0, size=2), None, "t", FNS))
+    await asyncio.sleep(0.05)
+    with pytest.raises(TooManyOpenGroups):
+        await fleet[1].submit(member("b", 0, size=2), None, "t", FNS)
+    assert (await pending).status == "group_timeout"
+
+
+async def test_mismatched_members_are_refused(replicas: list[RedisBackend]) -> None:
+    fleet, _ = scorers(replicas, GroupsConfig(timeout_s=0.3))
+    pending = asyncio.create_task(fleet[0].submit(member("m", 0, size=2), None, "t", FNS))
+    await asyncio.sleep(0.05)
+    with pytest.raises(GroupRequestError, match="group_size 2"):
+        await fleet[1].submit(member("m", 1, size=3), None, "t", FNS)
+    with pytest.raises(GroupRequestError, match="different group functions"):
+        await fleet[2].submit(member("m", 1, size=2, group_fn="rank_normalise"), None, "t", FNS)
+    await pending
