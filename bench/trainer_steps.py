@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+# verl's config stack (omegaconf) needs antlr4 4.9; the venv keeps math-verify's 4.13.2 and .ci/setup puts 4.9
+# aside (see tests/integrations/test_verl_trainer_code.py). Only this process and the ones it spawns (verl's
+# math-verify pool) see it; the gateway runs with the venv's own.
+_ANTLR_FOR_VERL = Path(__file__).resolve().parent.parent / ".venv" / "antlr4-4.9"
+if _ANTLR_FOR_VERL.is_dir() and str(_ANTLR_FOR_VERL) not in sys.path:
+    sys.path.insert(0, str(_ANTLR_FOR_VERL))
 
 KINDS = ("gsm8k", "math_verify", "judge")
 PROMPT_TOKENS = 32
