@@ -1,11 +1,11 @@
-"""Run the six benchmarks of issue 8 in one go, print the table, write `docs/BENCHMARKS.md` and
-`docs/bench_cost_growth.png`.
+"""Run the benchmarks of issues 8 and 18 in one go, print the table, write `docs/BENCHMARKS.md`,
+`docs/bench_cost_growth.png` and `docs/bench_step_growth.png`.
 
 Every ratio is measured against a baseline taken in the same invocation (alternating rounds, medians), on
 127.0.0.1 only, with bounded load. A benchmark that fails is reported as failed and the others still run.
 
     .venv/bin/python -m bench.run_all            # full: about 10-15 minutes on 2 cores
-    .venv/bin/python -m bench.run_all --quick    # smoke-sized: under 3 minutes, noisier
+    .venv/bin/python -m bench.run_all --quick    # smoke-sized: about 10 minutes on a loaded machine, noisier
     .venv/bin/python -m bench.run_all --only 1 4 # a subset (the docs are not rewritten for a subset)
 """
 
@@ -23,13 +23,23 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
-from bench import batching, cost_growth, cpu_heavy, gateway_overhead, judge_overlap, router_hop
+from bench import (
+    batching,
+    cost_growth,
+    cpu_heavy,
+    gateway_overhead,
+    judge_overlap,
+    router_hop,
+    step_growth,
+    trainer_view,
+)
 from bench.common import REPO_ROOT, BenchResult, Row
 from bench.router_hop import RmStack, rm_stack
 
 DOCS = REPO_ROOT / "docs"
 NOTES = Path(__file__).with_name("NOTES.md")  # the hand-written analysis appended to the generated page
 PLOT = "bench_cost_growth.png"
+STEP_PLOT = "bench_step_growth.png"
 
 
 def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], BenchResult]]:
@@ -41,6 +51,10 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
             4: lambda: judge_overlap.run(rounds=1),
             5: lambda: cpu_heavy.run(duration_s=3, warmup_s=1, rounds=1),
             6: lambda: cost_growth.run(duration_s=2, warmup_s=1, stack=stack()),
+            7: lambda: trainer_view.run(samples=256, tokens=256, rounds=1),
+            8: lambda: step_growth.run(
+                sizes=(128, 512), lengths=(256, 1024), fixed_tokens=256, fixed_samples=512
+            ),
         }
     return {
         1: lambda: gateway_overhead.run(duration_s=5, warmup_s=2, rounds=3, sync=True),
@@ -49,6 +63,10 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
         4: lambda: judge_overlap.run(rounds=2),
         5: lambda: cpu_heavy.run(duration_s=6, warmup_s=2, rounds=3),
         6: lambda: cost_growth.run(duration_s=6, warmup_s=2, stack=stack()),
+        # GRPO's 512 prompts x 8 responses; math-verify on 512 of them (20-80 ms a call at this length).
+        7: lambda: trainer_view.run(samples=4096, tokens=1024, rounds=2, sizes={"math_verify": 512}),
+        # samples 512 -> 4096 at 1024 tokens; tokens 256 -> 4096 at 1024 samples
+        8: lambda: step_growth.run(fixed_samples=1024),
     }
 
 
@@ -106,6 +124,8 @@ def write_docs(results: list[BenchResult], header: list[str], plot_ok: bool) -> 
         out += [f"### {res.name}", "", "```", *res.notes, "```", ""]
         if res.name.startswith("6.") and plot_ok:
             out += [f"![latency and throughput as concurrency grows]({PLOT})", ""]
+        if res.name.startswith("8.") and "step_growth" in res.data:
+            out += [f"![one step's reward wall time as samples and response length grow]({STEP_PLOT})", ""]
     if NOTES.exists():
         out += [NOTES.read_text().rstrip(), ""]
     path = DOCS / "BENCHMARKS.md"
@@ -115,8 +135,8 @@ def write_docs(results: list[BenchResult], header: list[str], plot_ok: bool) -> 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="short, single-round measurements (< 3 min)")
-    ap.add_argument("--only", type=int, nargs="+", choices=range(1, 7), help="run only these benchmarks")
+    ap.add_argument("--quick", action="store_true", help="short, single-round measurements")
+    ap.add_argument("--only", type=int, nargs="+", choices=range(1, 9), help="run only these benchmarks")
     ap.add_argument("--no-docs", action="store_true", help="print only; do not rewrite docs/")
     args = ap.parse_args()
 
@@ -159,6 +179,11 @@ def main() -> None:
     if curve:
         cost_growth.plot(
             curve, DOCS / PLOT, f"gateway -> sglang-router -> CPU model server, {datetime.date.today()}"
+        )
+    growth = next((r.data["step_growth"] for r in results if "step_growth" in r.data), None)
+    if growth:
+        step_growth.plot(
+            growth, DOCS / STEP_PLOT, f"one step's rewards, verl 0.9.1 reward loop, {datetime.date.today()}"
         )
     print(f"\nwrote {write_docs(results, header, curve is not None)}")
 

@@ -155,6 +155,32 @@ class AsyncRewardClient:
 
             return list(await asyncio.gather(*(one(body) for body in bodies)))
 
+    async def score_batch(
+        self, samples: Iterable[Sample | Mapping[str, Any]], *, timeout_s: float | None = None
+    ) -> list[RewardResult]:
+        """Score samples in one `POST /score/batch`; results in input order.
+
+        One HTTP round trip for the whole list, so per-request costs (connection, headers, JSON framing) are
+        paid once: the way to send a trainer step's cheap rule-based rewards. The gateway refuses more than
+        its `max_batch_samples` (413). Retried like `score`, every sample keeping its `uid`; raises
+        `GatewayUnavailable` / `GatewayHTTPError` for the whole batch (nothing partial comes back).
+        """
+        bodies = [sample_body(s) for s in samples]
+        if not bodies:
+            return []
+        data, attempts = await self._request("POST", "/score/batch", {"samples": bodies}, timeout_s)
+        results = data.get("results") if isinstance(data, Mapping) else None
+        if not isinstance(results, list) or len(results) != len(bodies):
+            raise GatewayHTTPError(
+                200, "bad_response", f"expected {len(bodies)} results, got {str(data)[:200]}"
+            )
+        return [
+            RewardResult.from_json(
+                item if isinstance(item, Mapping) else {}, uid=body["uid"], attempts=attempts
+            )
+            for item, body in zip(results, bodies, strict=True)
+        ]
+
     async def _score_body(self, body: dict[str, Any], timeout_s: float | None) -> RewardResult:
         data, attempts = await self._request("POST", "/score", body, timeout_s)
         if not isinstance(data, Mapping):

@@ -107,6 +107,12 @@ class RewardClient:
         """See `AsyncRewardClient.score_many`."""
         return self._run(self._async.score_many(list(samples), progress=progress, timeout_s=timeout_s))
 
+    def score_batch(
+        self, samples: Iterable[Sample | Mapping[str, Any]], *, timeout_s: float | None = None
+    ) -> list[RewardResult]:
+        """See `AsyncRewardClient.score_batch`."""
+        return self._run(self._async.score_batch(list(samples), timeout_s=timeout_s))
+
     def health(self) -> bool:
         return self._run(self._async.health())
 

@@ -1,0 +1,218 @@
+"""One GRPO step's rewards, seen from the trainer: wall time for verl 0.9.1's reward loop to score a step's
+batch (512 prompts x 8 responses by default), for three reward kinds, four ways, in one run:
+
+1. `verl`: verl's own path in the trainer process: its reward manager calling `default_compute_score`
+   (gsm8k), verl's math-verify scorer (CPU-heavy), or an async function posting straight to the judge
+   (remote judge: this is verl's async reward-loop style, the peer of issue 18's path 4);
+2. `fleet`: the same reward loop calling the fleet's verl file (`verl_reward.compute_score`, one `POST /score`
+   per sample) against a gateway on this machine;
+3. `fleet-batched`: the batched mode (`verl_batch.compute_score`): the loop's concurrent calls go out as a
+   few `POST /score/batch` requests.
+
+Kinds: `gsm8k` (a cheap rule), `math_verify` (symbolic checks of RL-length responses written unlike the gold
+answer), `judge` (a server answering after U(1 s, 4 s), seeded per sample). Alternating rounds, medians;
+every path's scores are checked against path 1's, sample by sample.
+
+    .venv/bin/python -m bench.trainer_view [--samples 4096] [--tokens 1024] [--rounds 2] [--kinds gsm8k judge]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.common import OFFLINE_ENV, BenchResult, Row, gateway, median, print_result, write_fn
+from bench.judge_server import JUDGE_FN
+from bench.trainer_steps import (
+    KINDS,
+    VERL_MATH_VERIFY_FN,
+    make_step,
+    score_step,
+    train_tokenizer,
+    verl_config,
+)
+from tests.support import ChildProcess, free_port
+
+PATHS = ("verl", "fleet", "fleet-batched")
+LABELS = {
+    "verl": "verl in-trainer",
+    "fleet": "fleet, POST /score per sample",
+    "fleet-batched": "fleet, batched (/score/batch)",
+}
+GATEWAY_FN = {"gsm8k": None, "math_verify": "math_verify", "judge": "bench_judge"}
+
+
+@dataclass
+class Stack:
+    """What the paths need: the policy tokenizer, the gateway, and where path 1's function files are."""
+
+    tokenizer_dir: Path
+    tokenizer: Any
+    gateway_url: str
+    verl_fns: Path
+
+
+@contextmanager
+def stack(tmp: Path, workers: int = 4) -> Iterator[Stack]:
+    """Judge server, gateway (built-ins + the judge function; limits raised for a whole step in flight).
+    4 pool workers: as many processes as verl's math-verify pool has (on a shared machine the process count
+    decides the share of the CPU each side gets)."""
+    from transformers import AutoTokenizer
+
+    tokenizer_dir = train_tokenizer(tmp / "tokenizer")
+    port = free_port()
+    judge = ChildProcess(
+        [*_python(), "-m", "bench.judge_server", "--port", str(port)], tmp / "judge.log", env=OFFLINE_ENV
+    )
+    try:
+        judge.wait_http(f"http://127.0.0.1:{port}/health", timeout_s=60)
+        judge_fn = JUDGE_FN.format(url=f"http://127.0.0.1:{port}/judge")
+        gw_fns = write_fn(tmp / "gw_fns", "bench_judge", judge_fn)
+        verl_fns = write_fn(tmp / "verl_fns", "judge", judge_fn)
+        write_fn(verl_fns, "math_verify_verl", VERL_MATH_VERIFY_FN)
+        config = {
+            "builtin_package": "reward_fns",
+            "workers": workers,
+            "max_inflight_requests": 8192,
+            "max_queued_requests": 8192,
+            "max_pool_queue": 16384,
+            "functions": {"bench_judge": {"timeout_s": 60}},
+        }
+        with gateway(tmp, config, [gw_fns], name="gw-trainer") as base:
+            yield Stack(tokenizer_dir, AutoTokenizer.from_pretrained(tokenizer_dir), base, verl_fns)
+    finally:
+        judge.stop()
+
+
+def _python() -> list[str]:
+    import sys
+
+    return [sys.executable]
+
+
+def path_config(st: Stack, kind: str, path: str, samples: int) -> tuple[Any, Callable[[], Any] | None]:
+    """verl's config for one (kind, path), and the coroutine function closing its clients afterwards."""
+    if path == "verl":
+        fn = {"gsm8k": None, "math_verify": "math_verify_verl.py", "judge": "judge.py"}[kind]
+        return verl_config(st.tokenizer_dir, str(st.verl_fns / fn) if fn else None, "compute_score", {}), None
+    from services.integrations import verl_batch, verl_reward
+
+    kwargs: dict[str, Any] = {"gateway_url": st.gateway_url}
+    if GATEWAY_FN[kind]:
+        kwargs["reward_fn"] = GATEWAY_FN[kind]
+    module: Any = verl_reward if path == "fleet" else verl_batch
+    if path == "fleet" and kind == "judge":
+        kwargs["max_concurrency"] = samples  # a judge step needs every sample in flight (default 256)
+    pkg = f"pkg://{module.__name__}"
+    return verl_config(st.tokenizer_dir, pkg, "compute_score", kwargs), module.aclose
+
+
+def measure(
+    st: Stack, kind: str, samples: int, tokens: int, seed: int, paths: Sequence[str] = PATHS
+) -> tuple[dict[str, float], dict[str, int]]:
+    """Wall seconds of each path on one step (the same batch for all), and per path the number of samples
+    whose score differs from the first path's (e.g. verl's math-verify scorer gives 0.0 after its 30 s
+    timeout: a silent wrong reward that a loaded machine can provoke)."""
+    step = make_step(kind, samples, tokens, st.tokenizer, seed)
+    walls: dict[str, float] = {}
+    differ: dict[str, int] = {}
+    reference: list[float] | None = None
+    for path in paths:
+        config, after = path_config(st, kind, path, samples)
+        wall, scores = score_step(config, step, after)
+        if reference is None:
+            reference = scores
+        else:
+            differ[path] = sum(abs(a - b) > 1e-6 for a, b in zip(scores, reference, strict=True))
+        walls[path] = wall
+    return walls, differ
+
+
+def warm(st: Stack, kinds: Sequence[str]) -> None:
+    """Start verl's math-verify pool (4 spawned processes: they can take longer than its 30 s timeout to
+    start on a loaded machine), the gateway's workers and the clients before measuring."""
+    for kind in kinds:
+        if kind != "judge":
+            measure(st, kind, 64, 128, seed=7)
+
+
+def run(
+    samples: int = 4096,
+    tokens: int = 1024,
+    rounds: int = 2,
+    kinds: Sequence[str] = KINDS,
+    sizes: dict[str, int] | None = None,
+) -> BenchResult:
+    """`sizes`: samples per kind where it should differ from `samples` (e.g. fewer for math-verify)."""
+    result = BenchResult("7. trainer view: one GRPO step's rewards")
+    walls: dict[str, dict[str, list[float]]] = {k: {p: [] for p in PATHS} for k in kinds}
+    mismatches: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="rf-trainer-") as tmp_name, stack(Path(tmp_name)) as st:
+        warm(st, kinds)
+        for r in range(rounds):
+            for kind in kinds:
+                n = (sizes or {}).get(kind, samples)
+                order = PATHS if r % 2 == 0 else (PATHS[0], *reversed(PATHS[1:]))  # alternate the fleet paths
+                measured, differ = measure(st, kind, n, tokens, seed=100 + r, paths=order)
+                for path, wall in measured.items():
+                    walls[kind][path].append(wall)
+                for path, count in differ.items():
+                    if count:
+                        mismatches.append(f"round {r} {kind}: {path} differs from verl on {count} of {n}")
+    result.notes.append(
+        f"verl 0.9.1 RewardLoopWorker.compute_score_batch in this process, responses up to {tokens} tokens "
+        f"(half to all of it), gateway with 4 pool workers (as verl's math-verify pool) on the same cores, "
+        f"{rounds} rounds, medians; scores compared with path 1's sample by sample"
+    )
+    result.notes.append(f"{'kind':12} {'samples':>7} " + " ".join(f"{LABELS[p]:>31}" for p in PATHS))
+    for kind in kinds:
+        n = (sizes or {}).get(kind, samples)
+        base = median(walls[kind]["verl"])
+        cells = []
+        for path in PATHS:
+            wall = median(walls[kind][path])
+            cells.append(f"{wall:9.2f} s (x{wall / base:5.2f})".rjust(31))
+            if path != "verl":
+                result.rows.append(
+                    Row(
+                        result.name,
+                        f"{kind}, {n} samples: {LABELS[path]} / verl in-trainer (wall time)",
+                        wall / base,
+                        detail=f"{wall:.2f} s vs {base:.2f} s",
+                    )
+                )
+        result.notes.append(f"{kind:12} {n:7d} " + " ".join(cells))
+        result.data.setdefault("cells", {})[kind] = {p: median(walls[kind][p]) for p in PATHS}
+    before_after = [
+        f"{k}: per-sample x{median(walls[k]['fleet']) / median(walls[k]['verl']):.2f} -> batched "
+        f"x{median(walls[k]['fleet-batched']) / median(walls[k]['verl']):.2f}"
+        for k in kinds
+    ]
+    result.notes.append(
+        "score mismatches: "
+        + ("; ".join(mismatches) if mismatches else "none (every path scored every sample alike)")
+    )
+    result.notes.append("before/after batching (wall time / verl in-trainer): " + "; ".join(before_after))
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--samples", type=int, default=4096)
+    ap.add_argument("--tokens", type=int, default=1024, help="longest response, in tokens")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
+    ap.add_argument("--quick", action="store_true", help="256 samples, 256 tokens, 1 round")
+    args = ap.parse_args()
+    if args.quick:
+        args.samples, args.tokens, args.rounds = 256, 256, 1
+    print_result(run(args.samples, args.tokens, args.rounds, args.kinds))
+
+
+if __name__ == "__main__":
+    main()
