@@ -4,16 +4,21 @@ Read it in this order:
 
     app.py          create_app(): builds every part once, in one direction, and owns them in its lifespan
     cli.py          `rewardfleet gateway` / `python -m services.gateway`
-    config/         GatewayConfig and its sections (functions, composites, fallbacks, groups, graders)
+    config/         GatewayConfig and its sections (functions, composites, fallbacks, groups, graders,
+                    external pools)
     schemas.py      request and response bodies
     errors.py       every gateway exception (the tree is in its docstring) and the one error envelope
     metrics.py      the Prometheus metrics
-    routes/         HTTP: /score, /health /ready /reward_fns /metrics, /graders, /admin, /openrlhf, /slime
+    routes/         HTTP: /score, /health /ready /reward_fns /metrics, /graders, /admin, /openrlhf, /slime,
+                    /pools (external pools)
+    state_store/    what replicas share (result cache, groups, budgets): in-process, or Redis (`state_url`)
     core/           the scoring path: dispatch -> registry -> scoring
     execution/      running user code: the loader, the sync process pool and what runs in its workers
-    reliability/    admission, drain, idempotency, input and per-function limits, auth, middleware
+    reliability/    admission, drain, idempotency, input and per-function limits, auth, middleware,
+                    external pools
     features/       composites, fallbacks, groups, graders, hot reload
 
-Dependencies point one way: app -> routes -> features -> core -> reliability | execution -> config | schemas |
-metrics -> errors; nothing imports upwards, no folder has a cycle (import-linter checks it: pyproject.toml).
+Dependencies point one way: app -> routes -> state_store -> features -> core -> reliability | execution ->
+config | schemas | metrics -> errors; nothing imports upwards, no folder has a cycle (import-linter checks it:
+pyproject.toml).
 """

@@ -5,6 +5,7 @@ gateway.py    GatewayConfig (embedded as a fleet's `gateway:` section), GatewayS
 features.py   `composites`, `fallbacks`, `groups`
 graders.py    `graders` (one model per grader type)
 formula.py    the little language of a multi grader's `calculate_output`
+external_pools.py  `external_pools.<name>`: OpenAI-compatible endpoints outside the fleet
 """
 
 from services.gateway.config.gateway import (

@@ -65,7 +65,7 @@ class FunctionConfig(BaseModel):
     data_sources: list[str] = Field(
         default_factory=list, description="Extra data_source names or fnmatch globs this function claims."
     )
-    # Limits for external judges (admission.py): calls over a limit wait their turn.
+    # Limits for external judges (reliability/function_limits.py): calls over a limit wait their turn.
     max_concurrency: int | None = Field(default=None, ge=1, description="Calls of this function at once.")
     requests_per_minute: float | None = Field(default=None, gt=0, description="Calls per minute.")
     tokens_per_minute: float | None = Field(

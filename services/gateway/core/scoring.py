@@ -196,7 +196,7 @@ class Scorer:
                 error=ErrorInfo(type="InvalidReturn", message=str(exc)),
                 compute_s=time.perf_counter() - started,
             )
-        except ComponentFailed as exc:  # keeps the components' reports (composites.py, fallbacks.py)
+        except ComponentFailed as exc:  # keeps the components' reports (features/composites, fallbacks)
             return _Outcome(
                 "error",
                 extra=exc.result_extra,

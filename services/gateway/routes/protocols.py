@@ -351,7 +351,7 @@ def _unpack_label(label: Any) -> tuple[Any, str | None, dict[str, Any]]:
 def _score(result: Mapping[str, Any], fallback: float | None) -> float:
     score = result.get("score")
     if score is None:
-        if fallback is None:  # _failure_response answered these already
+        if fallback is None:  # _raise_on_failure answered these already
             raise ValueError("no score and no fallback")
         return float(fallback)
     return float(score)

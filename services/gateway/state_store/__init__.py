@@ -8,5 +8,7 @@ redis_cache.py    fleet-wide result cache and in-flight join
 redis_budget.py   fleet-wide max_concurrency, requests_per_minute, tokens_per_minute
 redis_groups.py   fleet-wide GRPO group collection
 redis_backend.py  the Redis `StateBackend` that builds the three
+redis_pipeline.py automatic pipelining: one event-loop turn's script calls in one round trip
+factory.py        the backend for a `state_url` (none: memory; redis://, rediss://, unix://: Redis)
 metrics.py        state-store latency and error metrics
 """

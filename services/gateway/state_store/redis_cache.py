@@ -1,4 +1,5 @@
-"""Fleet-wide result cache and in-flight join (the Redis side of idempotency.py; same keys, same semantics).
+"""Fleet-wide result cache and in-flight join (the Redis side of reliability/idempotency.py; same keys,
+same semantics).
 
 For a sample with a key, one script (`CACHE_CLAIM`) either answers from the cache, or takes the run's lease
 (`SET NX PX`), or names the replica request that holds it. The holder runs the function and `CACHE_FINISH`

@@ -1,4 +1,5 @@
-"""Fleet-wide group scoring: the members of one `group_id` may arrive at any replica (groups.py semantics).
+"""Fleet-wide group scoring: the members of one `group_id` may arrive at any replica (the semantics of
+features/groups.py).
 
 A member's arrival runs `GROUP_JOIN`, which opens the group (bounded fleet-wide by `max_open_groups`, its
 deadline `timeout_s` from the first member on Redis' clock) or adds the member; a repeated member is told so
@@ -65,7 +66,7 @@ class _View:
 
 
 def _member_order(key: MemberKey) -> tuple[str, Any]:
-    return (str(type(key[1])), key[1])  # the in-process order (groups.py `_complete`)
+    return (str(type(key[1])), key[1])  # the in-process order (features/groups.py `_complete`)
 
 
 class RedisGroupScorer(GroupScorer):
