@@ -14,6 +14,7 @@ dependency; outlines-core has no EBNF.
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from dataclasses import dataclass
@@ -72,6 +73,41 @@ def _grammar(kind: ConstraintKind, source: str) -> str:
     return str(llguidance.grammar_from(kind, source))
 
 
+def _tokenizer_json(hf_tokenizer: Any) -> str:
+    """The fast tokenizer as llguidance reads it (what `llguidance.hf.from_tokenizer` sends, plus one repair).
+
+    llguidance learns each token's bytes from the decoder. Some transformers releases (5.10, which verl 0.9.1
+    pins) convert a byte-level BPE GGUF tokenizer with a `Sequence[ByteFallback, Fuse, Replace, ByteLevel]`
+    decoder; llguidance then takes `Ġ` literally, so a regex such as `Verdict: (yes|no)` can never match a
+    space and decoding wanders (`Verdict::`). For a byte-level pre-tokenizer the plain `ByteLevel` decoder
+    gives the same text, so it is put back on a copy."""
+    backend = copy.copy(hf_tokenizer.backend_tokenizer)
+    backend.no_padding()
+    backend.no_truncation()
+    spec = json.loads(backend.to_str())
+    if (
+        _has_type(spec.get("pre_tokenizer"), "ByteLevel")
+        and (spec.get("decoder") or {}).get("type") == "Sequence"
+    ) and _has_type(spec["decoder"], "ByteLevel"):
+        spec["decoder"] = {
+            "type": "ByteLevel",
+            "add_prefix_space": True,
+            "trim_offsets": True,
+            "use_regex": True,
+        }
+    return json.dumps(spec)
+
+
+def _has_type(node: Any, kind: str) -> bool:
+    """Whether a tokenizers component (or any member of a `Sequence`) is of type `kind`."""
+    if not isinstance(node, dict):
+        return False
+    if node.get("type") == kind:
+        return True
+    members = node.get("pretokenizers") or node.get("decoders") or []
+    return any(_has_type(member, kind) for member in members)
+
+
 class Grammars:
     """Matchers for one tokenizer. The llguidance tokenizer costs ~1 s to build: once, on first use."""
 
@@ -84,9 +120,13 @@ class Grammars:
     def _tokenizer(self) -> Any:
         with self._lock:
             if self._ll_tokenizer is None:
-                import llguidance.hf
+                import llguidance
 
-                self._ll_tokenizer = llguidance.hf.from_tokenizer(self._hf_tokenizer, n_vocab=self.vocab_size)
+                self._ll_tokenizer = llguidance.LLTokenizer(
+                    _tokenizer_json(self._hf_tokenizer),
+                    n_vocab=self.vocab_size,
+                    eos_token=self._hf_tokenizer.eos_token_id,
+                )
             return self._ll_tokenizer
 
     def matcher(self, constraint: Constraint) -> Any:
