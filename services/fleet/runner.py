@@ -61,6 +61,10 @@ class Fleet:
 
     async def start(self) -> None:
         write_gateway_config(self.plan)
+        # The state file first: `rewardfleet status` probes every part itself, so it may show a fleet that is
+        # still starting, and the file exists by the time the gateway answers /ready (background pools start
+        # after that).
+        self._write_state()
         for note in self.plan.notes:
             self.console.print(f"[yellow]{note}[/yellow]")
         columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
@@ -80,7 +84,6 @@ class Fleet:
             await sup.start()
             self.console.print(f"{spec.name}: loading in the background")
             self._watchers.append(asyncio.create_task(self._announce_ready(sup)))
-        self._write_state()
 
     async def _await_ready(self, sup: Supervisor, task: TaskID, progress: Progress) -> None:
         try:
