@@ -44,6 +44,7 @@ from typing import Any, Literal
 import uvicorn
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 Mode = Literal["judge", "reward", "encoder"]
 DEFAULT_CANNED_TEXT = "The answer is correct. \\boxed{1}"
@@ -148,6 +149,10 @@ def _validation_error(status: int, message: str) -> JSONResponse:
     return JSONResponse(body, status_code=status)
 
 
+class _TypeInvalid(Exception):
+    """A body SGLang's FastAPI validation (its request dataclass' field types) refuses: `ErrorResponse`."""
+
+
 class _ContractError(Exception):
     """A `/generate` body SGLang's JSON-contract gate refuses: answered as `{"error": "<text>"}`."""
 
@@ -194,7 +199,9 @@ def _texts_of(value: Any, field_name: str) -> list[str]:
             return [" ".join(str(v) for v in value)]
         if all(isinstance(v, list) for v in value):
             return [" ".join(str(t) for t in v) for v in value]
-    raise _StandinError(400, f"'{field_name}' must be a non-empty string, list of strings or token ids")
+    if value == []:
+        raise _StandinError(400, f"'{field_name}' must not be empty")
+    raise _TypeInvalid(f"'{field_name}' must be a string, list of strings or token ids")
 
 
 def create_app(config: StandinConfig) -> FastAPI:
@@ -202,6 +209,15 @@ def create_app(config: StandinConfig) -> FastAPI:
     app = FastAPI(title=f"sglang-standin {config.mode} {config.replica_id}")
     app.state.standin = state
     is_generation = config.mode == "judge"
+
+    async def on_http(_request: Request, exc: Exception) -> JSONResponse:
+        # SGLang's HTTPException handler (unknown path, wrong method): ErrorResponse with type=str(status).
+        assert isinstance(exc, StarletteHTTPException)
+        code = exc.status_code
+        body = {"object": "error", "message": str(exc.detail), "type": str(code), "param": None, "code": code}
+        return JSONResponse(body, status_code=code)
+
+    app.add_exception_handler(StarletteHTTPException, on_http)
 
     def headers() -> dict[str, str]:
         return {"x-standin-replica": config.replica_id, "x-standin-served": str(state.total_served)}
@@ -239,6 +255,8 @@ def create_app(config: StandinConfig) -> FastAPI:
             return make_error(exc.status, exc.message)
         except _ContractError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
+        except _TypeInvalid as exc:
+            return (make_error if openai else _validation_error)(400, str(exc))
         state.served[route] += 1
         if isinstance(result, Response):
             result.headers.update(headers())
