@@ -1,9 +1,7 @@
 """Error bodies on SGLang's native routes (/generate, /classify, /encode), CPU model server and stand-in,
-against what SGLang 0.5.23's http_server.py builds for the same fault (read with `ast`) and, for `/generate`'s schema
-gate, the exact text its own contract decoder (`sglang.api.v1.api_types`, imported from the wheel) produces.
-
-SGLang answers three shapes there: FastAPI request validation -> `ErrorResponse`; `/generate`'s JSON-contract
-gate -> `{"error": "<text>"}`; a ValueError in the handler -> `{"error": {"message"}}` (test_protocol.py)."""
+against what SGLang 0.5.23's http_server.py builds for the same fault (read with `ast`) and, for the
+`/generate` schema gate, the exact text its own contract decoder (`sglang.api.v1.api_types`, imported from
+the wheel) produces."""
 
 from __future__ import annotations
 
