@@ -39,6 +39,30 @@ class RemoteCallError(Exception):
         self.kind = kind
         self.status = status
         self.body = body
+        self.server_message = server_message(body)
+
+
+def server_message(body: str) -> str | None:
+    """The message inside an SGLang error body, or None if the body is not one.
+
+    SGLang 0.5.23 answers a 4xx in three shapes (tests/sglang_conformance/test_native_errors.py checks them
+    against its source): `ErrorResponse` `{"object": "error", "message", ...}` (request validation, any
+    route; every /v1/* error), `{"error": "<text>"}` (/generate's JSON-contract gate) and
+    `{"error": {"message"}}` (a ValueError in a native handler; also the gateway's own envelope)."""
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    if isinstance(data.get("message"), str):
+        return str(data["message"])
+    error = data.get("error")
+    if isinstance(error, str):
+        return error
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return str(error["message"])
+    return None
 
 
 def resolve_address(
@@ -111,8 +135,10 @@ async def _post(
             raise error_cls(f"request to {url} failed: {exc!r}", url=url, kind="transport") from exc
     body = text[:_MAX_BODY_CHARS]
     if not 200 <= status < 300:
+        # The server's own words when the body is an SGLang error, else the body as it came.
+        said = server_message(text)
         raise error_cls(
-            f"HTTP {status} from {url}: {body or '(empty body)'}",
+            f"HTTP {status} from {url}: {(said[:_MAX_BODY_CHARS] if said else body) or '(empty body)'}",
             url=url,
             kind="http_status",
             status=status,

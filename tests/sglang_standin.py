@@ -44,6 +44,7 @@ from typing import Any, Literal
 import uvicorn
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 Mode = Literal["judge", "reward", "encoder"]
 DEFAULT_CANNED_TEXT = "The answer is correct. \\boxed{1}"
@@ -138,7 +139,51 @@ def _openai_error(status: int, message: str) -> JSONResponse:
 
 
 def _native_error(status: int, message: str) -> JSONResponse:
+    # What SGLang's native handlers answer for a ValueError from the tokenizer manager.
     return JSONResponse({"error": {"message": message}}, status_code=status)
+
+
+def _validation_error(status: int, message: str) -> JSONResponse:
+    # SGLang's RequestValidationError handler: `ErrorResponse` on every route, native ones included.
+    body = {"object": "error", "message": message, "type": "Bad Request", "param": None, "code": status}
+    return JSONResponse(body, status_code=status)
+
+
+class _TypeInvalid(Exception):
+    """A body SGLang's FastAPI validation (its request dataclass' field types) refuses: `ErrorResponse`."""
+
+
+class _ContractError(Exception):
+    """A `/generate` body SGLang's JSON-contract gate refuses: answered as `{"error": "<text>"}`."""
+
+
+_SAMPLING_INT_FIELDS = ("max_new_tokens", "top_k", "n")
+_SAMPLING_FLOAT_FIELDS = ("temperature", "top_p", "min_p")
+
+
+def _check_sampling_contract(params: Any) -> None:
+    """The serde-style type check SGLang 0.5.23 runs on `sampling_params` fields (api/v1/api_types.py)."""
+    for item in params if isinstance(params, list) else [params]:
+        if not isinstance(item, dict):
+            continue  # FastAPI's own validation refuses these first
+        for key, value in item.items():
+            bad_number = not isinstance(value, int | float) or isinstance(value, bool)
+            if key in _SAMPLING_INT_FIELDS and value is not None and (bad_number or isinstance(value, float)):
+                raise _ContractError(f"invalid type: {_serde_unexpected(value)}, expected i64")
+            if key in _SAMPLING_FLOAT_FIELDS and value is not None and bad_number:
+                raise _ContractError(f"invalid type: {_serde_unexpected(value)}, expected f64")
+
+
+def _serde_unexpected(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"boolean `{'true' if value else 'false'}`"
+    if isinstance(value, int):
+        return f"integer `{value}`"
+    if isinstance(value, float):
+        return f"floating point `{value}`"
+    if isinstance(value, str):
+        return f'string "{value}"'
+    return "sequence" if isinstance(value, list) else "map"
 
 
 def _texts_of(value: Any, field_name: str) -> list[str]:
@@ -154,7 +199,9 @@ def _texts_of(value: Any, field_name: str) -> list[str]:
             return [" ".join(str(v) for v in value)]
         if all(isinstance(v, list) for v in value):
             return [" ".join(str(t) for t in v) for v in value]
-    raise _StandinError(400, f"'{field_name}' must be a non-empty string, list of strings or token ids")
+    if value == []:
+        raise _StandinError(400, f"'{field_name}' must not be empty")
+    raise _TypeInvalid(f"'{field_name}' must be a string, list of strings or token ids")
 
 
 def create_app(config: StandinConfig) -> FastAPI:
@@ -162,6 +209,15 @@ def create_app(config: StandinConfig) -> FastAPI:
     app = FastAPI(title=f"sglang-standin {config.mode} {config.replica_id}")
     app.state.standin = state
     is_generation = config.mode == "judge"
+
+    async def on_http(_request: Request, exc: Exception) -> JSONResponse:
+        # SGLang's HTTPException handler (unknown path, wrong method): ErrorResponse with type=str(status).
+        assert isinstance(exc, StarletteHTTPException)
+        code = exc.status_code
+        body = {"object": "error", "message": str(exc.detail), "type": str(code), "param": None, "code": code}
+        return JSONResponse(body, status_code=code)
+
+    app.add_exception_handler(StarletteHTTPException, on_http)
 
     def headers() -> dict[str, str]:
         return {"x-standin-replica": config.replica_id, "x-standin-served": str(state.total_served)}
@@ -184,9 +240,9 @@ def create_app(config: StandinConfig) -> FastAPI:
         try:
             body = await request.json()
         except json.JSONDecodeError:
-            return make_error(400, "request body is not JSON")
+            return (make_error if openai else _validation_error)(400, "request body is not JSON")
         if not isinstance(body, dict):
-            return make_error(400, "request body must be a JSON object")
+            return (make_error if openai else _validation_error)(400, "request body must be a JSON object")
         state.last_body[route] = body
         if config.delay_ms > 0:
             await asyncio.sleep(config.delay_ms / 1000.0)
@@ -197,6 +253,10 @@ def create_app(config: StandinConfig) -> FastAPI:
             result = await handler(body)
         except _StandinError as exc:
             return make_error(exc.status, exc.message)
+        except _ContractError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        except _TypeInvalid as exc:
+            return (make_error if openai else _validation_error)(400, str(exc))
         state.served[route] += 1
         if isinstance(result, Response):
             result.headers.update(headers())
@@ -292,6 +352,7 @@ def create_app(config: StandinConfig) -> FastAPI:
 
     # --- generation ---------------------------------------------------------------------------------
     async def do_generate(body: dict[str, Any]) -> Response | dict[str, Any] | list[Any]:
+        _check_sampling_contract(body.get("sampling_params"))
         if "text" in body and body["text"] is not None:
             prompts = _texts_of(body["text"], "text")
             single = isinstance(body["text"], str)

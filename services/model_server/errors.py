@@ -9,9 +9,12 @@ Exception tree:
     └── ClientGone             499 (nginx's "client closed request"): nobody is left to read the answer
     batcher.QueueFull          mapped like Overloaded
 
-Shapes (as SGLang's http_server answers them):
-    /v1/*            {"object": "error", "message", "type", "param", "code"}
-    native routes    {"error": {"message"}}
+Shapes (as SGLang 0.5.23's http_server answers them; tests/sglang_conformance reads them from its source):
+    /v1/*                             {"object": "error", "message", "type", "param", "code"}
+    request validation (any route)    same, with "type": "Bad Request", "code": 400
+    HTTPException (any route)         same, with "type": "<status code>"
+    /generate sampling_params schema  {"error": "<text>"}   (SGLang's JSON-contract gate)
+    native route, semantic refusal    {"error": {"message"}}   (a ValueError in SGLang's handler)
 
 A 4xx counts against the replica in sglang-router's circuit breaker, so bad input must be a clean 400 and
 never a 500; only real server faults are 5xx.
@@ -20,6 +23,7 @@ never a 500; only real server faults are 5xx.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any, cast
 
@@ -90,10 +94,101 @@ def error_response(
     return JSONResponse(body, status_code=status_code, headers=headers)
 
 
-def _validation_message(exc: RequestValidationError) -> str:
+def error_response_body(message: str, status_code: int, error_type: str) -> dict[str, Any]:
+    """SGLang's `ErrorResponse` (protocol.py), which it also sends on native routes for validation errors."""
+    return {"object": "error", "message": message, "type": error_type, "param": None, "code": status_code}
+
+
+# Range checks count as semantic: SGLang's SamplingParams.verify raises ValueError for them.
+_SEMANTIC_TYPES = frozenset(
+    {"value_error", "greater_than", "greater_than_equal", "less_than", "less_than_equal"}
+)
+# A `sampling_params` that is not an object (or list of objects) already fails SGLang's FastAPI validation.
+_CONTAINER_TYPES = frozenset({"model_type", "model_attributes_type", "list_type", "dict_type"})
+
+
+def _is_semantic(err: Mapping[str, Any]) -> bool:
+    # Our validators raise ValueError for what SGLang's tokenizer manager refuses with a ValueError (no input,
+    # empty text, unsupported option): SGLang answers those from the handler, not from request validation.
+    return err.get("type") in _SEMANTIC_TYPES
+
+
+def _in_sampling_params(err: Mapping[str, Any]) -> bool:
+    return tuple(err.get("loc", ()))[:2] == ("body", "sampling_params")
+
+
+def _contract_errors(errors: list[Any]) -> list[Any]:
+    """The errors inside an object (or list of objects) given as `sampling_params`, or [] if there are others.
+
+    `sampling_params` is a union (object | list): pydantic reports the branch that did not apply as well
+    (`list_type` / `model_type`); those are dropped when a field inside the applying branch is at fault."""
+    inner = [e for e in errors if _in_sampling_params(e) and e.get("type") not in _CONTAINER_TYPES]
+    if not inner:
+        return []
+    rest = [e for e in errors if e not in inner]
+    if all(_in_sampling_params(e) and e.get("type") in _CONTAINER_TYPES for e in rest):
+        return inner
+    return []
+
+
+# serde's "expected" wording in SGLang's generated decoder (sglang/api/v1/api_types.py) per pydantic error.
+_SERDE_EXPECTED = {
+    "int_parsing": "i64",
+    "int_type": "i64",
+    "int_from_float": "i64",
+    "float_parsing": "f64",
+    "float_type": "f64",
+    "bool_parsing": "a boolean",
+    "bool_type": "a boolean",
+}
+
+
+def _serde_unexpected(value: Any) -> str:
+    """serde's `Unexpected` display of a JSON value, as SGLang's contract decoder writes it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean `{'true' if value else 'false'}`"
+    if isinstance(value, int):
+        return f"integer `{value}`"
+    if isinstance(value, float):
+        return f"floating point `{value}`"
+    if isinstance(value, str):
+        return f'string "{value}"'
+    return "sequence" if isinstance(value, list) else "map"
+
+
+def _contract_text(err: Mapping[str, Any]) -> str:
+    expected = _SERDE_EXPECTED.get(str(err.get("type")))
+    if expected is None:
+        loc = ".".join(str(p) for p in err.get("loc", ()))
+        return f"{loc}: {err.get('msg', 'invalid')}"
+    return f"invalid type: {_serde_unexpected(err.get('input'))}, expected {expected}"
+
+
+def validation_error_response(path: str, exc: RequestValidationError) -> JSONResponse:
+    """A 400 for a body that fails validation, in the shape SGLang gives the same fault on that route.
+
+    SGLang types `/generate`'s `sampling_params` as a plain dict, so a wrongly typed field there passes
+    FastAPI and is refused by its JSON-contract gate as `{"error": "<text>"}` (first fault only, as serde
+    stops there); a semantic refusal comes from the handler as `{"error": {"message"}}`; everything else is
+    FastAPI's validation error, which SGLang answers as `ErrorResponse` on every route."""
+    errors = list(exc.errors())
+    if not is_openai_path(path) and errors:
+        contract = _contract_errors(errors) if path == "/generate" else []
+        if contract and not all(_is_semantic(e) for e in contract):
+            first = next(e for e in contract if not _is_semantic(e))
+            return JSONResponse({"error": _contract_text(first)}, status_code=400)
+        if all(_is_semantic(e) for e in (contract or errors)):
+            return JSONResponse({"error": {"message": _join(contract or errors)}}, status_code=400)
+    body = error_response_body(_join(errors), 400, HTTPStatus.BAD_REQUEST.phrase)
+    return JSONResponse(body, status_code=400)
+
+
+def _join(errors: list[Any]) -> str:
     """One readable line per problem: `body.sampling_params.max_new_tokens: Input should be ...`."""
     parts = []
-    for err in exc.errors():
+    for err in errors:
         loc = ".".join(str(p) for p in err.get("loc", ()))
         parts.append(f"{loc}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg", "invalid")))
     return "; ".join(parts) or "invalid request"
@@ -103,8 +198,7 @@ def install_error_handlers(app: FastAPI, retry_after_s: int) -> None:
     """Map every exception the routes can raise to a status code and SGLang's envelope for the path."""
 
     async def on_validation(request: Request, exc: Exception) -> JSONResponse:
-        message = _validation_message(cast(RequestValidationError, exc))
-        return error_response(request.url.path, 400, message)
+        return validation_error_response(request.url.path, cast(RequestValidationError, exc))
 
     async def on_model_server_error(request: Request, exc: Exception) -> JSONResponse:
         exc = cast(ModelServerError, exc)
@@ -135,13 +229,11 @@ def install_error_handlers(app: FastAPI, retry_after_s: int) -> None:
         )
 
     async def on_http(request: Request, exc: Exception) -> JSONResponse:
+        # SGLang's HTTPException handler answers `ErrorResponse` with type=str(status) on every route.
         exc = cast(StarletteHTTPException, exc)
-        return error_response(
-            request.url.path,
-            exc.status_code,
-            str(exc.detail),
-            headers=dict(exc.headers) if exc.headers else None,
-        )
+        body = error_response_body(str(exc.detail), exc.status_code, str(exc.status_code))
+        headers = dict(exc.headers) if exc.headers else None
+        return JSONResponse(body, status_code=exc.status_code, headers=headers)
 
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         logger.exception("%s %s: unexpected error", request.method, request.url.path)

@@ -74,17 +74,18 @@ class EmbedRequest(_Body):
 
 
 class SamplingParamsBody(_Body):
-    max_new_tokens: int = Field(default=128, ge=1)
-    temperature: float = Field(default=1.0, ge=0.0)
-    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
-    top_k: int = -1
-    min_p: float = Field(default=0.0, ge=0.0, le=1.0)
+    # Numbers are strict, as SGLang's JSON-contract gate is: "5", 4.0 (for an int) and true are refused.
+    max_new_tokens: int = Field(default=128, ge=1, strict=True)
+    temperature: float = Field(default=1.0, ge=0.0, strict=True)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0, strict=True)
+    top_k: int = Field(default=-1, strict=True)
+    min_p: float = Field(default=0.0, ge=0.0, le=1.0, strict=True)
     stop: str | list[str] | None = None
     stop_token_ids: list[int] | None = None
     ignore_eos: bool = False
     skip_special_tokens: bool = True
     no_stop_trim: bool = False
-    n: int = 1
+    n: int = Field(default=1, strict=True)
     sampling_seed: int | None = None
     # Constrained decoding (at most one): a regex, a JSON schema (as a JSON string, as SGLang takes it; an
     # object is accepted too) or an EBNF/GBNF grammar the output must match.

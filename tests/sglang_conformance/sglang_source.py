@@ -239,3 +239,88 @@ def v1_loads_routes() -> set[str]:
         ):
             out.add(node.args[0].value)
     return out
+
+
+def _handler_for(exception_name: str) -> ast.AsyncFunctionDef:
+    """The function registered with `@app.exception_handler(<exception_name>)` in http_server.py."""
+    for node in ast.walk(source(HTTP_SERVER)):
+        if isinstance(node, ast.AsyncFunctionDef):
+            for dec in node.decorator_list:
+                if (
+                    isinstance(dec, ast.Call)
+                    and isinstance(dec.func, ast.Attribute)
+                    and dec.func.attr == "exception_handler"
+                    and isinstance(dec.args[0], ast.Name)
+                    and dec.args[0].id == exception_name
+                ):
+                    return node
+    raise AssertionError(f"no exception handler for {exception_name} in http_server.py")
+
+
+def _fallback_error_response(handler: ast.AsyncFunctionDef) -> dict[str, ast.expr]:
+    """Keyword arguments of the handler's last `ErrorResponse(...)` call: the shape every route not special-
+    cased (/v1/messages, /v1/responses, /v1/systemone) gets, native routes included."""
+    calls = [
+        n
+        for n in ast.walk(handler)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "ErrorResponse"
+    ]
+    if not calls:
+        raise AssertionError(f"{handler.name} builds no ErrorResponse")
+    last = max(calls, key=lambda c: c.lineno)
+    return {kw.arg: kw.value for kw in last.keywords if kw.arg is not None}
+
+
+def validation_error_fields() -> dict[str, Any]:
+    """`type` and `code` of the `ErrorResponse` SGLang's RequestValidationError handler answers, evaluated
+    from their source (`HTTPStatus.BAD_REQUEST.phrase`, `HTTPStatus.BAD_REQUEST.value`)."""
+    kwargs = _fallback_error_response(_handler_for("RequestValidationError"))
+    return {key: _http_status_attr(kwargs[key]) for key in ("type", "code")}
+
+
+def _http_status_attr(node: ast.expr) -> Any:
+    """Evaluate `HTTPStatus.<MEMBER>.<attr>` without eval."""
+    import http
+
+    if not (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Attribute)
+        and isinstance(node.value.value, ast.Name)
+        and node.value.value.id == "HTTPStatus"
+    ):
+        raise AssertionError(f"not HTTPStatus.X.y: {ast.unparse(node)}")
+    return getattr(http.HTTPStatus[node.value.attr], node.attr)
+
+
+def http_exception_type_is_status_code() -> bool:
+    """Whether the HTTPException handler's ErrorResponse sets `type=str(exc.status_code)`."""
+    kwargs = _fallback_error_response(_handler_for("HTTPException"))
+    return ast.unparse(kwargs["type"]) == "str(exc.status_code)"
+
+
+def generate_contract_body() -> str:
+    """The `content=` of the 400 `generate_request` answers when `generate_contract_error` refuses a body,
+    unparsed (expected: `{'error': contract_error}`, the error text as a bare string)."""
+    fn = _function(source(HTTP_SERVER), "generate_request")
+    for node in ast.walk(fn):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "ORJSONResponse"
+        ):
+            for kw in node.keywords:
+                if kw.arg == "content":
+                    return ast.unparse(kw.value)
+    raise AssertionError("generate_request answers no ORJSONResponse")
+
+
+def generate_contract_error(body: Any) -> str | None:
+    """What SGLang's own JSON-contract gate (`sglang.api.v1.api_types`, pure Python + msgspec) says about a
+    `/generate` body: the exact text it sends, or None if the body passes."""
+    _bare_package()
+    api_types = importlib.import_module("sglang.api.v1.api_types")
+    try:
+        api_types.GenerateRequest.from_json_value(body)
+    except api_types.JsonContractError as exc:
+        return str(exc)
+    return None
