@@ -64,6 +64,22 @@ def close_at_exit(client: RewardClient) -> RewardClient:
     return client
 
 
+_sync_clients: dict[tuple[str, float, int], RewardClient] = {}
+_sync_lock = threading.Lock()
+
+
+def shared_sync_client(url: str, *, timeout_s: float, max_concurrency: int = 64) -> RewardClient:
+    """One blocking client per (url, settings) for the whole process, closed at exit: sync reward managers
+    call from many threads, and each client owns a loop thread and a connection pool worth sharing."""
+    key = (url, timeout_s, max_concurrency)
+    with _sync_lock:
+        client = _sync_clients.get(key)
+        if client is None:
+            client = close_at_exit(RewardClient(url, timeout_s=timeout_s, max_concurrency=max_concurrency))
+            _sync_clients[key] = client
+        return client
+
+
 def message_text(content: Any) -> str:
     """The text of a chat message's `content`: a string, or a list of parts with `{"type": "text"}`."""
     if content is None:

@@ -30,8 +30,8 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from services.client import AsyncRewardClient, RewardClient, RewardResult
-from services.integrations._common import ClientPerLoop, close_at_exit, gateway_url
+from services.client import AsyncRewardClient, RewardResult
+from services.integrations._common import ClientPerLoop, gateway_url, shared_sync_client
 from services.integrations.verl_reward import _body, to_verl
 
 DEFAULT_WINDOW_MS = 10.0
@@ -119,8 +119,6 @@ class _CoalescerPerLoop:
 
 
 _coalescers = _CoalescerPerLoop()
-_sync_clients: dict[tuple[str, float], RewardClient] = {}
-_sync_lock = threading.Lock()
 
 
 def _check(window_ms: float, max_batch_size: int) -> None:
@@ -185,7 +183,7 @@ def compute_score_batch(
         _body(ds, sol, gt, info, reward_fn)
         for ds, sol, gt, info in zip(data_sources, solution_strs, ground_truths, infos, strict=True)
     ]
-    client = _sync_client(_url(gateway_url), timeout_s)
+    client = shared_sync_client(_url(gateway_url), timeout_s=timeout_s)
     results: list[RewardResult] = []
     for start in range(0, len(bodies), max_batch_size):
         results += client.score_batch(bodies[start : start + max_batch_size])
@@ -195,15 +193,6 @@ def compute_score_batch(
 async def aclose() -> None:
     """Close this event loop's gateway clients (verl never needs it; scripts that end their loops do)."""
     await _coalescers.aclose()
-
-
-def _sync_client(url: str, timeout_s: float) -> RewardClient:
-    with _sync_lock:
-        client = _sync_clients.get((url, timeout_s))
-        if client is None:
-            client = close_at_exit(RewardClient(url, timeout_s=timeout_s))
-            _sync_clients[(url, timeout_s)] = client
-        return client
 
 
 def _url(explicit: str | None) -> str:

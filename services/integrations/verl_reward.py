@@ -40,12 +40,11 @@ from __future__ import annotations
 import json
 import logging
 import math
-import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from services.client import RewardClient, RewardFleetError, RewardResult
-from services.integrations._common import ClientPerLoop, close_at_exit, gateway_url
+from services.client import RewardFleetError, RewardResult
+from services.integrations._common import ClientPerLoop, gateway_url, shared_sync_client
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +63,6 @@ class RewardFunctionFailed(RewardFleetError):
 
 
 _clients = ClientPerLoop()
-_sync_clients: dict[tuple[str, float, int], RewardClient] = {}
-_sync_lock = threading.Lock()
 
 
 async def compute_score(
@@ -104,12 +101,7 @@ def compute_score_sync(
     **_verl_kwargs: Any,
 ) -> dict[str, Any]:
     """The same for verl's synchronous reward managers (one blocking call per sample, from any thread)."""
-    url = _url(gateway_url)
-    with _sync_lock:
-        client = _sync_clients.get((url, timeout_s, max_concurrency))
-        if client is None:
-            client = close_at_exit(RewardClient(url, timeout_s=timeout_s, max_concurrency=max_concurrency))
-            _sync_clients[(url, timeout_s, max_concurrency)] = client
+    client = shared_sync_client(_url(gateway_url), timeout_s=timeout_s, max_concurrency=max_concurrency)
     result = client.score(_body(data_source, solution_str, ground_truth, extra_info, reward_fn))
     return to_verl(result, error_score=error_score, extra_keys=extra_keys)
 
