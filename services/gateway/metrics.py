@@ -197,27 +197,27 @@ class ExternalPoolMetrics:
             "pool_tokens",
             "Tokens an external pool reported in `usage`, by function, pool and type (prompt, completion).",
             [*labels, "type"],
-            namespace="rewardfleet",
+            namespace=NAMESPACE,
             registry=registry,
         )
         self.requests = Counter(
             "pool_requests",
             "Requests forwarded to an external pool, by function, pool and final HTTP status.",
             [*labels, "status"],
-            namespace="rewardfleet",
+            namespace=NAMESPACE,
             registry=registry,
         )
         self.rate_limited = Counter(
             "pool_rate_limited",
             "429 answers from an external pool (each one backed off and retried or returned).",
             labels,
-            namespace="rewardfleet",
+            namespace=NAMESPACE,
             registry=registry,
         )
         self.budget_wait = Counter(
             "pool_budget_wait_seconds",
             "Seconds requests waited for their function's RPM/TPM budget.",
             labels,
-            namespace="rewardfleet",
+            namespace=NAMESPACE,
             registry=registry,
         )
