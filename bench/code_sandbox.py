@@ -26,10 +26,10 @@ from typing import Any
 import httpx
 
 from bench.common import BenchResult, Row, gateway, median, print_result
-from reward_fns import code
-from reward_fns._sandbox.bubblewrap import HARNESS, BubblewrapRun, interpreter
-from reward_fns._sandbox.settings import MIB, SandboxSettings
-from reward_fns._sandbox.slots import SlotPool
+from rewardfleet.reward_fns import code
+from rewardfleet.reward_fns._sandbox.bubblewrap import HARNESS, BubblewrapRun, interpreter
+from rewardfleet.reward_fns._sandbox.settings import MIB, SandboxSettings
+from rewardfleet.reward_fns._sandbox.slots import SlotPool
 
 SUM_CASES = {"inputs": ["2\n1\n2\n", "3\n1\n2\n3\n", "1\n-5\n"], "outputs": ["3\n", "6\n", "-5\n"]}
 CALL_CASES = {"fn_name": "solve", "inputs": ["1\n2", "5\n5", "7\n1"], "outputs": ["3", "10", "8"]}

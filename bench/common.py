@@ -146,7 +146,7 @@ def model_server(
 @contextmanager
 def sglang_router(tmp: Path, worker_urls: Sequence[str], name: str = "router") -> Iterator[str]:
     """One sglang-router (round robin, the tests' `RouterProcess`); yields its bare `host:port`."""
-    from router.config import RouterConfig
+    from rewardfleet.router.config import RouterConfig
     from tests.router.router_process import RouterProcess
 
     cfg = RouterConfig(

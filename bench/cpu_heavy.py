@@ -54,7 +54,7 @@ async def compute_score(data_source, solution_str, ground_truth, extra_info=None
 
 def _direct_worker(seconds: float, start_at: float, out: Any) -> None:
     """In a child process: call math-verify back to back on fresh inputs for `seconds`; count the calls."""
-    from reward_fns.math_verify import compute_score
+    from rewardfleet.reward_fns.math_verify import compute_score
 
     time.sleep(max(0.0, start_at - time.time()))
     n, stop = 0, time.time() + seconds
@@ -82,7 +82,7 @@ def direct_scaling(seconds: float) -> tuple[float, float]:
 
 
 def _config(workers: int) -> dict[str, object]:
-    return {"builtin_package": "reward_fns", "workers": workers}
+    return {"builtin_package": "rewardfleet.reward_fns", "workers": workers}
 
 
 async def _saturated(

@@ -40,7 +40,7 @@ class RmStack:
 
 def gateway_config(rm_path: Path, address: str) -> dict[str, object]:
     return {
-        "builtin_package": "reward_fns",
+        "builtin_package": "rewardfleet.reward_fns",
         "workers": 1,
         "reward_model_tokenizer": str(rm_path),
         "routers": {"reward_model": address},

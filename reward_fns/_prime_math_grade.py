@@ -1,11 +1,11 @@
 """prime_math's first grader (PRM800K's `grade_answer`), as verl 0.9.1 runs it for the `numina_*` sources.
 
-An answer is right when (a) it equals the ground truth after the MATH normalisation (`reward_fns.math`'s,
-the same as verl's), or (b) after PRM800K's own normalisation (units and words removed, LaTeX turned into
-text by pylatexenc, lower case), element by element for tuples/intervals: unreduced fractions must match
-exactly, an integer ground truth needs an integer answer, and anything else must have a sympy-simplified
-difference of 0 (only for expressions with at most two distinct letters and no huge powers; at most
-`SYMPY_TIMEOUT_S`, as verl bounds it).
+An answer is right when (a) it equals the ground truth after the MATH normalisation
+(`rewardfleet.reward_fns.math`'s, the same as verl's), or (b) after PRM800K's own normalisation (units and
+words removed, LaTeX turned into text by pylatexenc, lower case), element by element for tuples/intervals:
+unreduced fractions must match exactly, an integer ground truth needs an integer answer, and anything else
+must have a sympy-simplified difference of 0 (only for expressions with at most two distinct letters and no
+huge powers; at most `SYMPY_TIMEOUT_S`, as verl bounds it).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import sympy
 from pylatexenc import latex2text
 from sympy.parsing import sympy_parser
 
-from reward_fns.math import _Malformed
-from reward_fns.math import normalize as normalize_math
+from rewardfleet.reward_fns.math import _Malformed
+from rewardfleet.reward_fns.math import normalize as normalize_math
 
 SYMPY_TIMEOUT_S = 10.0
 _BAD_SUBSTRINGS = ("^{", "^(")

@@ -10,15 +10,16 @@ prime_code's semantics on both of our backends, so a sample gets the same score 
   JSON string; with `fn_name` the program is call-based, else it reads stdin and prints;
 - first pass: every case in order in one process; all pass → 1.0. Otherwise (`continuous=True`, verl's
   default) the score is the fraction of the first 10 cases that pass when each runs alone in a fresh process
-  (as a stdin program, as prime_code does). Pass/fail per case: `reward_fns._sandbox.apps_compare`.
+  (as a stdin program, as prime_code does). Pass/fail per case:
+  `rewardfleet.reward_fns._sandbox.apps_compare`.
 
 The program runs in a sandbox, never in the gateway's process or with its privileges: `sandbox.backend`
 is `bubblewrap` (local, the default) or `sandbox_fusion` (chosen automatically when `sandbox_fusion_url` is
-set). Settings: `reward_kwargs: {sandbox: {...}}` (see `reward_fns._sandbox.settings`); `slots` bounds the
-sandboxes running at once in this gateway process. Returns `{"score", "all_passed", "verdicts"}`:
+set). Settings: `reward_kwargs: {sandbox: {...}}` (see `rewardfleet.reward_fns._sandbox.settings`); `slots`
+bounds the sandboxes running at once in this gateway process. Returns `{"score", "all_passed", "verdicts"}`:
 `verdicts` are the per-case outcomes of the pass that decided the score (`pass`, `wrong_answer`, `error`,
 `timeout`, `compile_error`, `crashed`, `output_limit`). A sample whose sandbox could not judge it raises
-a `reward_fns._sandbox.errors.SandboxError` subclass (a typed error, never a silent 0).
+a `rewardfleet.reward_fns._sandbox.errors.SandboxError` subclass (a typed error, never a silent 0).
 
 Deviations from verl, on invalid input only: a `ground_truth` that is not test cases raises `ValueError`
 (verl scores it 0). A program that returns an object whose `==` lies (a list subclass equal to anything)
@@ -33,12 +34,12 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from reward_fns._sandbox.apps_compare import case_passes
-from reward_fns._sandbox.bubblewrap import BubblewrapRun, check_bubblewrap
-from reward_fns._sandbox.errors import SandboxTimeout
-from reward_fns._sandbox.fusion import FusionRun
-from reward_fns._sandbox.settings import SandboxSettings, settings_from_kwargs
-from reward_fns._sandbox.slots import pool_for
+from rewardfleet.reward_fns._sandbox.apps_compare import case_passes
+from rewardfleet.reward_fns._sandbox.bubblewrap import BubblewrapRun, check_bubblewrap
+from rewardfleet.reward_fns._sandbox.errors import SandboxTimeout
+from rewardfleet.reward_fns._sandbox.fusion import FusionRun
+from rewardfleet.reward_fns._sandbox.settings import SandboxSettings, settings_from_kwargs
+from rewardfleet.reward_fns._sandbox.slots import pool_for
 
 DATA_SOURCES: tuple[str, ...] = ("codecontests", "apps", "codeforces", "taco")
 

@@ -30,13 +30,13 @@ from typing import Any
 if __name__ == "math_verify":
     raise ImportError(
         "reward_fns/math_verify.py was loaded as a top-level module named 'math_verify', which shadows "
-        "the math-verify library it uses; import it as 'reward_fns.math_verify' (or any other name)"
+        "the math-verify library it uses; import it as 'rewardfleet.reward_fns.math_verify'"
     )
 
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 from math_verify.errors import TimeoutException
 
-from reward_fns._answers import require_str
+from rewardfleet.reward_fns._answers import require_str
 
 __all__ = ["GoldAnswerError", "MathVerifyTimeout", "compute_score"]
 

@@ -15,8 +15,8 @@ policy's tokenizer). With neither it raises `ValueError` rather than guess.
 
 Usage in a reward file::
 
-    from reward_fns import math_dapo
-    from reward_fns.overlong import with_overlong_penalty
+    from rewardfleet.reward_fns import math_dapo
+    from rewardfleet.reward_fns.overlong import with_overlong_penalty
 
     compute_score = with_overlong_penalty(
         math_dapo.compute_score, max_response_length=20480, overlong_buffer_len=4096, penalty_factor=1.0

@@ -8,8 +8,9 @@ Extraction (on the whole response): the text after the last "answer:" / "answer 
 (case-insensitive), before a last "is answer" / "is the answer" / "are (the) answers"; then the content
 of the last `\\boxed{…}` (or `\\fbox{…}`) if any; then the part before the last ". "; then the text after
 the last "be ", "is ", "are ", "=", ": ", "get " (or those words followed by a newline).
-Grading: `reward_fns._prime_math_grade.grade_answer`, then `reward_fns._prime_math_equal.math_equal`
-(twice, with π = `math.pi` and 3.14, when either side mentions `\\pi`).
+Grading: `rewardfleet.reward_fns._prime_math_grade.grade_answer`, then
+`rewardfleet.reward_fns._prime_math_equal.math_equal` (twice, with π = `math.pi` and 3.14, when either side
+mentions `\\pi`).
 
 Returns `{"score", "acc", "pred"}`; verl reports only the score (its tuple's first element).
 Deviations from verl: non-string arguments raise `TypeError` (verl `str()`s them); verl `eval`s answers
@@ -23,9 +24,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from reward_fns._answers import require_str
-from reward_fns._prime_math_equal import math_equal
-from reward_fns._prime_math_grade import grade_answer
+from rewardfleet.reward_fns._answers import require_str
+from rewardfleet.reward_fns._prime_math_equal import math_equal
+from rewardfleet.reward_fns._prime_math_grade import grade_answer
 
 DATA_SOURCES: tuple[str, ...] = (
     *("numina_aops_forum", "numina_synthetic_math", "numina_amc_aime", "numina_synthetic_amc"),

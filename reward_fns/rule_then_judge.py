@@ -27,11 +27,17 @@ from typing import Any
 
 import aiohttp
 
-from reward_fns._judge_templates import TemplateError, get_template
-from reward_fns._router_http import RemoteCallError, resolve_address
-from reward_fns._verdict_grammar import verdict_regex
-from reward_fns._verdicts import VerdictParseError
-from reward_fns.judge import JudgeConfigError, JudgeEndpoint, ask_judge, read_verdict, template_values
+from rewardfleet.reward_fns._judge_templates import TemplateError, get_template
+from rewardfleet.reward_fns._router_http import RemoteCallError, resolve_address
+from rewardfleet.reward_fns._verdict_grammar import verdict_regex
+from rewardfleet.reward_fns._verdicts import VerdictParseError
+from rewardfleet.reward_fns.judge import (
+    JudgeConfigError,
+    JudgeEndpoint,
+    ask_judge,
+    read_verdict,
+    template_values,
+)
 
 DATA_SOURCES: tuple[str, ...] = ()
 
@@ -59,14 +65,14 @@ async def run_rule(
     extra_info: dict[str, Any] | None,
     rule_kwargs: Mapping[str, Any],
 ) -> tuple[float, bool, str]:
-    """(score, correct, pred) from `reward_fns.<rule>.compute_score`."""
+    """(score, correct, pred) from `rewardfleet.reward_fns.<rule>.compute_score`."""
     try:
-        module = importlib.import_module(f"reward_fns.{rule}")
+        module = importlib.import_module(f"{__package__}.{rule}")
     except ImportError as exc:
-        raise RuleCheckError(f"no built-in rule function reward_fns.{rule}: {exc}") from exc
+        raise RuleCheckError(f"no built-in rule function {__package__}.{rule}: {exc}") from exc
     fn = getattr(module, "compute_score", None)
     if fn is None or asyncio.iscoroutinefunction(fn):
-        raise RuleCheckError(f"reward_fns.{rule} has no synchronous compute_score")
+        raise RuleCheckError(f"{__package__}.{rule} has no synchronous compute_score")
     kwargs = dict(data_source=data_source, solution_str=solution_str, ground_truth=ground_truth)
     if rule_is_thread_safe(rule, rule_kwargs):
         result = await asyncio.to_thread(fn, extra_info=extra_info, **kwargs, **rule_kwargs)
@@ -80,14 +86,14 @@ async def run_rule(
         )
     if isinstance(result, Mapping):
         if "score" not in result:
-            raise RuleCheckError(f"reward_fns.{rule} returned a dict without 'score'")
+            raise RuleCheckError(f"rewardfleet.reward_fns.{rule} returned a dict without 'score'")
         score = float(result["score"])
         correct = bool(result["acc"]) if "acc" in result else score > 0
         pred = result.get("pred")
         return score, correct, "" if pred is None else str(pred)
     if isinstance(result, bool | int | float):
         return float(result), float(result) > 0, ""
-    raise RuleCheckError(f"reward_fns.{rule} returned {type(result).__name__}, not a score")
+    raise RuleCheckError(f"rewardfleet.reward_fns.{rule} returned {type(result).__name__}, not a score")
 
 
 async def compute_score(

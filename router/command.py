@@ -10,7 +10,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from router.config import RouterConfig
+from rewardfleet.router.config import RouterConfig
 
 BINARY_NAME = "sglang-router"
 

@@ -70,7 +70,7 @@ class RouterConfig(BaseModel):
     queue_timeout_secs: int = Field(default=60, ge=1)
     rate_limit_tokens_per_second: int | None = Field(default=None, ge=1)
 
-    # Key the router sends to the workers. Never printed: `services.fleet.redact` hides it.
+    # Key the router sends to the workers. Never printed: `rewardfleet.services.fleet.redact` hides it.
     api_key: SecretStr | None = None
 
     # Kubernetes service discovery (pods must be Running and Ready; RBAC get/list/watch pods).

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from services.fleet.cli import status, up
-from services.gateway.cli import gateway
-from services.model_server.cli import serve_model
+from rewardfleet.services.fleet.cli import status, up
+from rewardfleet.services.gateway.cli import gateway
+from rewardfleet.services.model_server.cli import serve_model
 
 app = typer.Typer(
     name="rewardfleet",

@@ -31,7 +31,7 @@ def free_port() -> int:
 
 def rewardfleet_cmd(*args: str) -> list[str]:
     """The `rewardfleet` CLI of the interpreter running the tests."""
-    return [sys.executable, "-m", "services.cli", *args]
+    return [sys.executable, "-m", "rewardfleet.services.cli", *args]
 
 
 class ChildProcess:

@@ -32,8 +32,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reward_fns._sandbox.errors import SandboxCrashed, SandboxError, SandboxOutputTooLarge, SandboxUnavailable
-from reward_fns._sandbox.settings import MIB, SandboxSettings
+from rewardfleet.reward_fns._sandbox.errors import (
+    SandboxCrashed,
+    SandboxError,
+    SandboxOutputTooLarge,
+    SandboxUnavailable,
+)
+from rewardfleet.reward_fns._sandbox.settings import MIB, SandboxSettings
 
 HARNESS = Path(__file__).with_name("harness.py")
 SANDBOX_HARNESS = "/sandbox/harness.py"

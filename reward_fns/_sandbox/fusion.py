@@ -22,9 +22,9 @@ from typing import Any
 
 import aiohttp
 
-from reward_fns._sandbox.bubblewrap import HARNESS
-from reward_fns._sandbox.errors import SandboxCrashed, SandboxFusionError, SandboxTimeout
-from reward_fns._sandbox.settings import SandboxSettings
+from rewardfleet.reward_fns._sandbox.bubblewrap import HARNESS
+from rewardfleet.reward_fns._sandbox.errors import SandboxCrashed, SandboxFusionError, SandboxTimeout
+from rewardfleet.reward_fns._sandbox.settings import SandboxSettings
 
 _RETRY_STATUSES = frozenset({502, 503, 504})
 _ATTEMPTS = 3

@@ -2,8 +2,8 @@
 
 Standard library only, and nothing from the fleet: the sandbox sees this file and a Python interpreter,
 nothing else. It never sees the expected outputs: it reports what the program printed or returned, and the
-caller (`reward_fns._sandbox.apps_compare`, outside the sandbox) decides pass/fail. A program that forges
-this harness's output therefore gains nothing it could not get by printing the right answer.
+caller (`rewardfleet.reward_fns._sandbox.apps_compare`, outside the sandbox) decides pass/fail. A program that
+forges this harness's output therefore gains nothing it could not get by printing the right answer.
 
 It reproduces how verl 0.9.1's prime_code runner executes a solution, so that scores match verl's:
 

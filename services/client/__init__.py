@@ -1,6 +1,6 @@
 """Python client of the reward gateway. Light on purpose: aiohttp and the standard library only.
 
-    from services.client import AsyncRewardClient, RewardClient
+    from rewardfleet.services.client import AsyncRewardClient, RewardClient
 
     async with AsyncRewardClient("http://127.0.0.1:8000") as client:
         results = await client.score_many(samples)          # in input order, one per sample
@@ -8,7 +8,7 @@
 Nothing here imports fastapi, torch or the gateway, so trainers can import it cheaply.
 """
 
-from services.client._exceptions import (
+from rewardfleet.services.client._exceptions import (
     BadRequest,
     GatewayHTTPError,
     GatewayUnavailable,
@@ -17,10 +17,10 @@ from services.client._exceptions import (
     Unauthorized,
     UnknownRewardFunction,
 )
-from services.client._retry import RetryPolicy
-from services.client.async_client import DEFAULT_BASE_URL, AsyncRewardClient
-from services.client.models import ErrorInfo, RewardResult, Sample, Status, new_uid
-from services.client.sync_client import RewardClient
+from rewardfleet.services.client._retry import RetryPolicy
+from rewardfleet.services.client.async_client import DEFAULT_BASE_URL, AsyncRewardClient
+from rewardfleet.services.client.models import ErrorInfo, RewardResult, Sample, Status, new_uid
+from rewardfleet.services.client.sync_client import RewardClient
 
 __all__ = [
     "DEFAULT_BASE_URL",

@@ -20,7 +20,7 @@ from typing import Any
 
 
 class RewardFleetError(Exception):
-    """Base class of every error raised by `services.client`."""
+    """Base class of every error raised by `rewardfleet.services.client`."""
 
 
 class GatewayUnavailable(RewardFleetError):

@@ -15,11 +15,16 @@ from typing import Any
 
 import aiohttp
 
-from reward_fns._router_http import base_url as router_base_url
-from services.client._exceptions import GatewayHTTPError, GatewayUnavailable, RewardFleetError, http_error
-from services.client._progress import progress_bar
-from services.client._retry import RETRYABLE_STATUSES, RetryPolicy, parse_retry_after
-from services.client.models import RewardResult, Sample, sample_body
+from rewardfleet.reward_fns._router_http import base_url as router_base_url
+from rewardfleet.services.client._exceptions import (
+    GatewayHTTPError,
+    GatewayUnavailable,
+    RewardFleetError,
+    http_error,
+)
+from rewardfleet.services.client._progress import progress_bar
+from rewardfleet.services.client._retry import RETRYABLE_STATUSES, RetryPolicy, parse_retry_after
+from rewardfleet.services.client.models import RewardResult, Sample, sample_body
 
 logger = logging.getLogger(__name__)
 

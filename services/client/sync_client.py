@@ -12,9 +12,9 @@ import threading
 from collections.abc import Coroutine, Iterable, Mapping
 from typing import Any, TypeVar
 
-from services.client._retry import RetryPolicy
-from services.client.async_client import DEFAULT_BASE_URL, AsyncRewardClient
-from services.client.models import RewardResult, Sample
+from rewardfleet.services.client._retry import RetryPolicy
+from rewardfleet.services.client.async_client import DEFAULT_BASE_URL, AsyncRewardClient
+from rewardfleet.services.client.models import RewardResult, Sample
 
 T = TypeVar("T")
 

@@ -25,11 +25,11 @@ def up(
     """Start model servers, one sglang-router per pool and the gateway on 127.0.0.1; Ctrl-C stops all."""
     from rich.console import Console
 
-    from services.fleet.config import FleetConfigError, load_fleet_config
-    from services.fleet.plan import plan_fleet
-    from services.fleet.redact import redact_argv
-    from services.fleet.runner import Fleet, run_fleet
-    from services.fleet.supervisor import Backoff
+    from rewardfleet.services.fleet.config import FleetConfigError, load_fleet_config
+    from rewardfleet.services.fleet.plan import plan_fleet
+    from rewardfleet.services.fleet.redact import redact_argv
+    from rewardfleet.services.fleet.runner import Fleet, run_fleet
+    from rewardfleet.services.fleet.supervisor import Backoff
 
     console = Console(stderr=False)
     try:
@@ -63,7 +63,7 @@ def status(
     """Show pools, replicas, health and addresses of the running fleet."""
     from rich.console import Console
 
-    from services.fleet.status import fleet_status
+    from rewardfleet.services.fleet.status import fleet_status
 
     code, out = fleet_status(run_dir)
     Console().print(out)

@@ -10,7 +10,7 @@ pools:
     server_args: {max-batch-size: 32}
     router: {policy: round_robin}
 default_pool: encoder         # its router is what `reward_router_address` carries
-gateway: {port: 8000, ...}    # services.gateway.config.GatewayConfig; `routers` is filled in from the pools
+gateway: {port: 8000, ...}    # gateway.config.GatewayConfig; `routers` is filled in from the pools
 ```
 
 Ports left unset are picked free on 127.0.0.1 when the fleet starts. Validation errors name the key.
@@ -25,10 +25,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from router.config import RouterConfig
-from services.gateway.config import GatewayConfig, format_validation_error
-from services.gateway.config.external_pools import ExternalPoolConfig
-from services.model_server.checkpoints import BUILTIN_MODELS
+from rewardfleet.router.config import RouterConfig
+from rewardfleet.services.gateway.config import GatewayConfig, format_validation_error
+from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
+from rewardfleet.services.model_server.checkpoints import BUILTIN_MODELS
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default.yaml")
 _POOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,40}$")

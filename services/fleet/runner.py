@@ -19,8 +19,8 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from services.fleet.plan import FleetPlan, write_gateway_config
-from services.fleet.supervisor import Backoff, ChildFailed, ChildSpec, Supervisor
+from rewardfleet.services.fleet.plan import FleetPlan, write_gateway_config
+from rewardfleet.services.fleet.supervisor import Backoff, ChildFailed, ChildSpec, Supervisor
 
 STATE_FILE = "fleet.json"
 

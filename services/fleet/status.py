@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from rich.table import Table
 
-from services.fleet.runner import STATE_FILE
+from rewardfleet.services.fleet.runner import STATE_FILE
 
 
 def read_state(run_dir: Path) -> dict[str, Any] | None:

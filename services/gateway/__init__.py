@@ -3,7 +3,7 @@
 Read it in this order:
 
     app.py          create_app(): builds every part once, in one direction, and owns them in its lifespan
-    cli.py          `rewardfleet gateway` / `python -m services.gateway`
+    cli.py          `rewardfleet gateway` / `python -m rewardfleet.services.gateway`
     config/         GatewayConfig and its sections (functions, composites, fallbacks, groups, graders,
                     external pools)
     schemas.py      request and response bodies

@@ -1,8 +1,8 @@
-"""`python -m services.gateway`: the gateway command alone (the same as `rewardfleet gateway`)."""
+"""`python -m rewardfleet.services.gateway`: the gateway command alone (the same as `rewardfleet gateway`)."""
 
 import typer
 
-from services.gateway.cli import gateway
+from rewardfleet.services.gateway.cli import gateway
 
 if __name__ == "__main__":
     typer.run(gateway)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:  # imported lazily below: `rewardfleet --help` stays fast
-    from services.gateway.config import GatewaySettings
+    from rewardfleet.services.gateway.config import GatewaySettings
 
 
 def build_settings(
@@ -22,7 +22,7 @@ def build_settings(
 ) -> GatewaySettings:
     """Flags win over REWARDFLEET_GATEWAY_* variables, which win over the YAML file; `--reward-fns` folders
     are appended to the file's `reward_fns_dirs`."""
-    from services.gateway.config import GatewaySettings
+    from rewardfleet.services.gateway.config import GatewaySettings
 
     overrides: dict[str, Any] = {"config_file": config}
     if host is not None:
@@ -64,8 +64,8 @@ def gateway(
     import uvicorn
     from pydantic import ValidationError
 
-    from services.gateway.app import create_app
-    from services.gateway.config import format_validation_error
+    from rewardfleet.services.gateway.app import create_app
+    from rewardfleet.services.gateway.config import format_validation_error
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

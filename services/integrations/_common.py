@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from services.client import AsyncRewardClient, RetryPolicy, RewardClient
+from rewardfleet.services.client import AsyncRewardClient, RetryPolicy, RewardClient
 
 URL_ENV = "REWARDFLEET_URL"
 DEFAULT_URL = "http://127.0.0.1:8000"

@@ -1,6 +1,6 @@
 """Reward callables for TRL's `GRPOTrainer(reward_funcs=[...])`, scored by the gateway.
 
-    from services.integrations.trl import make_reward_func, make_async_reward_func
+    from rewardfleet.services.integrations.trl import make_reward_func, make_async_reward_func
     trainer = GRPOTrainer(..., reward_funcs=[make_async_reward_func("http://reward-gateway:8000")])
 
 TRL calls `f(prompts=..., completions=..., completion_ids=..., trainer_state=..., **dataset_columns)` with one
@@ -29,8 +29,13 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from services.client import GatewayUnavailable, RetryPolicy, RewardClient, RewardResult
-from services.integrations._common import ClientPerLoop, close_at_exit, completion_text, gateway_url
+from rewardfleet.services.client import GatewayUnavailable, RetryPolicy, RewardClient, RewardResult
+from rewardfleet.services.integrations._common import (
+    ClientPerLoop,
+    close_at_exit,
+    completion_text,
+    gateway_url,
+)
 
 logger = logging.getLogger(__name__)
 

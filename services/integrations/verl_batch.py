@@ -30,9 +30,9 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from services.client import AsyncRewardClient, RewardResult
-from services.integrations._common import ClientPerLoop, gateway_url, shared_sync_client
-from services.integrations.verl_reward import _body, to_verl
+from rewardfleet.services.client import AsyncRewardClient, RewardResult
+from rewardfleet.services.integrations._common import ClientPerLoop, gateway_url, shared_sync_client
+from rewardfleet.services.integrations.verl_reward import _body, to_verl
 
 DEFAULT_WINDOW_MS = 10.0
 DEFAULT_MAX_BATCH = 1024  # the gateway accepts up to its max_batch_samples (4096 by default)

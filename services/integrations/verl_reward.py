@@ -3,7 +3,7 @@
 Point verl 0.9.1's trainer at it (it reads `reward.custom_reward_function`; the old top-level
 `custom_reward_function` is read only by `fully_async_main`, so `main_ppo` would silently score locally):
 
-    reward.custom_reward_function.path=pkg://services.integrations.verl_reward
+    reward.custom_reward_function.path=pkg://rewardfleet.services.integrations.verl_reward
     reward.custom_reward_function.name=compute_score     # async; compute_score_sync: sync reward managers
     +reward.custom_reward_function.reward_kwargs.gateway_url=http://reward-gateway:8000  # or $REWARDFLEET_URL
 
@@ -43,8 +43,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from services.client import RewardFleetError, RewardResult
-from services.integrations._common import ClientPerLoop, gateway_url, shared_sync_client
+from rewardfleet.services.client import RewardFleetError, RewardResult
+from rewardfleet.services.integrations._common import ClientPerLoop, gateway_url, shared_sync_client
 
 logger = logging.getLogger(__name__)
 

@@ -17,12 +17,12 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from services.model_server.auth import ApiKeyMiddleware
-from services.model_server.config import ModelServerSettings
-from services.model_server.errors import install_error_handlers
-from services.model_server.metrics import ModelServerMetrics
-from services.model_server.routes import health, native, openai_generation, openai_pooling
-from services.model_server.server import ModelServer
+from rewardfleet.services.model_server.auth import ApiKeyMiddleware
+from rewardfleet.services.model_server.config import ModelServerSettings
+from rewardfleet.services.model_server.errors import install_error_handlers
+from rewardfleet.services.model_server.metrics import ModelServerMetrics
+from rewardfleet.services.model_server.routes import health, native, openai_generation, openai_pooling
+from rewardfleet.services.model_server.server import ModelServer
 
 logger = logging.getLogger(__name__)
 

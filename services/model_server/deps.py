@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from services.model_server.server import ModelServer
+from rewardfleet.services.model_server.server import ModelServer
 
 
 def get_server(request: Request) -> ModelServer:

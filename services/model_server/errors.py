@@ -32,7 +32,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from services.model_server.batcher import BatcherStopped, QueueFull
+from rewardfleet.services.model_server.batcher import BatcherStopped, QueueFull
 
 logger = logging.getLogger(__name__)
 

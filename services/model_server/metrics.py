@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from services.model_server.batcher import BatchStats
+from rewardfleet.services.model_server.batcher import BatchStats
 
 NAMESPACE = "rewardfleet_model_server"
 

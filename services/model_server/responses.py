@@ -8,7 +8,7 @@ import time
 import uuid
 from typing import Any
 
-from services.model_server.runners.generation import GenerationResult
+from rewardfleet.services.model_server.runners.generation import GenerationResult
 
 
 def new_id(prefix: str = "") -> str:

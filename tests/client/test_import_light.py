@@ -10,11 +10,16 @@ import pytest
 
 from tests.support import REPO_ROOT
 
-HEAVY = ("fastapi", "starlette", "uvicorn", "torch", "transformers", "services.gateway")
+HEAVY = ("fastapi", "starlette", "uvicorn", "torch", "transformers", "rewardfleet.services.gateway")
 
 
 @pytest.mark.parametrize(
-    "module", ["services.client", "services.integrations.trl", "services.integrations.verl_reward"]
+    "module",
+    [
+        "rewardfleet.services.client",
+        "rewardfleet.services.integrations.trl",
+        "rewardfleet.services.integrations.verl_reward",
+    ],
 )
 def test_imports_without_server_dependencies(module: str) -> None:
     code = f"import json, sys\nimport {module}\nprint(json.dumps(sorted(m for m in sys.modules)))\n"
@@ -23,5 +28,7 @@ def test_imports_without_server_dependencies(module: str) -> None:
     )
     loaded = set(json.loads(out.stdout))
     assert module in loaded
-    offenders = sorted(m for m in loaded if m.split(".")[0] in HEAVY or m.startswith("services.gateway"))
+    offenders = sorted(
+        m for m in loaded if m.split(".")[0] in HEAVY or m.startswith("rewardfleet.services.gateway")
+    )
     assert offenders == [], f"{module} pulled in {offenders}"

@@ -8,8 +8,8 @@ from email.utils import format_datetime
 
 import pytest
 
-from services.client import RetryPolicy
-from services.client._retry import parse_retry_after
+from rewardfleet.services.client import RetryPolicy
+from rewardfleet.services.client._retry import parse_retry_after
 
 
 def test_full_jitter_stays_under_the_exponential_ceiling_and_the_cap() -> None:

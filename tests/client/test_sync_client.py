@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from services.client import GatewayUnavailable, RetryPolicy, RewardClient
+from rewardfleet.services.client import GatewayUnavailable, RetryPolicy, RewardClient
 from tests.client.fake_gateway import FakeGateway, Reply, ok_reply
 
 FAST = RetryPolicy(initial_backoff_s=0.01, max_backoff_s=0.05, max_attempts=4)

@@ -17,8 +17,8 @@ from typing import Any
 from aiohttp import web
 from sandbox_fusion.models import RunCodeRequest, RunCodeResponse
 
-from reward_fns._sandbox.bubblewrap import HARNESS, bwrap_command
-from reward_fns._sandbox.settings import SandboxSettings
+from rewardfleet.reward_fns._sandbox.bubblewrap import HARNESS, bwrap_command
+from rewardfleet.reward_fns._sandbox.settings import SandboxSettings
 
 
 def _write_readable(program: Path, code: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from reward_fns._sandbox.bubblewrap import SLOT_UID_BASE
+from rewardfleet.reward_fns._sandbox.bubblewrap import SLOT_UID_BASE
 
 
 def sandbox_processes() -> list[int]:

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from reward_fns import code
-from reward_fns._sandbox.errors import SandboxTimeout
-from reward_fns._sandbox.slots import SlotPool, pool_for
+from rewardfleet.reward_fns import code
+from rewardfleet.reward_fns._sandbox.errors import SandboxTimeout
+from rewardfleet.reward_fns._sandbox.slots import SlotPool, pool_for
 from tests.code_sandbox.support import sandbox_processes
 
 LOOP_FOREVER = "import posix\nposix.fork()\nwhile True:\n    pass"

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from reward_fns import code
-from reward_fns._sandbox.errors import SandboxFusionError, SandboxTimeout
-from reward_fns._sandbox.settings import SandboxSettings
+from rewardfleet.reward_fns import code
+from rewardfleet.reward_fns._sandbox.errors import SandboxFusionError, SandboxTimeout
+from rewardfleet.reward_fns._sandbox.settings import SandboxSettings
 from tests.code_sandbox.fusion_standin import serving
 from tests.reward_fns import verl_reference
 from tests.reward_fns.code_cases import cases

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from reward_fns._sandbox.bubblewrap import BubblewrapRun
-from reward_fns._sandbox.errors import SandboxCrashed, SandboxOutputTooLarge
-from reward_fns._sandbox.settings import SandboxSettings
+from rewardfleet.reward_fns._sandbox.bubblewrap import BubblewrapRun
+from rewardfleet.reward_fns._sandbox.errors import SandboxCrashed, SandboxOutputTooLarge
+from rewardfleet.reward_fns._sandbox.settings import SandboxSettings
 
 JOB = {"solution": "", "fn_name": None, "inputs": ["1"]}
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from reward_fns import code
-from reward_fns._sandbox.errors import SandboxUnavailable
-from reward_fns._sandbox.settings import settings_from_kwargs
+from rewardfleet.reward_fns import code
+from rewardfleet.reward_fns._sandbox.errors import SandboxUnavailable
+from rewardfleet.reward_fns._sandbox.settings import settings_from_kwargs
 
 
 def test_check_passes_on_this_machine() -> None:

@@ -13,8 +13,8 @@ import yaml
 from sglang_router.launch_router import parse_router_args
 from typer.testing import CliRunner
 
-from services.cli import app
-from services.gateway.config import GatewaySettings
+from rewardfleet.services.cli import app
+from rewardfleet.services.gateway.config import GatewaySettings
 from tests.deploy.helpers import (
     COMPOSE_FILE,
     COMPOSE_VAR_RE,

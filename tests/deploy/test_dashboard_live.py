@@ -21,7 +21,7 @@ import httpx
 import pytest
 import yaml
 
-from router.config import RouterConfig
+from rewardfleet.router.config import RouterConfig
 from tests.deploy.helpers import DASHBOARD, DEPLOY, tool
 from tests.router.router_process import RouterProcess
 from tests.support import ChildProcess, free_port, rewardfleet_cmd, running

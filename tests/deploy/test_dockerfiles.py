@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from services.cli import app
+from rewardfleet.services.cli import app
 from tests.deploy.helpers import DOCKER, tool
 from tests.support import REPO_ROOT
 

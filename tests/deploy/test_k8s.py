@@ -11,7 +11,7 @@ import pytest
 import yaml
 from sglang_router.launch_router import parse_router_args
 
-from services.gateway.config import GatewaySettings
+from rewardfleet.services.gateway.config import GatewaySettings
 from tests.deploy.helpers import DEPLOY, K8S, tool
 from tests.deploy.sglang_flags import load_snapshot, unknown_flags
 

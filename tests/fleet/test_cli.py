@@ -6,7 +6,7 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-from services.fleet.config import DEFAULT_CONFIG_PATH
+from rewardfleet.services.fleet.config import DEFAULT_CONFIG_PATH
 from tests.support import rewardfleet_cmd
 
 SECRETS = ("sk-gateway-key-1", "sk-judge-key", "hf_readtoken", "redispw", "judgepw", "routerkey")
@@ -46,7 +46,7 @@ def _secret_fleet(tmp_path: Path) -> Path:
           api_keys: [sk-gateway-key-1, sk-gateway-key-2]
           functions:
             my_judge:
-              path: reward_fns.judge:judge_score
+              path: rewardfleet.reward_fns.judge:judge_score
               reward_kwargs:
                 api_key: sk-judge-key
                 base_url: "https://judge:judgepw@judge.example.com/v1"
@@ -67,8 +67,8 @@ def test_dry_run_shows_no_secret(tmp_path: Path) -> None:
 
 
 def test_dry_run_leaves_the_gateway_file_its_keys(tmp_path: Path) -> None:
-    from services.fleet.config import load_fleet_config
-    from services.fleet.plan import plan_fleet
+    from rewardfleet.services.fleet.config import load_fleet_config
+    from rewardfleet.services.fleet.plan import plan_fleet
 
     plan = plan_fleet(load_fleet_config(_secret_fleet(tmp_path)))
     # Redaction is for display only: the gateway child reads the real keys from its own file.

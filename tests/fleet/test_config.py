@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from services.fleet.config import FleetConfigError, load_fleet_config
-from services.fleet.plan import plan_fleet, sglang_command
+from rewardfleet.services.fleet.config import FleetConfigError, load_fleet_config
+from rewardfleet.services.fleet.plan import plan_fleet, sglang_command
 from tests.support import rewardfleet_cmd
 
 

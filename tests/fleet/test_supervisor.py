@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from router import RouterConfig
-from services.fleet.plan import router_child_spec
-from services.fleet.supervisor import Backoff, ChildFailed, ChildSpec, ChildState, Supervisor
+from rewardfleet.router import RouterConfig
+from rewardfleet.services.fleet.plan import router_child_spec
+from rewardfleet.services.fleet.supervisor import Backoff, ChildFailed, ChildSpec, ChildState, Supervisor
 from tests.router.conftest import FAST_HEALTH, ReplicaFactory, pid_exists
 from tests.support import free_port
 

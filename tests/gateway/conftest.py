@@ -21,7 +21,7 @@ REWARD_FILES = Path(__file__).parent / "reward_files"
 
 
 def gateway_cmd(*args: str) -> list[str]:
-    """`rewardfleet gateway ...` (`python -m services.gateway` runs the same command: test_startup.py)."""
+    """`rewardfleet gateway ...` (`python -m rewardfleet.services.gateway` is the same: test_startup.py)."""
     return rewardfleet_cmd("gateway", *args)
 
 

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from services.gateway.core.failure_log import FailureLog
+from rewardfleet.services.gateway.core.failure_log import FailureLog
 
 
 class Clock:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from services.gateway.config import FunctionConfig
-from services.gateway.core.versioning import digest, function_version
-from services.gateway.execution.dropin import folder_digest
+from rewardfleet.services.gateway.config import FunctionConfig
+from rewardfleet.services.gateway.core.versioning import digest, function_version
+from rewardfleet.services.gateway.execution.dropin import folder_digest
 from tests.gateway.conftest import Gateway
 
 

@@ -130,9 +130,9 @@ def test_invalid_config_values_exit_2_naming_the_key(tmp_path: Path, config: dic
 
 
 def test_python_dash_m_is_the_same_command(tmp_path: Path) -> None:
-    """`python -m services.gateway` (the Dockerfile's and docs' entry point) runs `rewardfleet gateway`."""
+    """`python -m rewardfleet.services.gateway` is `rewardfleet gateway`."""
     config = write_config(tmp_path / "gw.yaml", {"max_body_bytes": "lots"})
-    cmd = [sys.executable, "-m", "services.gateway", "--config", str(config)]
+    cmd = [sys.executable, "-m", "rewardfleet.services.gateway", "--config", str(config)]
     result = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "max_body_bytes: Input should be a valid integer" in result.stderr
 

@@ -7,13 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from services.gateway.config import FunctionConfig
-from services.gateway.core.registry import RewardFunction
-from services.gateway.core.scoring import Injectables, Scorer
-from services.gateway.execution.loader import FunctionRef
-from services.gateway.metrics import GatewayMetrics
-from services.gateway.reliability.idempotency import ResultCache
-from services.gateway.schemas import ScoreRequest
+from rewardfleet.services.gateway.config import FunctionConfig
+from rewardfleet.services.gateway.core.registry import RewardFunction
+from rewardfleet.services.gateway.core.scoring import Injectables, Scorer
+from rewardfleet.services.gateway.execution.loader import FunctionRef
+from rewardfleet.services.gateway.metrics import GatewayMetrics
+from rewardfleet.services.gateway.reliability.idempotency import ResultCache
+from rewardfleet.services.gateway.schemas import ScoreRequest
 
 
 def async_function(name: str, fn: Callable[..., Any], **config: Any) -> RewardFunction:

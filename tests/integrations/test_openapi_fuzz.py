@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
-from services.gateway.errors import RewardFunctionFailed, RewardFunctionTimeout
+from rewardfleet.services.gateway.errors import RewardFunctionFailed, RewardFunctionTimeout
 from tests.integrations.conftest import LiveGateway
 
 DOCUMENTED_FAILURES = {500: RewardFunctionFailed.type, 504: RewardFunctionTimeout.type}

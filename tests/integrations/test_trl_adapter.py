@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from services.client import BadRequest, GatewayUnavailable, RetryPolicy
-from services.integrations.trl import make_async_reward_func, make_reward_func
+from rewardfleet.services.client import BadRequest, GatewayUnavailable, RetryPolicy
+from rewardfleet.services.integrations.trl import make_async_reward_func, make_reward_func
 from tests.client.fake_gateway import FakeGateway, Reply, ok_reply
 from tests.support import free_port
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from services.integrations.trl import make_reward_func
+from rewardfleet.services.integrations.trl import make_reward_func
 from tests.integrations.conftest import LiveGateway
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from services.client import RewardFleetError
-from services.integrations import verl_reward
+from rewardfleet.services.client import RewardFleetError
+from rewardfleet.services.integrations import verl_reward
 from tests.client.fake_gateway import FakeGateway, Reply, ok_reply
 
 

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 import torch
 
-from services.client import AsyncRewardClient, GatewayHTTPError
-from services.integrations import verl_batch
-from services.integrations.verl_reward import RewardFunctionFailed
+from rewardfleet.services.client import AsyncRewardClient, GatewayHTTPError
+from rewardfleet.services.integrations import verl_batch
+from rewardfleet.services.integrations.verl_reward import RewardFunctionFailed
 from tests.integrations.conftest import LiveGateway
 from tests.tiny_models import build_tiny_qwen2
 
@@ -80,7 +80,7 @@ def reward_loop_config(policy: Path, gateway_url: str) -> Any:
     config = OmegaConf.create(
         {"actor_rollout_ref": {"model": {"path": str(policy), "tokenizer_path": None}}, "reward": reward}
     )
-    config.reward.custom_reward_function.path = "pkg://services.integrations.verl_batch"
+    config.reward.custom_reward_function.path = "pkg://rewardfleet.services.integrations.verl_batch"
     config.reward.custom_reward_function.name = "compute_score"
     config.reward.custom_reward_function.reward_kwargs = {"gateway_url": gateway_url, "batch_window_ms": 200}
     return config

@@ -101,7 +101,7 @@ def test_documented_lines_are_what_verl_trainer_reads(
 ) -> None:
     from verl.trainer.ppo.reward import get_custom_reward_fn
 
-    from services.integrations import verl_reward
+    from rewardfleet.services.integrations import verl_reward
 
     config = trainer_config(trainer_gateway, tiny_policy)
     fn = get_custom_reward_fn(config)
@@ -112,7 +112,7 @@ def test_documented_lines_are_what_verl_trainer_reads(
     # docs warn about (main_ppo would score everything locally and never call the gateway).
     old_form = compose_trainer_config(
         [
-            "custom_reward_function.path=pkg://services.integrations.verl_reward",
+            "custom_reward_function.path=pkg://rewardfleet.services.integrations.verl_reward",
             "custom_reward_function.name=compute_score",
         ]
     )

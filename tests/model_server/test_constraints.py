@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from services.model_server.checkpoints import BUILTIN_SMOLLM2, resolve_builtin
-from services.model_server.runners.constraints import Constraint, Grammars
+from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2, resolve_builtin
+from rewardfleet.services.model_server.runners.constraints import Constraint, Grammars
 
 
 @pytest.fixture(scope="module")

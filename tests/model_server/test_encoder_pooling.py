@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from services.model_server.runners.encoder import SGLANG_ENCODER_POOLING, encoder_pooling
+from rewardfleet.services.model_server.runners.encoder import SGLANG_ENCODER_POOLING, encoder_pooling
 from tests.model_server.conftest import RunningServer, start_server
 from tests.model_server.test_encoder_server import cosine, reference_embeddings
 from tests.sglang_conformance import sglang_source as sgl

@@ -16,9 +16,9 @@ import aiohttp
 import httpx
 import pytest
 
-from reward_fns import judge
-from reward_fns._verdicts import parse_verdict
-from services.model_server.checkpoints import BUILTIN_SMOLLM2, resolve_builtin
+from rewardfleet.reward_fns import judge
+from rewardfleet.reward_fns._verdicts import parse_verdict
+from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2, resolve_builtin
 from tests.model_server.conftest import SERVER_ENV, RunningServer
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 
@@ -153,7 +153,7 @@ def test_a_bad_grammar_is_a_400_naming_the_field(smollm2: RunningServer, samplin
 
 
 def test_constrained_judge_verdicts_always_parse(smollm2: RunningServer) -> None:
-    """Every template's verdict, greedy, through `reward_fns.judge`: with the grammar on, all parse."""
+    """Every template's verdict, greedy, through the `judge` built-in: with the grammar on, all parse."""
 
     async def run() -> list[dict]:
         async with aiohttp.ClientSession() as session:

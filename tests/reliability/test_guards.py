@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from services.client import RewardClient, Unauthorized
+from rewardfleet.services.client import RewardClient, Unauthorized
 
 KEYS = ("k-first-3f9a", "k-second-77c1")
 

@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import httpx
 
-from services.client import AsyncRewardClient, RetryPolicy
+from rewardfleet.services.client import AsyncRewardClient, RetryPolicy
 from tests.reliability.conftest import report, rss_bytes
 
 INFLIGHT, QUEUED = 8, 8

@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Any
 
-from services.client import AsyncRewardClient, RetryPolicy
+from rewardfleet.services.client import AsyncRewardClient, RetryPolicy
 from tests.reliability.conftest import report
 from tests.sglang_standin import standin_reward
 

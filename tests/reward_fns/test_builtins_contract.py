@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from reward_fns import overlong
+from rewardfleet.reward_fns import overlong
 
 # One sample each function can score, with its expected score.
 SAMPLES = {
@@ -28,7 +28,7 @@ SAMPLES = {
     "geo3k": ("<think>r</think> \\boxed{18}", "18", 1.0),
     "search_r1": ("<answer>18</answer>", {"target": ["18"]}, 1.0),
 }
-SCORING = {name: importlib.import_module(f"reward_fns.{name}") for name in SAMPLES}
+SCORING = {name: importlib.import_module(f"rewardfleet.reward_fns.{name}") for name in SAMPLES}
 
 
 def test_overlong_is_a_helper_not_a_reward_function() -> None:
@@ -71,7 +71,7 @@ def test_no_data_source_is_claimed_twice() -> None:
 
 
 def test_code_is_async_with_verls_keyword_call() -> None:
-    from reward_fns import code
+    from rewardfleet.reward_fns import code
 
     parameters = inspect.signature(code.compute_score).parameters
     assert list(parameters)[:4] == ["data_source", "solution_str", "ground_truth", "extra_info"]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from reward_fns import code
+from rewardfleet.reward_fns import code
 from tests.reward_fns import verl_reference
 from tests.reward_fns.code_cases import cases
 

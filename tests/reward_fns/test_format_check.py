@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from reward_fns import format_check
+from rewardfleet.reward_fns import format_check
 
 
 def check(text: str, extra_info: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:

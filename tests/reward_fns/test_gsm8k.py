@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from reward_fns import gsm8k
+from rewardfleet.reward_fns import gsm8k
 
 
 def score(text: str, truth: str, **kwargs: Any) -> float:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from reward_fns import math as math_fn
+from rewardfleet.reward_fns import math as math_fn
 
 
 def score(text: str, truth: str) -> float:

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from reward_fns import math_dapo
+from rewardfleet.reward_fns import math_dapo
 
 
 def score(text: str, truth: str, **kwargs: Any) -> dict[str, Any]:

@@ -10,9 +10,9 @@ from typing import Any
 import math_verify as math_verify_library
 import pytest
 
-import reward_fns
-from reward_fns import math_verify
-from reward_fns.math_verify import GoldAnswerError, MathVerifyTimeout
+from rewardfleet import reward_fns
+from rewardfleet.reward_fns import math_verify
+from rewardfleet.reward_fns.math_verify import GoldAnswerError, MathVerifyTimeout
 
 
 def score(text: str, truth: str, **kwargs: Any) -> dict[str, Any]:
@@ -20,7 +20,7 @@ def score(text: str, truth: str, **kwargs: Any) -> dict[str, Any]:
 
 
 def test_module_uses_the_library_not_itself() -> None:
-    assert math_verify.__name__ == "reward_fns.math_verify"
+    assert math_verify.__name__ == "rewardfleet.reward_fns.math_verify"
     assert math_verify.parse is math_verify_library.parse
     assert math_verify.verify is math_verify_library.verify
     assert math_verify_library.__file__ is not None and "site-packages" in math_verify_library.__file__
@@ -110,7 +110,7 @@ def test_in_a_thread_without_timeouts_it_works() -> None:
 
 
 def _score_in_worker(text: str, truth: str) -> dict[str, Any]:
-    from reward_fns.math_verify import compute_score
+    from rewardfleet.reward_fns.math_verify import compute_score
 
     return compute_score(data_source="any", solution_str=text, ground_truth=truth)
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from reward_fns import math_dapo
-from reward_fns.overlong import (
+from rewardfleet.reward_fns import math_dapo
+from rewardfleet.reward_fns.overlong import (
     apply_overlong_penalty,
     overlong_penalty,
     tokenizer_counter,

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from reward_fns import regex_match
+from rewardfleet.reward_fns import regex_match
 
 
 def score(text: str, truth: Any, extra_info: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:

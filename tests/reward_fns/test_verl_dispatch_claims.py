@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-import reward_fns
+from rewardfleet import reward_fns
 from tests.reward_fns import verl_reference
 
 # verl's scorer for each name -> our built-in of the same semantics.
@@ -29,7 +29,7 @@ def _builtins() -> list[ModuleType]:
     modules = []
     for info in pkgutil.iter_modules(reward_fns.__path__):
         if not info.name.startswith("_") and not info.ispkg:
-            modules.append(importlib.import_module(f"reward_fns.{info.name}"))
+            modules.append(importlib.import_module(f"rewardfleet.reward_fns.{info.name}"))
     return modules
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from reward_fns import gsm8k, math_dapo
-from reward_fns import math as math_fn
+from rewardfleet.reward_fns import gsm8k, math_dapo
+from rewardfleet.reward_fns import math as math_fn
 from tests.reward_fns import verl_reference
 
 BUILTINS = (gsm8k, math_fn, math_dapo)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from reward_fns import geo3k, search_r1
+from rewardfleet.reward_fns import geo3k, search_r1
 from tests.reward_fns import verl_reference
 from tests.reward_fns.test_verl_parity import FRAGMENTS, GROUND_TRUTHS
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from reward_fns import prime_math
+from rewardfleet.reward_fns import prime_math
 from tests.reward_fns import verl_reference
 from tests.reward_fns.test_verl_parity import FRAGMENTS, GROUND_TRUTHS
 

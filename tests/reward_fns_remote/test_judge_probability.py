@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 from transformers import AutoTokenizer
 
-from reward_fns import judge
+from rewardfleet.reward_fns import judge
 from tests.support import free_port, running
 from tests.tiny_models import build_tiny_llama, build_tiny_qwen2
 
@@ -95,7 +95,7 @@ async def test_probability_mode_errors(score_server: Any, tokenizer: Any) -> Non
 
 async def test_router_does_not_proxy_v1_score(tmp_path: Any) -> None:
     """Why probability mode needs `score_server_address`: sglang-router answers 404 for /v1/score."""
-    from router import RouterConfig
+    from rewardfleet.router import RouterConfig
     from tests.router.router_process import RouterProcess
 
     cfg = RouterConfig(port=free_port(), prometheus_port=free_port(), worker_urls=[])

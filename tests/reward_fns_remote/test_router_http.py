@@ -10,7 +10,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from reward_fns._router_http import RemoteCallError, base_url, post_json, resolve_address
+from rewardfleet.reward_fns._router_http import RemoteCallError, base_url, post_json, resolve_address
 from tests.support import free_port
 
 

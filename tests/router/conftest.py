@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from router import RouterConfig
+from rewardfleet.router import RouterConfig
 from tests.router.router_process import RouterProcess
 from tests.support import ChildProcess, free_port
 

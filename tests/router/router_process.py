@@ -1,7 +1,7 @@
 """`RouterProcess`, for tests and benchmarks: one sglang-router child with readiness, workers, a clean stop.
 
-The fleet runs its routers under `services.fleet.supervisor.Supervisor`; tests and benchmarks that need one
-router, synchronously, with its admin API at hand, use this instead.
+The fleet runs its routers under `rewardfleet.services.fleet.supervisor.Supervisor`; tests and benchmarks that
+need one router, synchronously, with its admin API at hand, use this instead.
 
 The `sglang-router` script runs the Rust router inside its Python process (pyo3), so the child's pid is the
 router's. It gets its own process group, so `stop()` can signal everything it started and leave no orphan.
@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import IO
 
-from router.admin import Readiness, RouterAdmin, RouterAdminError, WorkerInfo
-from router.command import build_command
-from router.config import RouterConfig
+from rewardfleet.router.admin import Readiness, RouterAdmin, RouterAdminError, WorkerInfo
+from rewardfleet.router.command import build_command
+from rewardfleet.router.config import RouterConfig
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

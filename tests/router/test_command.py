@@ -11,10 +11,10 @@ import pytest
 from pydantic import SecretStr
 from sglang_router.launch_router import parse_router_args
 
-from router import RouterConfig, build_command, sglang_router_binary
-from router import command as command_module
-from router.command import RouterBinaryNotFound
-from services.fleet.redact import redact_argv
+from rewardfleet.router import RouterConfig, build_command, sglang_router_binary
+from rewardfleet.router import command as command_module
+from rewardfleet.router.command import RouterBinaryNotFound
+from rewardfleet.services.fleet.redact import redact_argv
 
 
 @pytest.fixture(scope="module")

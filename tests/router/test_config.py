@@ -8,7 +8,7 @@ import pytest
 from pydantic import SecretStr, ValidationError
 from sglang_router.launch_router import parse_router_args
 
-from router import RouterConfig
+from rewardfleet.router import RouterConfig
 
 # Defaults deliberately different from the binary's: bind to loopback, not every interface.
 OURS_NOT_BINARY = {"host", "prometheus_host"}

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from services.fleet.config import FleetConfig
+from rewardfleet.services.fleet.config import FleetConfig
 from tests.model_server.conftest import start_server
 from tests.router.conftest import ReplicaFactory, RouterFactory
 from tests.tiny_models import build_tiny_qwen2

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from services.gateway.metrics import GatewayMetrics
-from services.gateway.state_store.metrics import StateStoreMetrics
-from services.gateway.state_store.redis_backend import RedisBackend
-from services.gateway.state_store.redis_client import RedisSettings
+from rewardfleet.services.gateway.metrics import GatewayMetrics
+from rewardfleet.services.gateway.state_store.metrics import StateStoreMetrics
+from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
+from rewardfleet.services.gateway.state_store.redis_client import RedisSettings
 from tests.state_store.redis_server import RedisServer
 
 

@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
+from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
 
 
 def request(uid: str | int | None = "u1", solution: str = "42", **more: Any) -> ScoreRequest:

@@ -35,7 +35,7 @@ def test_unreachable_store_stops_start_up(tmp_path: Path) -> None:
 def test_bad_state_url_is_a_configuration_error() -> None:
     env = {**os.environ, "REWARDFLEET_GATEWAY_STATE_URL": "http://127.0.0.1:6379"}
     proc = subprocess.run(
-        [sys.executable, "-m", "services.cli", "gateway", "--port", str(free_port())],
+        [sys.executable, "-m", "rewardfleet.services.cli", "gateway", "--port", str(free_port())],
         capture_output=True, text=True, timeout=60, env=env,
     )  # fmt: skip
     assert proc.returncode == 2

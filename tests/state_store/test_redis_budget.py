@@ -6,8 +6,8 @@ import asyncio
 import time
 from typing import cast
 
-from services.gateway.state_store.redis_backend import RedisBackend
-from services.gateway.state_store.redis_budget import RedisGate
+from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
+from rewardfleet.services.gateway.state_store.redis_budget import RedisGate
 
 
 async def test_max_concurrency_holds_across_replicas(replicas: list[RedisBackend]) -> None:

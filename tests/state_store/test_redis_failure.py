@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from services.gateway.errors import StateStoreUnavailable
+from rewardfleet.services.gateway.errors import StateStoreUnavailable
 from tests.state_store.conftest import make_backend
 from tests.state_store.helpers import CountingCompute, request
 from tests.state_store.redis_server import RedisServer

@@ -9,11 +9,11 @@ from typing import Any, cast
 
 import pytest
 
-from services.gateway.config.features import GroupsConfig
-from services.gateway.errors import GroupRequestError, TooManyOpenGroups
-from services.gateway.features.groups import GroupScorer, load_group_functions
-from services.gateway.schemas import ScoreRequest, ScoreResult
-from services.gateway.state_store.redis_backend import RedisBackend
+from rewardfleet.services.gateway.config.features import GroupsConfig
+from rewardfleet.services.gateway.errors import GroupRequestError, TooManyOpenGroups
+from rewardfleet.services.gateway.features.groups import GroupScorer, load_group_functions
+from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
+from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from tests.state_store.helpers import request, result
 
 FNS = load_group_functions(GroupsConfig())  # the built-in group functions (reward_fns.groups)

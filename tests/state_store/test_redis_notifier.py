@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from services.gateway.state_store.redis_backend import RedisBackend
+from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 
 
 async def woken(replicas: list[RedisBackend], channel: str) -> bool:

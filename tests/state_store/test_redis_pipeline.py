@@ -8,7 +8,7 @@ from pathlib import Path
 
 from redis.exceptions import ConnectionError, ResponseError
 
-from services.gateway.state_store.redis_backend import RedisBackend
+from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from tests.state_store.conftest import make_backend
 from tests.state_store.redis_server import RedisServer
 

@@ -8,7 +8,7 @@ formula.py    the little language of a multi grader's `calculate_output`
 external_pools.py  `external_pools.<name>`: OpenAI-compatible endpoints outside the fleet
 """
 
-from services.gateway.config.gateway import (
+from rewardfleet.services.gateway.config.gateway import (
     BASE_PARAMS,
     FunctionConfig,
     GatewayConfig,

@@ -76,7 +76,7 @@ class GroupsConfig(_Strict):
         default=4096, ge=0, description="Finished groups remembered so a late duplicate gets the same answer."
     )
     default_group_fn: str | None = None
-    builtin_package: str | None = Field(default="reward_fns.groups")
+    builtin_package: str | None = Field(default="rewardfleet.reward_fns.groups")
     functions: dict[str, GroupFunctionConfig] = Field(default_factory=dict)
 
     @model_validator(mode="after")

@@ -11,7 +11,7 @@ import ast
 import math
 from collections.abc import Callable, Mapping
 
-from services.gateway.errors import FormulaError
+from rewardfleet.services.gateway.errors import FormulaError
 
 MAX_FORMULA_CHARS = 2000
 MAX_EXPONENT = 64.0

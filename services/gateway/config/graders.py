@@ -12,8 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from services.gateway.config.formula import Formula
-from services.gateway.errors import FormulaError
+from rewardfleet.services.gateway.config.formula import Formula
+from rewardfleet.services.gateway.errors import FormulaError
 
 TEMPLATE_RE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 _PATH_RE = re.compile(r"^(sample|item)(\.[A-Za-z_][A-Za-z0-9_]*)+$")

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from services.gateway.schemas import canonical_json
+from rewardfleet.services.gateway.schemas import canonical_json
 
 VERSION_CHARS = 12
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from services.gateway.execution import dropin
+from rewardfleet.services.gateway.execution import dropin
 
 USER_MODULE_PREFIX = "rewardfleet_user"
 

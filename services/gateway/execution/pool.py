@@ -16,8 +16,8 @@ from typing import Any
 
 import pebble
 
-from services.gateway.execution.loader import FunctionRef
-from services.gateway.execution.worker import WorkerResult, init_worker, run_call
+from rewardfleet.services.gateway.execution.loader import FunctionRef
+from rewardfleet.services.gateway.execution.worker import WorkerResult, init_worker, run_call
 
 
 class WorkerPool:

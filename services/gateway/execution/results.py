@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from services.gateway.errors import InvalidReturn
+from rewardfleet.services.gateway.errors import InvalidReturn
 
 _EXPECTED = "expected a number, a dict with a 'score' key, or a tuple whose first element is the score"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.gateway.errors import TokenizerUnavailable
+from rewardfleet.services.gateway.errors import TokenizerUnavailable
 
 
 def load_tokenizer(path: str) -> Any:

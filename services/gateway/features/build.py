@@ -15,19 +15,19 @@ from typing import Any
 
 import aiohttp
 
-from services.gateway.config import FunctionConfig, GatewayConfig
-from services.gateway.config.graders import GraderSpec
-from services.gateway.core.dispatch import Dispatcher
-from services.gateway.core.registry import RewardFunction, check_signature
-from services.gateway.core.scoring import Scorer
-from services.gateway.core.versioning import spec_version
-from services.gateway.errors import LoadError
-from services.gateway.features.composites import make_composite, synthetic_function
-from services.gateway.features.fallbacks import with_fallback
-from services.gateway.features.graders.runtime import GraderRuntime
-from services.gateway.features.groups import GroupFunction, load_group_functions
-from services.gateway.reliability.external_pools import for_function
-from services.gateway.schemas import ScoreRequest
+from rewardfleet.services.gateway.config import FunctionConfig, GatewayConfig
+from rewardfleet.services.gateway.config.graders import GraderSpec
+from rewardfleet.services.gateway.core.dispatch import Dispatcher
+from rewardfleet.services.gateway.core.registry import RewardFunction, check_signature
+from rewardfleet.services.gateway.core.scoring import Scorer
+from rewardfleet.services.gateway.core.versioning import spec_version
+from rewardfleet.services.gateway.errors import LoadError
+from rewardfleet.services.gateway.features.composites import make_composite, synthetic_function
+from rewardfleet.services.gateway.features.fallbacks import with_fallback
+from rewardfleet.services.gateway.features.graders.runtime import GraderRuntime
+from rewardfleet.services.gateway.features.groups import GroupFunction, load_group_functions
+from rewardfleet.services.gateway.reliability.external_pools import for_function
+from rewardfleet.services.gateway.schemas import ScoreRequest
 
 # A grader's call gets this much beyond its own limit, so the grader's own timeout error wins the race.
 GRADER_TIMEOUT_MARGIN_S = 1.0

@@ -21,14 +21,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from services.gateway.config import FunctionConfig
-from services.gateway.config.features import CompositeSpec
-from services.gateway.core.registry import RewardFunction
-from services.gateway.core.scoring import Scorer
-from services.gateway.core.versioning import spec_version
-from services.gateway.errors import ComponentFailed
-from services.gateway.execution.loader import FunctionRef
-from services.gateway.schemas import ScoreRequest, ScoreResult
+from rewardfleet.services.gateway.config import FunctionConfig
+from rewardfleet.services.gateway.config.features import CompositeSpec
+from rewardfleet.services.gateway.core.registry import RewardFunction
+from rewardfleet.services.gateway.core.scoring import Scorer
+from rewardfleet.services.gateway.core.versioning import spec_version
+from rewardfleet.services.gateway.errors import ComponentFailed
+from rewardfleet.services.gateway.execution.loader import FunctionRef
+from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 
 FAILED = "CompositeComponentFailed"  # the failed composite's `error.type`
 RequestFunction = Callable[[ScoreRequest, str, FunctionConfig], Awaitable[Any]]

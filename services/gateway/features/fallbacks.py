@@ -15,14 +15,14 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from reward_fns._router_http import RemoteCallError
-from services.gateway.config import FunctionConfig
-from services.gateway.config.features import FallbackReason, FallbackSpec
-from services.gateway.core.registry import RewardFunction
-from services.gateway.core.scoring import Scorer
-from services.gateway.core.versioning import spec_version
-from services.gateway.errors import ComponentFailed
-from services.gateway.schemas import ScoreRequest
+from rewardfleet.reward_fns._router_http import RemoteCallError
+from rewardfleet.services.gateway.config import FunctionConfig
+from rewardfleet.services.gateway.config.features import FallbackReason, FallbackSpec
+from rewardfleet.services.gateway.core.registry import RewardFunction
+from rewardfleet.services.gateway.core.scoring import Scorer
+from rewardfleet.services.gateway.core.versioning import spec_version
+from rewardfleet.services.gateway.errors import ComponentFailed
+from rewardfleet.services.gateway.schemas import ScoreRequest
 
 _STATUS_REASONS: dict[int, FallbackReason] = {503: "circuit_open", 502: "unreachable", 504: "timeout"}
 _KIND_REASONS: dict[str, FallbackReason] = {

@@ -9,8 +9,8 @@ python graders) are imported under content-addressed module names (execution/loa
 is a new module in the gateway and in every worker process, while the old module stays for calls still
 using it.
 
-Built-in package modules (`reward_fns.*`, `reward_fns.groups.*`, or module-path `path:` entries) are
-installed code and are not re-imported: change them by redeploying.
+Built-in package modules (`rewardfleet.reward_fns.*`, `rewardfleet.reward_fns.groups.*`, or module-path
+`path:` entries) are installed code and are not re-imported: change them by redeploying.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from typing import Any
 
 import aiohttp
 
-from services.gateway.config import GatewayConfig
-from services.gateway.core.registry import load_functions
-from services.gateway.core.scoring import Scorer
-from services.gateway.errors import GatewayError, ReloadFailed
-from services.gateway.features.build import Catalog, build_catalog
+from rewardfleet.services.gateway.config import GatewayConfig
+from rewardfleet.services.gateway.core.registry import load_functions
+from rewardfleet.services.gateway.core.scoring import Scorer
+from rewardfleet.services.gateway.errors import GatewayError, ReloadFailed
+from rewardfleet.services.gateway.features.build import Catalog, build_catalog
 
 
 class Reloader:

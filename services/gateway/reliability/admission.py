@@ -20,8 +20,8 @@ from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.gateway.errors import Draining, GatewayError, Overloaded
-from services.gateway.metrics import GatewayMetrics
+from rewardfleet.services.gateway.errors import Draining, GatewayError, Overloaded
+from rewardfleet.services.gateway.metrics import GatewayMetrics
 
 WORK_PATH_PREFIXES: tuple[str, ...] = ("/score", "/openrlhf", "/slime")
 

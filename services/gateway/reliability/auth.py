@@ -16,7 +16,7 @@ from pathlib import Path
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.gateway.errors import Unauthorized
+from rewardfleet.services.gateway.errors import Unauthorized
 
 PUBLIC_PATHS: frozenset[str] = frozenset({"/health"})
 

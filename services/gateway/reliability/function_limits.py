@@ -21,8 +21,8 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
 
-from services.gateway.config import FunctionConfig
-from services.gateway.reliability.input_limits import prompt_chars
+from rewardfleet.services.gateway.config import FunctionConfig
+from rewardfleet.services.gateway.reliability.input_limits import prompt_chars
 
 
 def estimate_tokens(prompt: Any, solution_str: str, ground_truth: Any) -> int:

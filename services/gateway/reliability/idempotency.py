@@ -27,8 +27,8 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Literal, Protocol
 
-from services.gateway.metrics import GatewayMetrics
-from services.gateway.schemas import ScoreRequest, ScoreResult, canonical_json
+from rewardfleet.services.gateway.metrics import GatewayMetrics
+from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult, canonical_json
 
 IdempotencyMode = Literal["uid", "inputs", "off"]
 

@@ -17,8 +17,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from services.gateway.errors import FieldTooLarge, TooDeep
-from services.gateway.schemas import ScoreRequest
+from rewardfleet.services.gateway.errors import FieldTooLarge, TooDeep
+from rewardfleet.services.gateway.schemas import ScoreRequest
 
 
 def nesting_depth(value: Any, limit: int) -> int:

@@ -11,8 +11,8 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from services.gateway.errors import PayloadTooLarge
-from services.gateway.metrics import UNMATCHED_ROUTE, GatewayMetrics
+from rewardfleet.services.gateway.errors import PayloadTooLarge
+from rewardfleet.services.gateway.metrics import UNMATCHED_ROUTE, GatewayMetrics
 
 
 class RequestMetrics:

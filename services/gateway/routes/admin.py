@@ -6,8 +6,8 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from services.gateway.routes.deps import GatewayDep
-from services.gateway.schemas import ErrorEnvelope
+from rewardfleet.services.gateway.routes.deps import GatewayDep
+from rewardfleet.services.gateway.schemas import ErrorEnvelope
 
 router = APIRouter(tags=["admin"])
 

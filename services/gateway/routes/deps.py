@@ -8,16 +8,16 @@ from typing import Annotated
 import aiohttp
 from fastapi import Depends, Request
 
-from services.gateway.config import GatewayConfig
-from services.gateway.core.registry import RewardFunction
-from services.gateway.core.scoring import Scorer
-from services.gateway.features.build import Catalog
-from services.gateway.features.reload import Reloader
-from services.gateway.metrics import GatewayMetrics
-from services.gateway.reliability.external_pools import ExternalPools
-from services.gateway.reliability.input_limits import SampleLimits
-from services.gateway.schemas import ScoreRequest, ScoreResult
-from services.gateway.state_store.base import Groups
+from rewardfleet.services.gateway.config import GatewayConfig
+from rewardfleet.services.gateway.core.registry import RewardFunction
+from rewardfleet.services.gateway.core.scoring import Scorer
+from rewardfleet.services.gateway.features.build import Catalog
+from rewardfleet.services.gateway.features.reload import Reloader
+from rewardfleet.services.gateway.metrics import GatewayMetrics
+from rewardfleet.services.gateway.reliability.external_pools import ExternalPools
+from rewardfleet.services.gateway.reliability.input_limits import SampleLimits
+from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
+from rewardfleet.services.gateway.state_store.base import Groups
 
 
 @dataclass

@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from services.gateway.errors import GatewayError, error_envelope
+from rewardfleet.services.gateway.errors import GatewayError, error_envelope
 
 
 def _validation_fields(errors: Sequence[Any]) -> list[dict[str, Any]]:

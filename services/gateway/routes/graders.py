@@ -7,11 +7,11 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from services.gateway.config import format_validation_error
-from services.gateway.config.graders import GraderSpec
-from services.gateway.features.graders.runtime import GraderRuntime
-from services.gateway.routes.deps import GatewayDep
-from services.gateway.schemas import ScoreRequest
+from rewardfleet.services.gateway.config import format_validation_error
+from rewardfleet.services.gateway.config.graders import GraderSpec
+from rewardfleet.services.gateway.features.graders.runtime import GraderRuntime
+from rewardfleet.services.gateway.routes.deps import GatewayDep
+from rewardfleet.services.gateway.schemas import ScoreRequest
 
 router = APIRouter(tags=["graders"])
 _SPEC = TypeAdapter(GraderSpec)

@@ -8,9 +8,14 @@ import aiohttp
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
-from reward_fns._router_http import base_url
-from services.gateway.routes.deps import Gateway, GatewayDep
-from services.gateway.schemas import ReadyStatus, RewardFunctionInfo, RewardFunctionList, RouterCheck
+from rewardfleet.reward_fns._router_http import base_url
+from rewardfleet.services.gateway.routes.deps import Gateway, GatewayDep
+from rewardfleet.services.gateway.schemas import (
+    ReadyStatus,
+    RewardFunctionInfo,
+    RewardFunctionList,
+    RouterCheck,
+)
 
 router = APIRouter(tags=["meta"])
 

@@ -15,14 +15,15 @@ import aiohttp
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
-from services.gateway.routes.deps import GatewayDep
+from rewardfleet.services.gateway.routes.deps import GatewayDep
 
 PREFIX = "/pools/"
 router = APIRouter(tags=["pools"], include_in_schema=False)
 
 
 def _error(status: int, message: str) -> JSONResponse:
-    # OpenAI's error shape, which `reward_fns._router_http` shows as the body of a RemoteCallError.
+    # OpenAI's error shape, which `rewardfleet.reward_fns._router_http` shows as the body of a
+    # RemoteCallError.
     return JSONResponse({"error": {"message": message, "type": "pool_error"}}, status_code=status)
 
 

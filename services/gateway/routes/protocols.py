@@ -53,9 +53,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from services.gateway.errors import GatewayError, RewardFunctionFailed, RewardFunctionTimeout
-from services.gateway.routes.deps import Gateway
-from services.gateway.schemas import ScoreRequest, canonical_json
+from rewardfleet.services.gateway.errors import GatewayError, RewardFunctionFailed, RewardFunctionTimeout
+from rewardfleet.services.gateway.routes.deps import Gateway
+from rewardfleet.services.gateway.schemas import ScoreRequest, canonical_json
 
 ScoreOne = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 # Checks a `/score` body before anything is scored: raises InvalidSample (or the gateway's 404).

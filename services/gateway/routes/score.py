@@ -9,9 +9,15 @@ from fastapi import APIRouter, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
-from services.gateway.errors import BatchTooLarge, GatewayError
-from services.gateway.routes.deps import get_gateway
-from services.gateway.schemas import BatchRequest, BatchResult, ErrorEnvelope, ScoreRequest, ScoreResult
+from rewardfleet.services.gateway.errors import BatchTooLarge, GatewayError
+from rewardfleet.services.gateway.routes.deps import get_gateway
+from rewardfleet.services.gateway.schemas import (
+    BatchRequest,
+    BatchResult,
+    ErrorEnvelope,
+    ScoreRequest,
+    ScoreResult,
+)
 
 router = APIRouter(tags=["score"])
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from services.gateway.reliability.function_limits import Gate
-from services.gateway.reliability.idempotency import Results
-from services.gateway.schemas import ScoreRequest, ScoreResult
+from rewardfleet.services.gateway.reliability.function_limits import Gate
+from rewardfleet.services.gateway.reliability.idempotency import Results
+from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 
 
 class Groups(Protocol):

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from services.gateway.metrics import GatewayMetrics
-from services.gateway.state_store.base import StateBackend
-from services.gateway.state_store.memory import MemoryBackend
-from services.gateway.state_store.metrics import StateStoreMetrics
+from rewardfleet.services.gateway.metrics import GatewayMetrics
+from rewardfleet.services.gateway.state_store.base import StateBackend
+from rewardfleet.services.gateway.state_store.memory import MemoryBackend
+from rewardfleet.services.gateway.state_store.metrics import StateStoreMetrics
 
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
@@ -23,8 +23,8 @@ def build_backend(
     if not state_url.startswith(REDIS_SCHEMES):
         raise ValueError(f"state_url must start with one of {REDIS_SCHEMES}")
     # imported here: a gateway without state_url never loads the Redis client
-    from services.gateway.state_store.redis_backend import RedisBackend
-    from services.gateway.state_store.redis_client import RedisSettings
+    from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
+    from rewardfleet.services.gateway.state_store.redis_client import RedisSettings
 
     settings = RedisSettings(
         url=state_url,

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.gateway.features.groups import GroupScorer
-from services.gateway.metrics import GatewayMetrics
-from services.gateway.reliability.function_limits import FunctionGate, Gate
-from services.gateway.reliability.idempotency import ResultCache, Results
-from services.gateway.state_store.base import Groups
+from rewardfleet.services.gateway.features.groups import GroupScorer
+from rewardfleet.services.gateway.metrics import GatewayMetrics
+from rewardfleet.services.gateway.reliability.function_limits import FunctionGate, Gate
+from rewardfleet.services.gateway.reliability.idempotency import ResultCache, Results
+from rewardfleet.services.gateway.state_store.base import Groups
 
 
 class MemoryBackend:

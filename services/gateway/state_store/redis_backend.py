@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.gateway.metrics import GatewayMetrics
-from services.gateway.reliability.function_limits import Gate
-from services.gateway.reliability.idempotency import Results
-from services.gateway.state_store.base import Groups
-from services.gateway.state_store.metrics import StateStoreMetrics
-from services.gateway.state_store.redis_budget import RedisGate
-from services.gateway.state_store.redis_cache import RedisResults
-from services.gateway.state_store.redis_client import RedisSettings, RedisStore
-from services.gateway.state_store.redis_groups import RedisGroupScorer
+from rewardfleet.services.gateway.metrics import GatewayMetrics
+from rewardfleet.services.gateway.reliability.function_limits import Gate
+from rewardfleet.services.gateway.reliability.idempotency import Results
+from rewardfleet.services.gateway.state_store.base import Groups
+from rewardfleet.services.gateway.state_store.metrics import StateStoreMetrics
+from rewardfleet.services.gateway.state_store.redis_budget import RedisGate
+from rewardfleet.services.gateway.state_store.redis_cache import RedisResults
+from rewardfleet.services.gateway.state_store.redis_client import RedisSettings, RedisStore
+from rewardfleet.services.gateway.state_store.redis_groups import RedisGroupScorer
 
 
 class RedisBackend:

@@ -19,10 +19,10 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from services.gateway.errors import StateStoreUnavailable
-from services.gateway.state_store.redis_cache import LeaseKeeper
-from services.gateway.state_store.redis_client import RedisStore
-from services.gateway.state_store.redis_scripts import (
+from rewardfleet.services.gateway.errors import StateStoreUnavailable
+from rewardfleet.services.gateway.state_store.redis_cache import LeaseKeeper
+from rewardfleet.services.gateway.state_store.redis_client import RedisStore
+from rewardfleet.services.gateway.state_store.redis_scripts import (
     BUCKET_SETTLE,
     BUCKETS_TAKE,
     SLOT_ACQUIRE,

@@ -24,16 +24,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from services.gateway.errors import (
+from rewardfleet.services.gateway.errors import (
     GroupAnswerLost,
     GroupRequestError,
     StateStoreUnavailable,
     TooManyOpenGroups,
 )
-from services.gateway.features.groups import GroupFunction, GroupScorer, MemberKey
-from services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult
-from services.gateway.state_store.redis_client import Inbox, RedisStore
-from services.gateway.state_store.redis_scripts import (
+from rewardfleet.services.gateway.features.groups import GroupFunction, GroupScorer, MemberKey
+from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult
+from rewardfleet.services.gateway.state_store.redis_client import Inbox, RedisStore
+from rewardfleet.services.gateway.state_store.redis_scripts import (
     GROUP_ANSWER,
     GROUP_COLLECT,
     GROUP_EXPIRE,

@@ -8,14 +8,14 @@ import time
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from services.model_server.body import parse_body
-from services.model_server.deps import get_server
-from services.model_server.errors import InvalidRequest
-from services.model_server.responses import generation_meta, pooled_meta, request_ids
-from services.model_server.runners.common import TextInput
-from services.model_server.runners.constraints import pick_constraint
-from services.model_server.runners.generation import GenerationInput, SamplingParams
-from services.model_server.schemas import EmbedRequest, GenerateRequest, SamplingParamsBody
+from rewardfleet.services.model_server.body import parse_body
+from rewardfleet.services.model_server.deps import get_server
+from rewardfleet.services.model_server.errors import InvalidRequest
+from rewardfleet.services.model_server.responses import generation_meta, pooled_meta, request_ids
+from rewardfleet.services.model_server.runners.common import TextInput
+from rewardfleet.services.model_server.runners.constraints import pick_constraint
+from rewardfleet.services.model_server.runners.generation import GenerationInput, SamplingParams
+from rewardfleet.services.model_server.schemas import EmbedRequest, GenerateRequest, SamplingParamsBody
 
 router = APIRouter()
 

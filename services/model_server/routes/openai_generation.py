@@ -9,15 +9,19 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from services.model_server.body import parse_body
-from services.model_server.deps import get_server
-from services.model_server.errors import InvalidRequest
-from services.model_server.responses import new_id, openai_finish_reason, usage
-from services.model_server.runners.common import TextInput
-from services.model_server.runners.constraints import pick_constraint
-from services.model_server.runners.generation import GenerationInput, NextTokenInput, SamplingParams
-from services.model_server.schemas import ChatCompletionRequest, CompletionRequest, ScoreRequest
-from services.model_server.server import ModelServer
+from rewardfleet.services.model_server.body import parse_body
+from rewardfleet.services.model_server.deps import get_server
+from rewardfleet.services.model_server.errors import InvalidRequest
+from rewardfleet.services.model_server.responses import new_id, openai_finish_reason, usage
+from rewardfleet.services.model_server.runners.common import TextInput
+from rewardfleet.services.model_server.runners.constraints import pick_constraint
+from rewardfleet.services.model_server.runners.generation import (
+    GenerationInput,
+    NextTokenInput,
+    SamplingParams,
+)
+from rewardfleet.services.model_server.schemas import ChatCompletionRequest, CompletionRequest, ScoreRequest
+from rewardfleet.services.model_server.server import ModelServer
 
 router = APIRouter()
 

@@ -8,12 +8,12 @@ import time
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from services.model_server.body import parse_body
-from services.model_server.deps import get_server
-from services.model_server.errors import InvalidRequest
-from services.model_server.responses import encode_embedding, new_id, usage
-from services.model_server.runners.common import TextInput
-from services.model_server.schemas import ClassifyRequest, EmbeddingsRequest, RerankRequest
+from rewardfleet.services.model_server.body import parse_body
+from rewardfleet.services.model_server.deps import get_server
+from rewardfleet.services.model_server.errors import InvalidRequest
+from rewardfleet.services.model_server.responses import encode_embedding, new_id, usage
+from rewardfleet.services.model_server.runners.common import TextInput
+from rewardfleet.services.model_server.schemas import ClassifyRequest, EmbeddingsRequest, RerankRequest
 
 router = APIRouter()
 

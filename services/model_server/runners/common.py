@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from services.model_server.errors import InvalidRequest
+from rewardfleet.services.model_server.errors import InvalidRequest
 
 if TYPE_CHECKING:
     import torch

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from services.model_server.errors import InvalidRequest
+from rewardfleet.services.model_server.errors import InvalidRequest
 
 ConstraintKind = Literal["regex", "json_schema", "ebnf"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.model_server.errors import InvalidRequest
-from services.model_server.runners.base import WARMUP_TEXT, BatchFn, PooledResult, Runner
-from services.model_server.runners.common import TextInput
+from rewardfleet.services.model_server.errors import InvalidRequest
+from rewardfleet.services.model_server.runners.base import WARMUP_TEXT, BatchFn, PooledResult, Runner
+from rewardfleet.services.model_server.runners.common import TextInput
 
 
 class RewardRunner(Runner):

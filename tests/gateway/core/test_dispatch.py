@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
-from services.gateway.core.dispatch import OTHER_LABEL, Dispatcher
-from services.gateway.core.registry import RewardFunction
-from services.gateway.errors import Undispatchable, UnknownRewardFunction
+from rewardfleet.services.gateway.core.dispatch import OTHER_LABEL, Dispatcher
+from rewardfleet.services.gateway.core.registry import RewardFunction
+from rewardfleet.services.gateway.errors import Undispatchable, UnknownRewardFunction
 from tests.gateway.units import async_function
 
 

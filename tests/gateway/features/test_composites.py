@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.gateway.config import FunctionConfig
-from services.gateway.config.features import CompositeSpec
-from services.gateway.core.registry import RewardFunction
-from services.gateway.features.composites import make_composite, synthetic_function
-from services.gateway.schemas import ScoreRequest
+from rewardfleet.services.gateway.config import FunctionConfig
+from rewardfleet.services.gateway.config.features import CompositeSpec
+from rewardfleet.services.gateway.core.registry import RewardFunction
+from rewardfleet.services.gateway.features.composites import make_composite, synthetic_function
+from rewardfleet.services.gateway.schemas import ScoreRequest
 from tests.gateway.units import async_function, sample, scorer
 
 

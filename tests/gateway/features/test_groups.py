@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from services.gateway.config.features import GroupsConfig
-from services.gateway.errors import GroupRequestError, TooManyOpenGroups
-from services.gateway.features.groups import GroupFunction, GroupScorer
+from rewardfleet.services.gateway.config.features import GroupsConfig
+from rewardfleet.services.gateway.errors import GroupRequestError, TooManyOpenGroups
+from rewardfleet.services.gateway.features.groups import GroupFunction, GroupScorer
 from tests.gateway.units import async_function, sample, scorer
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from services.gateway.errors import Draining, GatewayError, Overloaded
-from services.gateway.metrics import GatewayMetrics
-from services.gateway.reliability.admission import Admission, Backlog
+from rewardfleet.services.gateway.errors import Draining, GatewayError, Overloaded
+from rewardfleet.services.gateway.metrics import GatewayMetrics
+from rewardfleet.services.gateway.reliability.admission import Admission, Backlog
 from tests.gateway.units import counter
 
 

@@ -6,15 +6,15 @@ import asyncio
 
 import pytest
 
-from services.gateway.config import FunctionConfig
-from services.gateway.reliability.function_limits import (
+from rewardfleet.services.gateway.config import FunctionConfig
+from rewardfleet.services.gateway.reliability.function_limits import (
     FunctionGate,
     TokenBucket,
     estimate_tokens,
     function_gates,
     reported_tokens,
 )
-from services.gateway.reliability.input_limits import prompt_chars
+from rewardfleet.services.gateway.reliability.input_limits import prompt_chars
 
 
 class Clock:

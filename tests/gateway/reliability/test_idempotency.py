@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from services.gateway.metrics import GatewayMetrics
-from services.gateway.reliability.idempotency import ResultCache
-from services.gateway.schemas import ScoreResult, Timings
+from rewardfleet.services.gateway.metrics import GatewayMetrics
+from rewardfleet.services.gateway.reliability.idempotency import ResultCache
+from rewardfleet.services.gateway.schemas import ScoreResult, Timings
 from tests.gateway.units import counter, sample
 
 

@@ -15,8 +15,8 @@ from fastapi import FastAPI
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.gateway.routes.error_handlers import install_error_handlers
-from services.gateway.routes.protocols import content_uid, make_protocol_router, split_query
+from rewardfleet.services.gateway.routes.error_handlers import install_error_handlers
+from rewardfleet.services.gateway.routes.protocols import content_uid, make_protocol_router, split_query
 
 IM_PROMPT = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import aiohttp
 
-from reward_fns import judge, similarity
-from services.gateway.config.formula import Formula
-from services.gateway.config.graders import (
+from rewardfleet.reward_fns import judge, similarity
+from rewardfleet.services.gateway.config.formula import Formula
+from rewardfleet.services.gateway.config.graders import (
     TEMPLATE_RE,
     GraderSpec,
     MultiGrader,
@@ -28,11 +28,11 @@ from services.gateway.config.graders import (
     StringCheck,
     TextSimilarity,
 )
-from services.gateway.errors import GraderError
-from services.gateway.execution.loader import parse_ref, resolve
-from services.gateway.execution.results import normalise_return
-from services.gateway.features.graders import text
-from services.gateway.schemas import ScoreRequest
+from rewardfleet.services.gateway.errors import GraderError
+from rewardfleet.services.gateway.execution.loader import parse_ref, resolve
+from rewardfleet.services.gateway.execution.results import normalise_return
+from rewardfleet.services.gateway.features.graders import text
+from rewardfleet.services.gateway.schemas import ScoreRequest
 
 MAX_MULTI_DEPTH = 8
 
