@@ -116,6 +116,7 @@ class StandinState:
     healthy: bool = True
     served: Counter[str] = field(default_factory=Counter)
     failed: Counter[str] = field(default_factory=Counter)
+    abandoned: Counter[str] = field(default_factory=Counter)  # client went away during the delay
     last_body: dict[str, Any] = field(default_factory=dict)  # route -> the last JSON body received
     rng: random.Random = field(default_factory=random.Random)
 
@@ -244,8 +245,11 @@ def create_app(config: StandinConfig) -> FastAPI:
         if not isinstance(body, dict):
             return (make_error if openai else _validation_error)(400, "request body must be a JSON object")
         state.last_body[route] = body
-        if config.delay_ms > 0:
-            await asyncio.sleep(config.delay_ms / 1000.0)
+        if config.delay_ms > 0 and await _client_left_within(request, config.delay_ms / 1000.0):
+            # SGLang aborts a request whose client disconnected (tokenizer_manager checks
+            # `request.is_disconnected()` while waiting): nothing is served, so nothing is counted as served.
+            state.abandoned[route] += 1
+            return Response(status_code=499)
         if config.fail_rate > 0 and state.rng.random() < config.fail_rate:
             state.failed[route] += 1
             return make_error(config.fail_status, f"injected failure on replica {config.replica_id}")
@@ -602,6 +606,7 @@ def create_app(config: StandinConfig) -> FastAPI:
             "mode": config.mode,
             "served": dict(state.served),
             "failed": dict(state.failed),
+            "abandoned": dict(state.abandoned),
             "total": state.total_served,
             "healthy": state.healthy,
             "last_body": state.last_body,
@@ -623,6 +628,21 @@ def create_app(config: StandinConfig) -> FastAPI:
         return await stats()
 
     return app
+
+
+async def _client_left_within(request: Request, seconds: float) -> bool:
+    """Wait `seconds`, or less if the client disconnects first; True if it did."""
+
+    async def disconnected() -> None:
+        # The body has been read, so the next ASGI message is `http.disconnect` when the client goes away.
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    try:
+        await asyncio.wait_for(disconnected(), seconds)
+    except TimeoutError:
+        return False
+    return True
 
 
 def _message_text(message: Any) -> str:
