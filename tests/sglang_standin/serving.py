@@ -1,5 +1,7 @@
 """What every work route shares: mode and readiness checks, body parsing, the injected delay and failures,
-the error body for each kind of fault, counting, and the `x-standin-*` headers."""
+the error body for each kind of fault (a body FastAPI would refuse is SGLang's validation error on every
+route, /v1/* included; a refusal by the serving layer is `create_error_response`'s), counting, and the
+`x-standin-*` headers."""
 
 from __future__ import annotations
 
@@ -30,7 +32,6 @@ async def serve(
 ) -> Response:
     config = state.config
     make_error = openai_error if openai else native_error
-    invalid = (lambda message: openai_error(400, message)) if openai else validation_error
     if config.mode not in modes:
         return make_error(400, f"{route} is not served by a {config.mode} model")
     if not state.ready():
@@ -38,9 +39,9 @@ async def serve(
     try:
         body = await request.json()
     except json.JSONDecodeError:
-        return invalid("request body is not JSON")
+        return validation_error("request body is not JSON")
     if not isinstance(body, dict):
-        return invalid("request body must be a JSON object")
+        return validation_error("request body must be a JSON object")
     state.last_body[route] = body
     if config.delay_ms > 0 and await _client_left_within(request, config.delay_ms / 1000.0):
         # SGLang aborts a request whose client disconnected (tokenizer_manager checks
@@ -57,7 +58,7 @@ async def serve(
     except ContractError as exc:
         return contract_error(str(exc))
     except TypeInvalid as exc:
-        return invalid(str(exc))
+        return validation_error(str(exc))
     state.served[route] += 1
     if isinstance(result, Response):
         result.headers.update(state.headers())
