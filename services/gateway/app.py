@@ -49,7 +49,7 @@ from services.gateway.routes.protocols import gateway_check, gateway_score_one, 
 from services.gateway.state_store.base import StateBackend
 from services.gateway.state_store.factory import build_backend
 
-log = logging.getLogger("rewardfleet.gateway")
+log = logging.getLogger(__name__)
 
 
 def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> FastAPI:
