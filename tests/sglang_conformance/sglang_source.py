@@ -115,6 +115,12 @@ def routes() -> dict[str, list[str]]:
     return out
 
 
+def handler_awaits(path: str) -> bool:
+    """Whether any handler of `path` in http_server.py awaits anything (one that does not answers at once)."""
+    handlers = [_function(source(HTTP_SERVER), name) for name in routes()[path]]
+    return any(isinstance(node, ast.Await) for fn in handlers for node in ast.walk(fn))
+
+
 def health_sleeps_before_answering() -> bool:
     """Whether `health_generate` awaits `asyncio.sleep(1)` before it can answer 200."""
     fn = _function(source(HTTP_SERVER), "health_generate")
