@@ -365,7 +365,7 @@ def test_reload_swaps_versions_in_flight_calls_finish_on_the_old_one(adv: Gatewa
         in_flight = ex.submit(
             _post, adv, {"solution_str": "abc", "reward_fn": "slow_async", "extra_info": {"sleep_s": 2.0}}
         )
-        time.sleep(0.5)
+        wait_until_in_flight(adv.url, 1)  # the call runs the old code (not a fixed sleep)
         path.write_text(path.read_text().replace("return float(len(solution_str))", "return 100.0"))
         resp = httpx.post(f"{adv.url}/admin/reload", timeout=30)
         assert resp.status_code == 200, resp.text
