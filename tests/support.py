@@ -45,7 +45,7 @@ def wait_until_in_flight(url: str, n: int, timeout_s: float = 60) -> None:
 
 def rewardfleet_cmd(*args: str) -> list[str]:
     """The `rewardfleet` CLI of the interpreter running the tests."""
-    return [sys.executable, "-m", "services.cli", *args]
+    return [sys.executable, "-m", "rewardfleet.services.cli", *args]
 
 
 class ChildProcess:

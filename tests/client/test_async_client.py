@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from services.client import (
+from rewardfleet.services.client import (
     AsyncRewardClient,
     BadRequest,
     GatewayHTTPError,

@@ -142,7 +142,7 @@ def test_gateway_image_has_bubblewrap_and_refuses_code_where_namespaces_are_forb
     assert log.read_text().startswith("bubblewrap "), log.read_text()
     # buildah's chroot isolation is a runtime that forbids user namespaces (the kernel refuses them in a
     # chroot): the code reward's start-up check says so and names the options, it never runs code unsandboxed.
-    check = ["python", "-c", "from reward_fns import code; code.startup_check({})"]
+    check = ["python", "-c", "from rewardfleet.reward_fns import code; code.startup_check({})"]
     log = built.logs / "run-gateway-check.log"
     assert b.start(ctr, check, log).wait(timeout=120) != 0
     out = log.read_text()

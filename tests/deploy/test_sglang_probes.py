@@ -93,8 +93,8 @@ def test_compose_sglang_healthcheck_uses_ready() -> None:
 
 
 def test_fleet_waits_on_ready_for_model_servers(tmp_path: Path) -> None:
-    from services.fleet.config import FleetConfig
-    from services.fleet.plan import plan_fleet
+    from rewardfleet.services.fleet.config import FleetConfig
+    from rewardfleet.services.fleet.plan import plan_fleet
 
     config = FleetConfig.model_validate(
         {"run_dir": str(tmp_path), "pools": {"enc": {"kind": "encoder", "model_path": "builtin:minilm"}}}

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from services.gateway.core import failure_log
-from services.gateway.core.failure_log import FailureLog
+from rewardfleet.services.gateway.core import failure_log
+from rewardfleet.services.gateway.core.failure_log import FailureLog
 
 
 class Clock:

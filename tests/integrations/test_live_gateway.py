@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from services.client import AsyncRewardClient, RetryPolicy, UnknownRewardFunction
-from services.integrations import verl_reward
-from services.integrations.trl import make_async_reward_func, make_reward_func
+from rewardfleet.services.client import AsyncRewardClient, RetryPolicy, UnknownRewardFunction
+from rewardfleet.services.integrations import verl_reward
+from rewardfleet.services.integrations.trl import make_async_reward_func, make_reward_func
 from tests.integrations.conftest import LiveGateway
 
 IM_PROMPT = (

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from services.gateway.core import failure_log
+from rewardfleet.services.gateway.core import failure_log
 from tests.integrations.conftest import LiveGateway
 from tests.integrations.openrlhf_source import SamplingParams, VLLMStandIn, import_agent_module
 

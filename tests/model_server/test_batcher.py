@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from services.model_server.batcher import Batcher, BatcherStopped, BatchStats, QueueFull
+from rewardfleet.services.model_server.batcher import Batcher, BatcherStopped, BatchStats, QueueFull
 
 
 def recording(calls: list[list[int]], delay_s: float = 0.0):  # type: ignore[no-untyped-def]

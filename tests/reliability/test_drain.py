@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from services.client import AsyncRewardClient, RetryPolicy
+from rewardfleet.services.client import AsyncRewardClient, RetryPolicy
 from tests.reliability.conftest import report
 from tests.support import wait_until_in_flight
 

@@ -17,7 +17,7 @@ import aiohttp
 import httpx
 import pytest
 
-from router import RouterConfig
+from rewardfleet.router import RouterConfig
 from tests.router.router_process import RouterProcess
 from tests.support import ChildProcess, free_port
 

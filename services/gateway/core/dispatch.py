@@ -11,8 +11,8 @@ import fnmatch
 import logging
 from collections.abc import Mapping
 
-from services.gateway.core.registry import RewardFunction
-from services.gateway.errors import Undispatchable, UnknownRewardFunction
+from rewardfleet.services.gateway.core.registry import RewardFunction
+from rewardfleet.services.gateway.errors import Undispatchable, UnknownRewardFunction
 
 log = logging.getLogger(__name__)
 

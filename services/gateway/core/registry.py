@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from services.gateway.config import BASE_PARAMS, FunctionConfig, GatewayConfig
-from services.gateway.core.versioning import digest, function_version
-from services.gateway.errors import LoadError
-from services.gateway.execution.dropin import folder_digest
-from services.gateway.execution.loader import FunctionRef, file_ref, load_module, resolve
+from rewardfleet.services.gateway.config import BASE_PARAMS, FunctionConfig, GatewayConfig
+from rewardfleet.services.gateway.core.versioning import digest, function_version
+from rewardfleet.services.gateway.errors import LoadError
+from rewardfleet.services.gateway.execution.dropin import folder_digest
+from rewardfleet.services.gateway.execution.loader import FunctionRef, file_ref, load_module, resolve
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ group (a client retry) does not score again: it waits for, and gets, the same an
 remembered (bounded) so a retry arriving after the answer gets it too. At most `max_open_groups` groups are
 open; beyond that a new group is refused with 503, so memory stays bounded.
 
-Group functions: modules of `groups.builtin_package` (default `reward_fns.groups`) defining
+Group functions: modules of `groups.builtin_package` (default `rewardfleet.reward_fns.groups`) defining
 `compute_group_score(samples, scores, **kwargs)`, plus `groups.functions.<name>.path` entries. Async ones are
 awaited, sync ones run in a thread; both under the entry's `timeout_s`.
 """
@@ -28,14 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.gateway.config.features import GroupFunctionConfig, GroupsConfig
-from services.gateway.core.registry import RewardFunction
-from services.gateway.core.scoring import Scorer
-from services.gateway.core.versioning import function_version
-from services.gateway.errors import GroupRequestError, InvalidReturn, LoadError, TooManyOpenGroups
-from services.gateway.execution.loader import load_module, resolve
-from services.gateway.execution.results import as_score
-from services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult
+from rewardfleet.services.gateway.config.features import GroupFunctionConfig, GroupsConfig
+from rewardfleet.services.gateway.core.registry import RewardFunction
+from rewardfleet.services.gateway.core.scoring import Scorer
+from rewardfleet.services.gateway.core.versioning import function_version
+from rewardfleet.services.gateway.errors import GroupRequestError, InvalidReturn, LoadError, TooManyOpenGroups
+from rewardfleet.services.gateway.execution.loader import load_module, resolve
+from rewardfleet.services.gateway.execution.results import as_score
+from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult
 
 log = logging.getLogger(__name__)
 GROUP_ENTRY_POINT = "compute_group_score"

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from services.gateway.reliability.admission import Admission
+from rewardfleet.services.gateway.reliability.admission import Admission
 
 log = logging.getLogger(__name__)
 
