@@ -12,6 +12,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     REWARDFLEET_GATEWAY_PORT=8000
 
 WORKDIR /opt/rewardfleet
+# bubblewrap: the `code` built-in runs each program in its own bwrap sandbox (reward_fns/_sandbox/), and
+# refuses to run code without it (SandboxUnavailable). prlimit and setpriv, which it also uses, come with
+# util-linux, already in the base. Debian's bookworm package, not pinned: its security updates should land.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/*
 # No torch here: the gateway stays light. The reward_model function renders its input with the reward model's
 # tokenizer, which needs transformers (tokenizers only, no torch); WITH_TRANSFORMERS=false leaves it out.
 ARG WITH_TRANSFORMERS=true

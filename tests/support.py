@@ -29,6 +29,20 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def wait_until_in_flight(url: str, n: int, timeout_s: float = 60) -> None:
+    """Until the gateway at `url` handles `n` requests besides the /metrics scrape that asks.
+
+    The synchronisation point for tests that need requests admitted before they act: a fixed sleep is too
+    short on a loaded machine."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for line in httpx.get(f"{url}/metrics", timeout=10).text.splitlines():
+            if line.startswith("rewardfleet_gateway_inflight_requests ") and float(line.split()[1]) >= n + 1:
+                return
+        time.sleep(0.02)
+    raise AssertionError(f"{n} requests never were in flight at once")
+
+
 def rewardfleet_cmd(*args: str) -> list[str]:
     """The `rewardfleet` CLI of the interpreter running the tests."""
     return [sys.executable, "-m", "rewardfleet.services.cli", *args]

@@ -53,7 +53,7 @@ from rewardfleet.services.gateway.routes.protocols import (
 from rewardfleet.services.gateway.state_store.base import StateBackend
 from rewardfleet.services.gateway.state_store.factory import build_backend
 
-log = logging.getLogger("rewardfleet.gateway")
+log = logging.getLogger(__name__)
 
 
 def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> FastAPI:

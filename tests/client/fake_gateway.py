@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ class FakeGateway:
         self.url = f"http://127.0.0.1:{self.port}"
         self.bodies: list[dict[str, Any]] = []
         self.attempts: Counter[str] = Counter()
+        self.arrivals: list[float] = []  # time.monotonic() of each /score request, in order
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
@@ -104,6 +106,7 @@ class FakeGateway:
         uid = str(body.get("uid"))
         with self._lock:
             self.bodies.append(body)
+            self.arrivals.append(time.monotonic())
             self.attempts[uid] += 1
             attempt = self.attempts[uid]
             self.in_flight += 1

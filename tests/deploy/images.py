@@ -183,6 +183,15 @@ class Buildah:
         finally:
             subprocess.run(self.cmd("rm", ctr), capture_output=True, timeout=300)
 
+    @contextmanager
+    def mounted(self, ctr: str) -> Iterator[Path]:
+        """The container's root file system on the host, for as long as the block runs."""
+        mnt = Path(self.run("mount", ctr).strip())
+        try:
+            yield mnt
+        finally:
+            subprocess.run(self.cmd("umount", ctr), capture_output=True, timeout=120)
+
     def start(
         self,
         ctr: str,
@@ -196,6 +205,39 @@ class Buildah:
         opts += [a for v in volumes for a in ("--volume", v)]
         cmd = self.cmd("run", "--isolation", "chroot", "--network", "host", *opts, ctr, "--", *argv)
         return subprocess.Popen(cmd, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def start_unconfined(
+    rootfs: Path,
+    config: dict[str, Any],
+    argv: list[str],
+    log: Path,
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen[bytes]:
+    """Run `argv` from an image's root file system as a container runtime that lets it create user
+    namespaces would: pivot_root (bwrap) instead of buildah's chroot, the image's user, Env and WorkingDir,
+    the host's network, and an unmasked /proc.
+
+    What `docker run --security-opt seccomp=unconfined --security-opt systempaths=unconfined` grants (plus
+    `apparmor=unconfined` on hosts whose AppArmor restricts user namespaces). buildah's chroot isolation
+    cannot stand in: the kernel refuses to create a user namespace from a chroot (EPERM), and a masked /proc
+    (Docker's default) makes bwrap's `--proc` fail ("Can't mount proc", reported upstream: bubblewrap
+    issues 284 and 505; not reproduced here).
+    """
+    uid = int(config.get("User") or 0)
+    gid = next(
+        (int(f[3]) for line in (rootfs / "etc/passwd").read_text().splitlines()
+         if len(f := line.split(":")) > 3 and f[2] == str(uid)),
+        uid,
+    )  # fmt: skip
+    variables = dict(item.split("=", 1) for item in config.get("Env") or []) | (env or {})
+    cmd = ["bwrap", "--bind", str(rootfs), "/", "--dev-bind", "/dev", "/dev", "--bind", "/proc", "/proc"]
+    cmd += ["--tmpfs", "/tmp", "--unshare-user", "--uid", str(uid), "--gid", str(gid), "--unshare-ipc"]
+    cmd += ["--unshare-uts", "--die-with-parent", "--chdir", config.get("WorkingDir") or "/", "--clearenv"]
+    cmd += [a for k, v in variables.items() for a in ("--setenv", k, v)]
+    return subprocess.Popen(
+        [*cmd, "--", *argv], stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True
+    )
 
 
 def stop(proc: subprocess.Popen[bytes], timeout_s: float = 20.0) -> None:

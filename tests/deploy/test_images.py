@@ -127,6 +127,52 @@ def test_gateway_image_scores(built: Built) -> None:
     assert resp.json()["score"] == 1.0 and resp.json()["reward_fn"] == "gsm8k"
 
 
+CODE_SAMPLE = {
+    "data_source": "codecontests",
+    "reward_fn": "code",
+    "solution_str": "```python\nprint(int(input()) * 2)\n```",
+    "ground_truth": {"inputs": ["21\n"], "outputs": ["42\n"]},
+}
+
+
+def test_gateway_image_has_bubblewrap_and_refuses_code_where_namespaces_are_forbidden(built: Built) -> None:
+    b, ctr = built.buildah, built.containers["gateway"]
+    log = built.logs / "run-gateway-bwrap.log"
+    assert b.start(ctr, ["bwrap", "--version"], log).wait(timeout=120) == 0
+    assert log.read_text().startswith("bubblewrap "), log.read_text()
+    # buildah's chroot isolation is a runtime that forbids user namespaces (the kernel refuses them in a
+    # chroot): the code reward's start-up check says so and names the options, it never runs code unsandboxed.
+    check = ["python", "-c", "from rewardfleet.reward_fns import code; code.startup_check({})"]
+    log = built.logs / "run-gateway-check.log"
+    assert b.start(ctr, check, log).wait(timeout=120) != 0
+    out = log.read_text()
+    assert "SandboxUnavailable" in out and "create new namespace" in out and "sandbox_fusion_url" in out, out
+
+
+def test_gateway_image_scores_code_in_its_sandbox(built: Built) -> None:
+    """The gateway as the image runs it (entrypoint, uid 10001), under a runtime that allows user namespaces:
+    the `code` built-in passes its start-up check and scores a program in a bwrap sandbox."""
+    port = free_port()
+    log = built.logs / "run-gateway-unconfined.log"
+    config = built.buildah.config(built.tags["gateway"])
+    with built.buildah.mounted(built.containers["gateway"]) as rootfs:
+        env = {"REWARDFLEET_GATEWAY_PORT": str(port)}
+        proc = im.start_unconfined(rootfs, config, entrypoint(built, "gateway"), log, env=env)
+        try:
+            _wait(f"http://127.0.0.1:{port}/health", proc, log)
+            right = httpx.post(f"http://127.0.0.1:{port}/score", json=CODE_SAMPLE, timeout=60)
+            wrong = httpx.post(
+                f"http://127.0.0.1:{port}/score", json={**CODE_SAMPLE, "ground_truth": {"inputs": ["1\n"],
+                "outputs": ["3\n"]}}, timeout=60)  # fmt: skip
+        finally:
+            im.stop(proc)
+    out = log.read_text()
+    assert "start-up check failed" not in out, out[-3000:]
+    assert right.status_code == 200 and right.json()["status"] == "ok", right.text
+    assert right.json()["score"] == 1.0 and right.json()["extra"]["verdicts"] == ["pass"], right.text
+    assert wrong.json()["score"] == 0.0 and wrong.json()["extra"]["verdicts"] == ["wrong_answer"], wrong.text
+
+
 def test_model_server_and_router_images(built: Built, model_dir: Path) -> None:
     ms_port, router_port, prom_port = free_port(), free_port(), free_port()
     ms_log, router_log = built.logs / "run-model-server.log", built.logs / "run-router.log"

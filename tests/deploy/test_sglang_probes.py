@@ -2,8 +2,9 @@
 
 SGLang's `/health` sends a one-token generation, sleeps 1 s, and waits up to `HEALTH_CHECK_TIMEOUT` (20 s,
 read from the wheel's http_server.py) for the scheduler; `/ready` answers at once. A probe on `/health` with
-Kubernetes' default 1 s timeout therefore never passes. The stand-in's `/health` takes as long as SGLang's, so
-the timing is measured, not assumed.
+Kubernetes' default 1 s timeout therefore never passes. The stand-in's `/health` takes as long as SGLang's (a
+lower bound, measured); that `/ready` answers at once is read from SGLang's source (its handler awaits
+nothing), not timed: a measured upper bound would flake on a loaded machine.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def test_sglang_health_is_slow_by_design() -> None:
     assert sgl.health_sleeps_before_answering()
     assert sgl.health_check_timeout_s() == 20
     assert "/ready" in sgl.routes()
+    assert not sgl.handler_awaits("/ready")  # answers at once: any probe timeout fits it
+    assert sgl.handler_awaits("/health")
 
 
 def test_k8s_probes_fit_sglang_health(standin_timing: dict[str, float]) -> None:
@@ -69,11 +72,11 @@ def test_k8s_probes_fit_sglang_health(standin_timing: dict[str, float]) -> None:
         for probe in ("startupProbe", "readinessProbe"):
             spec = c[probe]
             assert spec["httpGet"]["path"] == "/ready", f"{c['name']} {probe}"
-            assert spec.get("timeoutSeconds", K8S_DEFAULT_TIMEOUT_S) > standin_timing["/ready"]
+            assert spec.get("timeoutSeconds", K8S_DEFAULT_TIMEOUT_S) >= K8S_DEFAULT_TIMEOUT_S
         live = c["livenessProbe"]
         assert live["httpGet"]["path"] == "/health"
         timeout = live.get("timeoutSeconds", K8S_DEFAULT_TIMEOUT_S)
-        assert timeout > standin_timing["/health"]
+        # SGLang's /health answers within its own HEALTH_CHECK_TIMEOUT (after the >= 1 s measured above).
         assert timeout > sgl.health_check_timeout_s(), f"{c['name']}: liveness timeout {timeout}s"
 
 

@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from rewardfleet.services.gateway.core import failure_log
 from rewardfleet.services.gateway.core.failure_log import FailureLog
 
 
@@ -30,7 +31,7 @@ def fail(failures: FailureLog, fn: str = "boom", uid: str = "u1") -> None:
 
 def test_one_warning_names_function_source_error_and_uid(caplog: pytest.LogCaptureFixture) -> None:
     failures = FailureLog(clock=Clock())
-    with caplog.at_level(logging.WARNING, logger="rewardfleet.gateway.failures"):
+    with caplog.at_level(logging.WARNING, logger=failure_log.__name__):
         fail(failures)
         failures.sample_failed(
             reward_fn="slow", data_source="d", status="timeout", error_type="timeout", message="30 s", uid=7
@@ -46,7 +47,7 @@ def test_one_warning_names_function_source_error_and_uid(caplog: pytest.LogCaptu
 def test_a_storm_is_rate_limited_and_the_drops_are_reported(caplog: pytest.LogCaptureFixture) -> None:
     clock = Clock()
     failures = FailureLog(per_s=2.0, burst=3, clock=clock)
-    with caplog.at_level(logging.WARNING, logger="rewardfleet.gateway.failures"):
+    with caplog.at_level(logging.WARNING, logger=failure_log.__name__):
         for i in range(1000):
             fail(failures, fn="boom" if i % 2 else "other", uid=str(i))
         assert len(caplog.records) == 3  # the burst, then nothing for the rest of the storm

@@ -8,7 +8,6 @@ import importlib.util
 import math
 import signal
 import sys
-import time
 from typing import Any
 
 import httpx
@@ -209,9 +208,7 @@ async def test_verl_reward_file(live_gateway: LiveGateway) -> None:
         return await module.compute_score(**(kwargs | reward_kwargs | extra))
 
     try:
-        started = time.monotonic()
-        results = await asyncio.gather(*(verl_call(s) for s in ("42", "41")))
-        assert time.monotonic() - started < 10
+        results = await asyncio.wait_for(asyncio.gather(*(verl_call(s) for s in ("42", "41"))), 60)
         assert [r["score"] for r in results] == [1.0, 0.0]
         assert set(results[0]) == set(results[1]) == set(verl_reward.KEYS)
         with pytest.raises(module.RewardFunctionFailed):

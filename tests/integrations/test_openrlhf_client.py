@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from rewardfleet.services.gateway.core import failure_log
 from tests.integrations.conftest import LiveGateway
 from tests.integrations.openrlhf_source import SamplingParams, VLLMStandIn, import_agent_module
 
@@ -131,5 +132,5 @@ async def test_function_failure_what_openrlhf_shows_and_what_the_gateway_logs(
     assert outputs[0]["reward"] is None and outputs[0]["scores"] is None
     assert sum("500, message='Internal Server Error'" in line for line in openrlhf_log) == 5
     gateway_log = trainer_gateway.child.log()
-    assert "WARNING rewardfleet.gateway.failures: reward function 'boom' failed on sample uid=" in gateway_log
+    assert f"WARNING {failure_log.__name__}: reward function 'boom' failed on sample uid=" in gateway_log
     assert "data_source='openai/gsm8k': ValueError: boom: #### 72<|im_end|>" in gateway_log

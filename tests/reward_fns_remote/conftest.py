@@ -32,8 +32,11 @@ class Pool:
     def address(self) -> str:
         return self.router.address
 
+    def stats(self) -> dict[str, Any]:
+        return dict(httpx.get(f"{self.server_url}/standin/stats", timeout=5).json())
+
     def served(self) -> dict[str, int]:
-        return httpx.get(f"{self.server_url}/standin/stats", timeout=5).json()["served"]
+        return dict(self.stats()["served"])
 
     def control(self, **settings: Any) -> None:
         httpx.post(f"{self.server_url}/standin/control", json=settings, timeout=5).raise_for_status()

@@ -73,6 +73,8 @@ def source(relpath: str) -> ast.Module:
 
 
 HTTP_SERVER = "srt/entrypoints/http_server.py"
+SERVING_BASE = "srt/entrypoints/openai/serving_base.py"
+SERVING_EMBEDDING = "srt/entrypoints/openai/serving_embedding.py"
 TOKENIZER_MANAGER = "srt/managers/tokenizer_manager.py"
 
 
@@ -111,6 +113,12 @@ def routes() -> dict[str, list[str]]:
             ):
                 out.setdefault(str(dec.args[0].value), []).append(node.name)
     return out
+
+
+def handler_awaits(path: str) -> bool:
+    """Whether any handler of `path` in http_server.py awaits anything (one that does not answers at once)."""
+    handlers = [_function(source(HTTP_SERVER), name) for name in routes()[path]]
+    return any(isinstance(node, ast.Await) for fn in handlers for node in ast.walk(fn))
 
 
 def health_sleeps_before_answering() -> bool:
@@ -324,3 +332,27 @@ def generate_contract_error(body: Any) -> str | None:
     except api_types.JsonContractError as exc:
         return str(exc)
     return None
+
+
+def serving_error_default_type() -> str:
+    """The default `err_type` of `OpenAIServingBase.create_error_response`: what a /v1/* request refused by
+    the serving layer (`_validate_request`, a ValueError from the tokenizer manager) carries as `type`."""
+    fn = _function(source(SERVING_BASE), "create_error_response")
+    names = [a.arg for a in fn.args.args]
+    defaults = dict(zip(names[len(names) - len(fn.args.defaults) :], fn.args.defaults, strict=True))
+    value = ast.literal_eval(defaults["err_type"])
+    if not isinstance(value, str):
+        raise AssertionError(f"err_type default is {value!r}")
+    return value
+
+
+def validate_request_messages(relpath: str) -> set[str]:
+    """The messages `_validate_request` of a serving class returns (string constants in `return`s)."""
+    fn = _function(source(relpath), "_validate_request")
+    return {
+        node.value.value
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Return)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    }

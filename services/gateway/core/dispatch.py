@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from rewardfleet.services.gateway.core.registry import RewardFunction
 from rewardfleet.services.gateway.errors import Undispatchable, UnknownRewardFunction
 
-log = logging.getLogger("rewardfleet.gateway")
+log = logging.getLogger(__name__)
 
 _GLOB_CHARS = frozenset("*?[")
 _CACHE_LIMIT = 4096  # data_source names come from requests: keep the memo bounded

@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
-log = logging.getLogger("rewardfleet.gateway.failures")
+log = logging.getLogger(__name__)
 _MAX_MESSAGE_CHARS = 500  # a huge exception text must not make one line a flood of its own
 
 

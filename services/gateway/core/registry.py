@@ -27,7 +27,7 @@ from rewardfleet.services.gateway.errors import LoadError
 from rewardfleet.services.gateway.execution.dropin import folder_digest
 from rewardfleet.services.gateway.execution.loader import FunctionRef, file_ref, load_module, resolve
 
-log = logging.getLogger("rewardfleet.gateway")
+log = logging.getLogger(__name__)
 
 # Extra arguments the gateway can inject, by parameter name. http_client is the gateway's shared
 # aiohttp.ClientSession: it cannot cross a process boundary, so only async functions may ask for it.

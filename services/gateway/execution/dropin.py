@@ -34,7 +34,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 
-log = logging.getLogger("rewardfleet.gateway")
+log = logging.getLogger(__name__)
 
 
 # A top-level file that defines compute_score is a reward file, not a helper (read from the text: the digest

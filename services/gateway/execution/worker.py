@@ -16,7 +16,7 @@ from rewardfleet.services.gateway.execution.isolation import detach, limit_memor
 from rewardfleet.services.gateway.execution.loader import FunctionRef, load_ref
 from rewardfleet.services.gateway.execution.results import error_location, normalise_return
 
-log = logging.getLogger("rewardfleet.gateway.workers")
+log = logging.getLogger(__name__)
 
 
 # Per-process caches. They live only in worker processes (the gateway process never fills them).

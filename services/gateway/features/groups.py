@@ -37,7 +37,7 @@ from rewardfleet.services.gateway.execution.loader import load_module, resolve
 from rewardfleet.services.gateway.execution.results import as_score
 from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult
 
-log = logging.getLogger("rewardfleet.gateway")
+log = logging.getLogger(__name__)
 GROUP_ENTRY_POINT = "compute_group_score"
 MemberKey = tuple[str, str | int]
 

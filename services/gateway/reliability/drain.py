@@ -26,7 +26,7 @@ from typing import Any
 
 from rewardfleet.services.gateway.reliability.admission import Admission
 
-log = logging.getLogger("rewardfleet.gateway.drain")
+log = logging.getLogger(__name__)
 
 DRAIN_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT)
 

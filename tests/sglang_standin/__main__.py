@@ -1,0 +1,3 @@
+from tests.sglang_standin.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""One module per route family, as in services/model_server/routes/."""
