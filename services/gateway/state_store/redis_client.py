@@ -88,7 +88,9 @@ class RedisStore:
     def script(self, text: str) -> AsyncScript:
         return self.client.register_script(text)
 
-    def eval(self, script: AsyncScript, keys: Sequence[Any], args: Sequence[Any]) -> Awaitable[Any]:
+    def eval(
+        self, script: AsyncScript, keys: Sequence[Any], args: Sequence[Any]
+    ) -> asyncio.Future[Any]:
         """Run a Lua script, in the pipeline of this event-loop turn (redis_pipeline.py)."""
         return self.pipeliner.run(script, keys, args)
 
@@ -108,6 +110,22 @@ class RedisStore:
         histogram.observe(time.perf_counter() - started)
         return result
 
+    def send(self, op: str, pending: asyncio.Future[Any], context: str) -> None:
+        """Run one store operation whose answer nobody waits for: its failure is counted and logged (naming
+        `context`) like `call`'s, but raised to no one. `close` still waits for it."""
+        histogram, errors = self.metrics.op(op)
+        started = time.perf_counter()
+
+        def done(future: asyncio.Future[Any]) -> None:
+            exc = None if future.cancelled() else future.exception()
+            if exc is None and not future.cancelled():
+                histogram.observe(time.perf_counter() - started)
+                return
+            errors.inc()
+            log.warning("state store %s failed (%s): %s: %s", op, context, type(exc).__name__, exc)
+
+        pending.add_done_callback(done)
+
     async def start(self) -> None:
         try:
             await self.client.ping()
@@ -118,6 +136,7 @@ class RedisStore:
         await self.notifier.start()
 
     async def close(self) -> None:
+        await self.pipeliner.drain()  # the calls nobody waited for (`send`) still reach Redis
         await self.notifier.close()
         await self.client.aclose()
 

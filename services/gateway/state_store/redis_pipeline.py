@@ -12,6 +12,7 @@ restarted has forgotten them, so the calls answered NOSCRIPT are sent again afte
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ import hiredis
 import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 Call = tuple[AsyncScript, Sequence[Any], Sequence[Any], "asyncio.Future[Any]"]
 
@@ -41,6 +43,13 @@ class Pipeliner:
             self._scheduled = True
             loop.call_soon(self._flush)  # after every coroutine runnable now has had its turn
         return future
+
+    async def drain(self) -> None:
+        """Until every call made so far has been sent and answered (or failed)."""
+        while self._queue or self._tasks:
+            if self._queue:
+                self._flush()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def _flush(self) -> None:
         self._scheduled = False
@@ -79,7 +88,10 @@ class Pipeliner:
 
     async def _execute(self, batch: list[Call]) -> list[Any]:
         """One write of every call (packed by hiredis, in C), then one reply per call, on one pooled
-        connection. An error reply is that call's result; a broken connection is dropped and raised."""
+        connection. An error reply is that call's result; a broken connection is dropped and raised.
+
+        The replies of a batch share one deadline (the connection's socket timeout): a timer per reply,
+        as redis-py's `read_response` arms by default, cost more than the reply's parsing."""
         payload = b"".join(
             hiredis.pack_command(("EVALSHA", script.sha, len(keys), *keys, *args))
             for script, keys, args, _ in batch
@@ -89,11 +101,15 @@ class Pipeliner:
         try:
             await conn.send_packed_command(payload, check_health=False)
             results: list[Any] = []
-            for _ in batch:
-                try:
-                    results.append(await conn.read_response())
-                except ResponseError as exc:
-                    results.append(exc)
+            try:
+                async with asyncio.timeout(conn.socket_timeout):
+                    for _ in batch:
+                        try:
+                            results.append(await conn.read_response(timeout=math.inf))
+                        except ResponseError as exc:
+                            results.append(exc)
+            except TimeoutError:
+                raise RedisTimeoutError(f"no reply from Redis within {conn.socket_timeout} s") from None
         except BaseException:
             await conn.disconnect()  # a half-read pipeline leaves the connection out of step: never reuse it
             raise
