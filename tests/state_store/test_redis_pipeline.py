@@ -19,6 +19,7 @@ FAIL_ON_X = "if ARGV[1] == 'x' then return redis.error_reply('bad x') end return
 async def test_one_turn_one_pipeline_each_its_answer(replicas: list[RedisBackend]) -> None:
     store = replicas[0].store
     echo = store.script(ECHO)
+    assert await store.eval(echo, ["k"], ["loaded"]) == b"loaded"  # Redis knows the script from here on
     before = store.pipeliner.batches
     answers = await asyncio.gather(*(store.eval(echo, ["k"], [str(i)]) for i in range(100)))
     assert answers == [str(i).encode() for i in range(100)]

@@ -79,7 +79,7 @@ class RedisStore:
             health_check_interval=30,
         )
         self.client: aioredis.Redis = aioredis.Redis(connection_pool=pool)
-        self.pipeliner = Pipeliner(self.client)
+        self.pipeliner = Pipeliner(self.client, settings.op_timeout_s)
         self.notifier = Notifier(self, self.key("g", ""))
 
     def key(self, *parts: str) -> str:
@@ -88,9 +88,7 @@ class RedisStore:
     def script(self, text: str) -> AsyncScript:
         return self.client.register_script(text)
 
-    def eval(
-        self, script: AsyncScript, keys: Sequence[Any], args: Sequence[Any]
-    ) -> asyncio.Future[Any]:
+    def eval(self, script: AsyncScript, keys: Sequence[Any], args: Sequence[Any]) -> asyncio.Future[Any]:
         """Run a Lua script, in the pipeline of this event-loop turn (redis_pipeline.py)."""
         return self.pipeliner.run(script, keys, args)
 
@@ -136,7 +134,7 @@ class RedisStore:
         await self.notifier.start()
 
     async def close(self) -> None:
-        await self.pipeliner.drain()  # the calls nobody waited for (`send`) still reach Redis
+        await self.pipeliner.close()  # after the calls nobody waited for (`send`) have reached Redis
         await self.notifier.close()
         await self.client.aclose()
 
