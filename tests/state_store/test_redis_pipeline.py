@@ -4,9 +4,14 @@ gets its own answer or error, and scripts Redis forgot (a restart, SCRIPT FLUSH)
 from __future__ import annotations
 
 import asyncio
+import logging
+import signal
 from pathlib import Path
 
+import pytest
+import redis.asyncio
 from redis.exceptions import ConnectionError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from services.gateway.state_store.redis_backend import RedisBackend
 from tests.state_store.conftest import make_backend
@@ -60,6 +65,66 @@ async def test_lost_connection_fails_every_call_of_the_batch(tmp_path: Path) -> 
             store.eval(echo, ["k"], ["a"]), store.eval(echo, ["k"], ["b"]), return_exceptions=True
         )
         assert all(isinstance(r, ConnectionError) for r in results), results
+    finally:
+        await backend.close()
+        server.stop()
+
+
+async def test_a_silent_redis_times_the_calls_in_flight_out_then_a_new_connection_recovers(
+    tmp_path: Path,
+) -> None:
+    """A Redis that stops answering (SIGSTOP: the connection stays open, no reply comes) fails every call in
+    flight once `op_timeout_s` has passed, instead of leaving them waiting; once it answers again the next
+    call opens a fresh connection (the old one may still hold stale replies)."""
+    server = RedisServer(tmp_path).start()
+    backend = make_backend(server.url, "silent:")  # op_timeout_s=2.0
+    await backend.start()
+    assert server.proc is not None
+    try:
+        store = backend.store
+        echo = store.script(ECHO)
+        assert await store.eval(echo, ["k"], ["a"]) == b"a"
+        link = store.pipeliner.link
+        server.proc.signal(signal.SIGSTOP)
+        try:
+            results = await asyncio.gather(
+                store.eval(echo, ["k"], ["b"]), store.eval(echo, ["k"], ["c"]), return_exceptions=True
+            )
+        finally:
+            server.proc.signal(signal.SIGCONT)
+        assert all(isinstance(r, RedisTimeoutError) for r in results), results
+        assert await store.eval(echo, ["k"], ["d"]) == b"d"
+        assert store.pipeliner.link is not link
+    finally:
+        await backend.close()
+        server.stop()
+
+
+async def test_send_counts_and_logs_a_failure_raises_nothing_and_close_waits_for_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = RedisServer(tmp_path).start()
+    backend = make_backend(server.url, "send:")
+    await backend.start()
+    try:
+        store = backend.store
+        setter = store.script("redis.call('SET', KEYS[1], ARGV[1]) return 1")
+        store.send("probe", store.eval(setter, [store.key("sent")], ["1"]), "probe value not stored")
+        await backend.close()  # waits for the write nobody awaited
+        reader = redis.asyncio.Redis.from_url(server.url)
+        assert await reader.get(store.key("sent")) == b"1"
+        await reader.aclose()
+
+        backend = make_backend(server.url, "send:")
+        await backend.start()
+        store = backend.store
+        assert await store.eval(setter, [store.key("sent")], ["2"]) == 1
+        server.kill()
+        with caplog.at_level(logging.WARNING, logger="rewardfleet.gateway"):
+            store.send("probe", store.eval(setter, [store.key("sent")], ["3"]), "probe value not stored")
+            await store.pipeliner.drain()
+        errors = store.metrics.errors.labels("probe")._value.get()
+        assert errors == 1 and "probe value not stored" in caplog.text
     finally:
         await backend.close()
         server.stop()
