@@ -14,13 +14,18 @@ gateway process, "gateway-bound" = in-process ÷ Redis gateway CPU per request i
 core of its own would see.
 
     .venv/bin/python -m bench.state_backend [--duration-s 4] [--rounds 5] [--concurrency 64]
-        [--load raw|aiohttp] [--unix-socket]
+        [--load raw|aiohttp] [--unix-socket] [--ceiling]
+
+`--ceiling` adds a third gateway: in-process state, but its function makes one no-op call through the same
+pipeliner to the same Redis. Fleet-wide idempotency must ask Redis before it runs a function, so this is the
+most any Redis design can reach here; the Redis backend's own cost is the rest.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -37,6 +42,25 @@ from tests.state_store.redis_server import RedisServer
 
 TRIVIAL = """
 async def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    return float(len(solution_str))
+"""
+ROUND_TRIP = """
+import os
+
+import redis.asyncio as aioredis
+
+from services.gateway.state_store.redis_pipeline import Pipeliner
+
+_state = {}
+
+
+async def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    if not _state:
+        client = aioredis.Redis.from_url(os.environ["BENCH_ROUND_TRIP_URL"])
+        script = client.register_script("return 1")
+        await client.script_load(script.script)
+        _state.update(pipe=Pipeliner(client, 5.0), script=script)
+    await _state["pipe"].run(_state["script"], [], [])  # one no-op call, pipelined like the backend's
     return float(len(solution_str))
 """
 GROUP_SIZE = 8
@@ -133,11 +157,13 @@ def measure(
     return Measured(result, {name: s / total * 1e6 for name, s in spent.items()})
 
 
-def alternating(rounds: int) -> Iterator[tuple[int, str, str]]:
-    """(round, kind, backend): both backends back to back for each kind, their order flipped every round."""
+def alternating(rounds: int, ceiling: bool = False) -> Iterator[tuple[int, str, str]]:
+    """(round, kind, backend): the backends back to back for each kind, their order flipped every round;
+    with `ceiling`, ungrouped rounds also run the in-process gateway whose function makes one round trip."""
     for r in range(rounds):
         for kind in KINDS:
-            for backend in BACKENDS if r % 2 == 0 else BACKENDS[::-1]:
+            backends = (*BACKENDS, "round trip") if ceiling and kind == "ungrouped" else BACKENDS
+            for backend in backends if r % 2 == 0 else backends[::-1]:
                 yield r, kind, backend
 
 
@@ -148,12 +174,14 @@ def run(
     warmup_s: float = 1.0,
     load: str = "raw",
     unix_socket: bool = False,
+    ceiling: bool = False,
 ) -> BenchResult:
     result = BenchResult("state_backend")
     figures: dict[tuple[str, str], list[Measured]] = {}
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         fns = write_fn(tmp / "fns", "trivial", TRIVIAL)
+        rt_fns = write_fn(tmp / "rt_fns", "trivial", ROUND_TRIP)
         socket_path = tmp / "redis.sock"
         extra = ("--unixsocket", str(socket_path), "--unixsocketperm", "700") if unix_socket else ()
         redis = RedisServer(tmp, extra_args=extra).start()
@@ -164,14 +192,20 @@ def run(
             "groups": {"timeout_s": 3},
         }  # the last, partial groups of a round end soon
         try:
-            with (
-                gateway(tmp, base, [fns], name="memory") as memory_url,
-                gateway(tmp, {**base, "state_url": state_url}, [fns], name="redis") as redis_url,
-            ):
-                urls = {"memory": memory_url, "redis": redis_url}
+            with contextlib.ExitStack() as stack:
+                urls = {
+                    "memory": stack.enter_context(gateway(tmp, base, [fns], name="memory")),
+                    "redis": stack.enter_context(
+                        gateway(tmp, {**base, "state_url": state_url}, [fns], name="redis")
+                    ),
+                }
+                if ceiling:
+                    urls["round trip"] = stack.enter_context(
+                        gateway(tmp, base, [rt_fns], "roundtrip", {"BENCH_ROUND_TRIP_URL": state_url})
+                    )
                 assert redis.proc is not None
                 redis_pid = redis.proc.pid
-                for r, kind, backend in alternating(rounds):
+                for r, kind, backend in alternating(rounds, ceiling):
                     body = sample_body if kind == "ungrouped" else grouped_body(f"{backend}{r}")
                     pids = {"gateway": gateway_pid(urls[backend]), "redis-server": redis_pid}
                     figures.setdefault((backend, kind), []).append(
@@ -223,6 +257,14 @@ def report(result: BenchResult, figures: dict[tuple[str, str], list[Measured]]) 
         else:
             result.rows.append(Row("state_backend", f"{label} redis ÷ in-process", ratio))
         result.rows.append(Row("state_backend", f"{label} gateway-bound (gateway CPU/request ratio)", bound))
+    if ("round trip", "ungrouped") in figures:
+        memory, trip = figures[("memory", "ungrouped")], figures[("round trip", "ungrouped")]
+        ratio = median([b.load.rps / a.load.rps for a, b in zip(memory, trip, strict=True)])
+        bound = median([a.cpu_us["gateway"] / b.cpu_us["gateway"] for a, b in zip(memory, trip, strict=True)])
+        result.rows.append(
+            Row("state_backend", "ceiling: in-process + 1 no-op round trip ÷ in-process", ratio)
+        )
+        result.rows.append(Row("state_backend", "ceiling gateway-bound (gateway CPU/request ratio)", bound))
 
 
 def main() -> None:
@@ -235,9 +277,23 @@ def main() -> None:
     parser.add_argument("--warmup-s", type=float, default=1.0)
     parser.add_argument("--load", choices=("raw", "aiohttp"), default="raw")
     parser.add_argument("--unix-socket", action="store_true", help="reach Redis over a unix socket")
+    parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="also run in-process state with one no-op pipelined Redis call per request (the floor of any "
+        "design that asks Redis before running the function)",
+    )
     args = parser.parse_args()
     print_result(
-        run(args.duration_s, args.rounds, args.concurrency, args.warmup_s, args.load, args.unix_socket)
+        run(
+            args.duration_s,
+            args.rounds,
+            args.concurrency,
+            args.warmup_s,
+            args.load,
+            args.unix_socket,
+            args.ceiling,
+        )
     )
 
 
