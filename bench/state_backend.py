@@ -14,7 +14,7 @@ gateway process, "gateway-bound" = in-process ÷ Redis gateway CPU per request i
 core of its own would see.
 
     .venv/bin/python -m bench.state_backend [--duration-s 4] [--rounds 5] [--concurrency 64]
-        [--load raw|aiohttp] [--unix-socket] [--ceiling]
+        [--load raw|aiohttp] [--unix-socket] [--ceiling] [--pin]
 
 `--ceiling` adds a third gateway: in-process state, but its function makes one no-op call through the same
 pipeliner to the same Redis. Fleet-wide idempotency must ask Redis before it runs a function, so this is the
@@ -175,6 +175,7 @@ def run(
     load: str = "raw",
     unix_socket: bool = False,
     ceiling: bool = False,
+    pin: bool = False,
 ) -> BenchResult:
     result = BenchResult("state_backend")
     figures: dict[tuple[str, str], list[Measured]] = {}
@@ -205,6 +206,11 @@ def run(
                     )
                 assert redis.proc is not None
                 redis_pid = redis.proc.pid
+                if pin:  # the gateways on CPU 0; redis-server and the load generator on CPU 1
+                    for url in urls.values():
+                        os.sched_setaffinity(gateway_pid(url), {0})
+                    os.sched_setaffinity(redis_pid, {1})
+                    os.sched_setaffinity(0, {1})
                 for r, kind, backend in alternating(rounds, ceiling):
                     body = sample_body if kind == "ungrouped" else grouped_body(f"{backend}{r}")
                     pids = {"gateway": gateway_pid(urls[backend]), "redis-server": redis_pid}
@@ -214,7 +220,9 @@ def run(
         finally:
             redis.stop()
     report(result, figures)
-    transport = "a unix socket" if unix_socket else "TCP"
+    transport = ("a unix socket" if unix_socket else "TCP") + (
+        ", gateway pinned to CPU 0, redis-server and load generator to CPU 1" if pin else ""
+    )
     result.notes.append(
         f"One gateway replica, trivial async function, concurrency {concurrency}, {rounds} rounds of "
         f"{duration_s:g} s per backend and kind (backends back to back, order alternating), load generator "
@@ -283,6 +291,12 @@ def main() -> None:
         help="also run in-process state with one no-op pipelined Redis call per request (the floor of any "
         "design that asks Redis before running the function)",
     )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="gateway on CPU 0, redis-server and the load generator on CPU 1 (Redis off the gateway's core, "
+        "as on its own host)",
+    )
     args = parser.parse_args()
     print_result(
         run(
@@ -293,6 +307,7 @@ def main() -> None:
             args.load,
             args.unix_socket,
             args.ceiling,
+            args.pin,
         )
     )
 
