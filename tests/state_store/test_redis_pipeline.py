@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,25 @@ async def test_send_counts_and_logs_a_failure_raises_nothing_and_close_waits_for
             await store.pipeliner.drain()
         errors = store.metrics.errors.labels("probe")._value.get()
         assert errors == 1 and "probe value not stored" in caplog.text
+    finally:
+        await backend.close()
+        server.stop()
+
+
+async def test_unix_socket_url_carries_the_pipeline(tmp_path: Path) -> None:
+    """`unix://` (a co-located Redis): the pipeliner's own connection is opened by redis-py's unix-socket
+    connection class and taken over like a TCP one."""
+    sock = tmp_path / "redis.sock"
+    server = RedisServer(tmp_path, extra_args=("--unixsocket", str(sock), "--unixsocketperm", "700")).start()
+    backend = make_backend(f"unix://{sock}", "unix:")
+    await backend.start()
+    try:
+        store = backend.store
+        echo = store.script(ECHO)
+        answers = await asyncio.gather(*(store.eval(echo, ["k"], [str(i)]) for i in range(10)))
+        assert answers == [str(i).encode() for i in range(10)]
+        assert store.pipeliner.link is not None
+        assert store.pipeliner.link.transport.get_extra_info("socket").family == socket.AF_UNIX
     finally:
         await backend.close()
         server.stop()
