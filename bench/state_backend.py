@@ -49,7 +49,7 @@ import os
 
 import redis.asyncio as aioredis
 
-from services.gateway.state_store.redis_pipeline import Pipeliner
+from rewardfleet.services.gateway.state_store.redis_pipeline import Pipeliner
 
 _state = {}
 

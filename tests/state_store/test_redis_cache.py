@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from services.gateway.state_store.redis_backend import RedisBackend
+from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from tests.state_store.conftest import make_backend
 from tests.state_store.helpers import CountingCompute, request
 from tests.state_store.redis_server import RedisServer

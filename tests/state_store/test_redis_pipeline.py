@@ -14,7 +14,7 @@ import redis.asyncio
 from redis.exceptions import ConnectionError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from services.gateway.state_store.redis_backend import RedisBackend
+from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from tests.state_store.conftest import make_backend
 from tests.state_store.redis_server import RedisServer
 

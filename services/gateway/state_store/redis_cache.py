@@ -27,12 +27,12 @@ import uuid
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
-from services.gateway.errors import StateStoreUnavailable
-from services.gateway.metrics import GatewayMetrics
-from services.gateway.reliability.idempotency import inputs_digest
-from services.gateway.schemas import ScoreRequest, ScoreResult
-from services.gateway.state_store.redis_client import RedisStore
-from services.gateway.state_store.redis_scripts import (
+from rewardfleet.services.gateway.errors import StateStoreUnavailable
+from rewardfleet.services.gateway.metrics import GatewayMetrics
+from rewardfleet.services.gateway.reliability.idempotency import inputs_digest
+from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
+from rewardfleet.services.gateway.state_store.redis_client import RedisStore
+from rewardfleet.services.gateway.state_store.redis_scripts import (
     CACHE_CHECK,
     CACHE_CLAIM,
     CACHE_FINISH,

@@ -31,9 +31,9 @@ from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
-from services.gateway.errors import StateStoreUnavailable
-from services.gateway.state_store.metrics import StateStoreMetrics
-from services.gateway.state_store.redis_pipeline import Pipeliner
+from rewardfleet.services.gateway.errors import StateStoreUnavailable
+from rewardfleet.services.gateway.state_store.metrics import StateStoreMetrics
+from rewardfleet.services.gateway.state_store.redis_pipeline import Pipeliner
 
 log = logging.getLogger("rewardfleet.gateway")
 T = TypeVar("T")
