@@ -114,6 +114,7 @@ async def test_cache_is_bounded_fifo(replicas: list[RedisBackend]) -> None:
     reqs = [request(f"u{i}") for i in range(5)]
     for req in reqs:
         await cache.run(cache.key(req, "judge", "v1"), req, compute.bind(req))
+    await replicas[0].store.pipeliner.drain()  # the stores are sent after the answers: until Redis ran them
     client = replicas[0].store.client
     assert await client.zcard(replicas[0].store.key("r", "index")) == 3
     stored = [await client.exists(cache._keys(cache.key(r, "judge", "v1"))[0]) for r in reqs]  # type: ignore[attr-defined]
@@ -129,3 +130,20 @@ async def test_ttl_expires_results(replicas: list[RedisBackend]) -> None:
     assert (await cache.run(key, req, compute.bind(req))).cached
     await asyncio.sleep(0.3)
     assert not (await cache.run(key, req, compute.bind(req))).cached and compute.runs == 2
+
+
+async def test_retry_on_another_replica_right_after_the_answer_runs_nothing_again(
+    replicas: list[RedisBackend],
+) -> None:
+    """The owner answers without waiting for CACHE_FINISH's reply; a retry sent the moment the answer is out
+    (here: in the same event-loop turn, before that write has even left) still finds the run (held lease or
+    stored result) and never runs the function a second time."""
+    first, second = (r.results("uid", 100, 60.0) for r in replicas[:2])
+    compute = CountingCompute()
+    for n in range(20):
+        req = request(f"retry-{n}")
+        key = first.key(req, "judge", "v1")
+        answer = await first.run(key, req, compute.bind(req))
+        retried = await second.run(key, req, compute.bind(req))
+        assert not answer.cached and retried.cached and retried.score == answer.score
+    assert compute.runs == 20

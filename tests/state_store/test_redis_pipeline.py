@@ -4,9 +4,15 @@ gets its own answer or error, and scripts Redis forgot (a restart, SCRIPT FLUSH)
 from __future__ import annotations
 
 import asyncio
+import logging
+import signal
+import socket
 from pathlib import Path
 
+import pytest
+import redis.asyncio
 from redis.exceptions import ConnectionError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from tests.state_store.conftest import make_backend
@@ -19,6 +25,7 @@ FAIL_ON_X = "if ARGV[1] == 'x' then return redis.error_reply('bad x') end return
 async def test_one_turn_one_pipeline_each_its_answer(replicas: list[RedisBackend]) -> None:
     store = replicas[0].store
     echo = store.script(ECHO)
+    assert await store.eval(echo, ["k"], ["loaded"]) == b"loaded"  # Redis knows the script from here on
     before = store.pipeliner.batches
     answers = await asyncio.gather(*(store.eval(echo, ["k"], [str(i)]) for i in range(100)))
     assert answers == [str(i).encode() for i in range(100)]
@@ -59,6 +66,85 @@ async def test_lost_connection_fails_every_call_of_the_batch(tmp_path: Path) -> 
             store.eval(echo, ["k"], ["a"]), store.eval(echo, ["k"], ["b"]), return_exceptions=True
         )
         assert all(isinstance(r, ConnectionError) for r in results), results
+    finally:
+        await backend.close()
+        server.stop()
+
+
+async def test_a_silent_redis_times_the_calls_in_flight_out_then_a_new_connection_recovers(
+    tmp_path: Path,
+) -> None:
+    """A Redis that stops answering (SIGSTOP: the connection stays open, no reply comes) fails every call in
+    flight once `op_timeout_s` has passed, instead of leaving them waiting; once it answers again the next
+    call opens a fresh connection (the old one may still hold stale replies)."""
+    server = RedisServer(tmp_path).start()
+    backend = make_backend(server.url, "silent:")  # op_timeout_s=2.0
+    await backend.start()
+    assert server.proc is not None
+    try:
+        store = backend.store
+        echo = store.script(ECHO)
+        assert await store.eval(echo, ["k"], ["a"]) == b"a"
+        link = store.pipeliner.link
+        server.proc.signal(signal.SIGSTOP)
+        try:
+            results = await asyncio.gather(
+                store.eval(echo, ["k"], ["b"]), store.eval(echo, ["k"], ["c"]), return_exceptions=True
+            )
+        finally:
+            server.proc.signal(signal.SIGCONT)
+        assert all(isinstance(r, RedisTimeoutError) for r in results), results
+        assert await store.eval(echo, ["k"], ["d"]) == b"d"
+        assert store.pipeliner.link is not link
+    finally:
+        await backend.close()
+        server.stop()
+
+
+async def test_send_counts_and_logs_a_failure_raises_nothing_and_close_waits_for_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = RedisServer(tmp_path).start()
+    backend = make_backend(server.url, "send:")
+    await backend.start()
+    try:
+        store = backend.store
+        setter = store.script("redis.call('SET', KEYS[1], ARGV[1]) return 1")
+        store.send("probe", store.eval(setter, [store.key("sent")], ["1"]), "probe value not stored")
+        await backend.close()  # waits for the write nobody awaited
+        reader = redis.asyncio.Redis.from_url(server.url)
+        assert await reader.get(store.key("sent")) == b"1"
+        await reader.aclose()
+
+        backend = make_backend(server.url, "send:")
+        await backend.start()
+        store = backend.store
+        assert await store.eval(setter, [store.key("sent")], ["2"]) == 1
+        server.kill()
+        with caplog.at_level(logging.WARNING, logger="rewardfleet.gateway"):
+            store.send("probe", store.eval(setter, [store.key("sent")], ["3"]), "probe value not stored")
+            await store.pipeliner.drain()
+        errors = store.metrics.errors.labels("probe")._value.get()
+        assert errors == 1 and "probe value not stored" in caplog.text
+    finally:
+        await backend.close()
+        server.stop()
+
+
+async def test_unix_socket_url_carries_the_pipeline(tmp_path: Path) -> None:
+    """`unix://` (a co-located Redis): the pipeliner's own connection is opened by redis-py's unix-socket
+    connection class and taken over like a TCP one."""
+    sock = tmp_path / "redis.sock"
+    server = RedisServer(tmp_path, extra_args=("--unixsocket", str(sock), "--unixsocketperm", "700")).start()
+    backend = make_backend(f"unix://{sock}", "unix:")
+    await backend.start()
+    try:
+        store = backend.store
+        echo = store.script(ECHO)
+        answers = await asyncio.gather(*(store.eval(echo, ["k"], [str(i)]) for i in range(10)))
+        assert answers == [str(i).encode() for i in range(10)]
+        assert store.pipeliner.link is not None
+        assert store.pipeliner.link.transport.get_extra_info("socket").family == socket.AF_UNIX
     finally:
         await backend.close()
         server.stop()

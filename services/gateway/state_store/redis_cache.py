@@ -13,7 +13,9 @@ sorted set) and expire after `result_cache_ttl_s`; a hit is not re-ordered (no w
 
 If the store fails before the run, the request fails with `StateStoreUnavailable` and nothing ran. If it
 fails after the run, the caller still gets its result (logged, counted in the errors metric); only the
-sharing of that one result is lost.
+sharing of that one result is lost. So the caller is answered without waiting for `CACHE_FINISH`'s reply:
+the write is sent in the same event-loop turn, and a gateway that dies before Redis has it loses only the
+sharing (its waiters take the lease over after `lease_s`, as for a crash during the run).
 """
 
 from __future__ import annotations
@@ -179,23 +181,25 @@ class RedisResults:
             raise
         keeper.stop()
         cacheable = "1" if result.status == "ok" else "0"
-        try:
-            await self.store.call(
-                "cache_finish",
-                self.store.eval(
-                    self._finish,
-                    [result_key, lease_key, out_key, self.index],
-                    [
-                        token,
-                        result.model_dump_json(),
-                        cacheable,
-                        self.ttl_ms,
-                        self.max_entries,
-                        OUTCOME_TTL_MS,
-                        channel,
-                    ],
-                ),
-            )
-        except StateStoreUnavailable:
-            log.warning("result of %s not shared: the state store failed after the run", request.uid)
+        # Not awaited: the caller's answer does not depend on the store's, and a failed store changes
+        # nothing for this caller either way (logged and counted by `send`). The write leaves in this loop
+        # turn's pipeline; until Redis has run it, the lease is still held, so a retry arriving meanwhile
+        # joins this run and gets its outcome, never a second run.
+        self.store.send(
+            "cache_finish",
+            self.store.eval(
+                self._finish,
+                [result_key, lease_key, out_key, self.index],
+                [
+                    token,
+                    result.model_dump_json(),
+                    cacheable,
+                    self.ttl_ms,
+                    self.max_entries,
+                    OUTCOME_TTL_MS,
+                    channel,
+                ],
+            ),
+            f"result of {request.uid} not shared",
+        )
         return result

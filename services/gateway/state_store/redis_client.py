@@ -79,7 +79,7 @@ class RedisStore:
             health_check_interval=30,
         )
         self.client: aioredis.Redis = aioredis.Redis(connection_pool=pool)
-        self.pipeliner = Pipeliner(self.client)
+        self.pipeliner = Pipeliner(self.client, settings.op_timeout_s)
         self.notifier = Notifier(self, self.key("g", ""))
 
     def key(self, *parts: str) -> str:
@@ -88,7 +88,7 @@ class RedisStore:
     def script(self, text: str) -> AsyncScript:
         return self.client.register_script(text)
 
-    def eval(self, script: AsyncScript, keys: Sequence[Any], args: Sequence[Any]) -> Awaitable[Any]:
+    def eval(self, script: AsyncScript, keys: Sequence[Any], args: Sequence[Any]) -> asyncio.Future[Any]:
         """Run a Lua script, in the pipeline of this event-loop turn (redis_pipeline.py)."""
         return self.pipeliner.run(script, keys, args)
 
@@ -108,6 +108,22 @@ class RedisStore:
         histogram.observe(time.perf_counter() - started)
         return result
 
+    def send(self, op: str, pending: asyncio.Future[Any], context: str) -> None:
+        """Run one store operation whose answer nobody waits for: its failure is counted and logged (naming
+        `context`) like `call`'s, but raised to no one. `close` still waits for it."""
+        histogram, errors = self.metrics.op(op)
+        started = time.perf_counter()
+
+        def done(future: asyncio.Future[Any]) -> None:
+            exc = None if future.cancelled() else future.exception()
+            if exc is None and not future.cancelled():
+                histogram.observe(time.perf_counter() - started)
+                return
+            errors.inc()
+            log.warning("state store %s failed (%s): %s: %s", op, context, type(exc).__name__, exc)
+
+        pending.add_done_callback(done)
+
     async def start(self) -> None:
         try:
             await self.client.ping()
@@ -118,6 +134,7 @@ class RedisStore:
         await self.notifier.start()
 
     async def close(self) -> None:
+        await self.pipeliner.close()  # after the calls nobody waited for (`send`) have reached Redis
         await self.notifier.close()
         await self.client.aclose()
 

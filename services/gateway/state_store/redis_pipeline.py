@@ -1,102 +1,226 @@
 """Automatic pipelining: every Lua script call made during one turn of the event loop goes to Redis in one
-pipeline (one write, one read) instead of one round trip each.
+write, on one connection kept for the purpose, and the replies are matched to their callers in order.
 
 Under load the costs of a round trip (two system calls, a wake-up of Redis, a wake-up of the gateway) are
 most of what shared state costs per request; with 64 requests in flight they are paid once per batch. The
-batch is packed by hiredis (C) and written at once: redis-py's own pipeline packs in Python, which cost
-more than the round trips it saved. A
-call's answer (or its error) goes to its own caller only. Scripts are sent by SHA (`EVALSHA`); a Redis that
-restarted has forgotten them, so the calls answered NOSCRIPT are sent again after `SCRIPT LOAD`.
+batch is packed by hiredis (C) and written at once. Replies are parsed by hiredis in the connection's
+`data_received` callback and each answers its own caller's future: no task, no pooled-connection checkout
+and no timer per batch or per reply (redis-py's `read_response` per reply, each under its own timeout, cost
+more than the round trips pipelining saved). Redis answers the commands of one connection in the order it
+got them, so the n-th reply belongs to the n-th call still waiting.
+
+The connection is opened (and its handshake: TLS, AUTH, SELECT, as the URL says) by redis-py's own
+connection class, then this module's protocol takes the transport over. One deadline guards all calls in
+flight: a reply later than `op_timeout_s` aborts the connection, and every call still waiting gets the
+error (a connection that lost a reply cannot be trusted to match the next ones). The next call opens a new
+connection, so a restarted Redis is picked up by itself. Scripts are sent by SHA (`EVALSHA`); a Redis that
+restarted has forgotten them, so a call answered NOSCRIPT is sent again after `SCRIPT LOAD`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import hiredis
 import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
-Call = tuple[AsyncScript, Sequence[Any], Sequence[Any], "asyncio.Future[Any]"]
+
+@dataclass(slots=True)
+class Call:
+    script: AsyncScript
+    keys: Sequence[Any]
+    args: Sequence[Any]
+    future: asyncio.Future[Any]
+    sent_at: float = 0.0
+
+
+class _Link(asyncio.Protocol):
+    """One connection's replies, in order, to the calls sent on it."""
+
+    def __init__(self, owner: Pipeliner, transport: asyncio.Transport, opened_by: object) -> None:
+        self.owner = owner
+        self.transport = transport
+        self.opened_by = opened_by  # redis-py's connection: its stream closes the transport when collected
+        self.reader = hiredis.Reader()
+        self.waiting: deque[Call] = deque()
+        self.error: BaseException | None = None
+
+    def data_received(self, data: bytes) -> None:
+        self.reader.feed(data)
+        while (reply := self.reader.gets()) is not False:
+            if not self.waiting:  # a reply nobody asked for: the stream is out of step
+                self.fail(RedisConnectionError("Redis sent a reply no call was waiting for"))
+                return
+            self.owner.answer(self.waiting.popleft(), reply)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        error = self.error or RedisConnectionError(
+            f"connection to Redis lost{': ' + str(exc) if exc else ''}"
+        )
+        self.error = error
+        if self.owner.link is self:
+            self.owner.link = None
+        while self.waiting:
+            call = self.waiting.popleft()
+            if not call.future.done():
+                call.future.set_exception(error)
+
+    def fail(self, error: BaseException) -> None:
+        self.error = error
+        if self.owner.link is self:
+            self.owner.link = None
+        self.transport.abort()  # connection_lost follows and fails every waiting call
 
 
 class Pipeliner:
-    def __init__(self, client: aioredis.Redis, max_batch: int = 512) -> None:
+    def __init__(self, client: aioredis.Redis, op_timeout_s: float, max_batch: int = 512) -> None:
         self.client = client
+        self.op_timeout_s = op_timeout_s
         self.max_batch = max_batch
+        self.link: _Link | None = None
         self._queue: list[Call] = []
         self._scheduled = False
-        self._tasks: set[asyncio.Task[None]] = set()
-        self.batches = 0  # how many pipelines were sent (with `calls`: the mean batch size)
+        self._connecting: asyncio.Task[None] | None = None
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._loading: dict[str, asyncio.Task[Any]] = {}  # script sha -> its SCRIPT LOAD under way
+        self.batches = 0  # how many writes were sent (with `calls`: the mean batch size)
         self.calls = 0
 
     def run(self, script: AsyncScript, keys: Sequence[Any], args: Sequence[Any]) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        self._queue.append((script, keys, args, future))
+        self._queue.append(Call(script, keys, args, future))
         if not self._scheduled:
             self._scheduled = True
             loop.call_soon(self._flush)  # after every coroutine runnable now has had its turn
         return future
 
+    async def drain(self) -> None:
+        """Until every call made so far has been answered (or failed)."""
+        while True:
+            pending = [c.future for c in self._queue]
+            if self.link is not None:
+                pending += [c.future for c in self.link.waiting]
+            pending += list(self._tasks)
+            if not pending:
+                return
+            if self._queue:
+                self._flush()
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    async def close(self) -> None:
+        await self.drain()
+        if self.link is not None:
+            self.link.transport.close()
+            self.link = None
+
     def _flush(self) -> None:
         self._scheduled = False
+        if not self._queue:
+            return
+        link = self.link
+        if link is None:
+            if self._connecting is None:
+                self._connecting = self._spawn(self._connect())
+            return  # sent once connected (or failed if connecting fails)
         queue, self._queue = self._queue, []
+        now = time.monotonic()
         for start in range(0, len(queue), self.max_batch):
-            task = asyncio.get_running_loop().create_task(self._send(queue[start : start + self.max_batch]))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            batch = queue[start : start + self.max_batch]
+            payload = b"".join(
+                hiredis.pack_command(("EVALSHA", c.script.sha, len(c.keys), *c.keys, *c.args)) for c in batch
+            )
+            for call in batch:
+                call.sent_at = now
+            link.waiting.extend(batch)
+            link.transport.write(payload)
+            self.batches += 1
+            self.calls += len(batch)
+        if self._watchdog is None:
+            self._watchdog = asyncio.get_running_loop().call_later(self.op_timeout_s, self._check_deadline)
 
-    async def _send(self, batch: list[Call]) -> None:
-        self.batches += 1
-        self.calls += len(batch)
+    def _check_deadline(self) -> None:
+        self._watchdog = None
+        link = self.link
+        if link is None or not link.waiting:
+            return
+        late_by = time.monotonic() - link.waiting[0].sent_at - self.op_timeout_s
+        if late_by >= 0:
+            link.fail(RedisTimeoutError(f"no reply from Redis within {self.op_timeout_s} s"))
+            return
+        self._watchdog = asyncio.get_running_loop().call_later(-late_by, self._check_deadline)
+
+    async def _connect(self) -> None:
+        """Open a connection with redis-py (TLS, AUTH, SELECT from the URL) and take its transport over."""
         try:
-            results = await self._execute(batch)
-            missing = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
-            if missing:
-                for script in {id(batch[i][0]): batch[i][0] for i in missing}.values():
-                    await self.client.script_load(script.script)
-                again = await self._execute([batch[i] for i in missing])
-                for i, result in zip(missing, again, strict=True):
-                    results[i] = result
-        except BaseException as exc:  # the connection failed: every call of the batch gets the error
-            for *_, future in batch:
-                if not future.done():
-                    future.set_exception(exc)
+            pool = self.client.connection_pool
+            conn = pool.connection_class(**pool.connection_kwargs)
+            await conn.connect()  # type: ignore[no-untyped-call]
+            writer = cast(asyncio.StreamWriter, conn._writer)  # redis-py keeps the stream it opened here
+            transport = cast(asyncio.Transport, writer.transport)
+            link = _Link(self, transport, conn)
+            transport.set_protocol(link)
+            self.link = link
+        except BaseException as exc:
+            queue, self._queue = self._queue, []
+            error = exc if isinstance(exc, Exception) else RedisConnectionError("connecting was cancelled")
+            for call in queue:
+                if not call.future.done():
+                    call.future.set_exception(error)
             if not isinstance(exc, Exception):
                 raise
             return
-        for (*_, future), result in zip(batch, results, strict=True):
-            if future.done():
-                continue  # its caller was cancelled
-            if isinstance(result, Exception):
-                future.set_exception(result)
-            else:
-                future.set_result(result)
-
-    async def _execute(self, batch: list[Call]) -> list[Any]:
-        """One write of every call (packed by hiredis, in C), then one reply per call, on one pooled
-        connection. An error reply is that call's result; a broken connection is dropped and raised."""
-        payload = b"".join(
-            hiredis.pack_command(("EVALSHA", script.sha, len(keys), *keys, *args))
-            for script, keys, args, _ in batch
-        )
-        pool = self.client.connection_pool
-        conn = await pool.get_connection()  # type: ignore[no-untyped-call]
-        try:
-            await conn.send_packed_command(payload, check_health=False)
-            results: list[Any] = []
-            for _ in batch:
-                try:
-                    results.append(await conn.read_response())
-                except ResponseError as exc:
-                    results.append(exc)
-        except BaseException:
-            await conn.disconnect()  # a half-read pipeline leaves the connection out of step: never reuse it
-            raise
         finally:
-            await pool.release(conn)
-        return results
+            self._connecting = None
+        self._flush()
+
+    def answer(self, call: Call, reply: Any) -> None:
+        if isinstance(reply, hiredis.ReplyError):
+            message = str(reply)
+            if message.startswith("NOSCRIPT"):
+                self._spawn(self._load_and_retry(call))
+                return
+            reply = ResponseError(message)
+        if call.future.done():
+            return  # its caller was cancelled
+        if isinstance(reply, Exception):
+            call.future.set_exception(reply)
+        else:
+            call.future.set_result(reply)
+
+    async def _load_and_retry(self, call: Call) -> None:
+        """Redis forgot the script (a restart, SCRIPT FLUSH): load it (once for all the calls that found it
+        missing), then send the call again."""
+        try:
+            loading = self._loading.get(call.script.sha)
+            if loading is None:
+                loading = self._loading[call.script.sha] = self._spawn(
+                    self.client.script_load(call.script.script)
+                )
+                loading.add_done_callback(lambda _: self._loading.pop(call.script.sha, None))
+            await asyncio.shield(loading)
+            result = await self.run(call.script, call.keys, call.args)
+        except Exception as exc:  # NOSCRIPT again at once, or the store failed: this call's error
+            result = exc
+        if call.future.done():
+            return
+        if isinstance(result, Exception):
+            call.future.set_exception(result)
+        else:
+            call.future.set_result(result)
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
