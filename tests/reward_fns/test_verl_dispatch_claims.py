@@ -35,7 +35,7 @@ def _builtins() -> list[ModuleType]:
 
 def _owners(data_source: str) -> list[str]:
     return [
-        m.__name__.removeprefix("reward_fns.")
+        m.__name__.removeprefix(f"{reward_fns.__name__}.")
         for m in _builtins()
         if any(fnmatch.fnmatchcase(data_source, claim) for claim in getattr(m, "DATA_SOURCES", ()))
     ]

@@ -121,7 +121,7 @@ async def test_send_counts_and_logs_a_failure_raises_nothing_and_close_waits_for
         store = backend.store
         assert await store.eval(setter, [store.key("sent")], ["2"]) == 1
         server.kill()
-        with caplog.at_level(logging.WARNING, logger="rewardfleet.gateway"):
+        with caplog.at_level(logging.WARNING, logger="rewardfleet.services.gateway.state_store"):
             store.send("probe", store.eval(setter, [store.key("sent")], ["3"]), "probe value not stored")
             await store.pipeliner.drain()
         errors = store.metrics.errors.labels("probe")._value.get()

@@ -35,7 +35,7 @@ from rewardfleet.services.gateway.errors import StateStoreUnavailable
 from rewardfleet.services.gateway.state_store.metrics import StateStoreMetrics
 from rewardfleet.services.gateway.state_store.redis_pipeline import Pipeliner
 
-log = logging.getLogger("rewardfleet.gateway")
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 STORE_ERRORS: tuple[type[BaseException], ...] = (RedisError, OSError, TimeoutError)
 
