@@ -95,6 +95,51 @@ def test_batched_generation_equals_unbatched(smollm2: RunningServer) -> None:
     assert all(b["output_ids"] for b in batched)
 
 
+def test_requests_joining_mid_decode_equal_unbatched(smollm2: RunningServer) -> None:
+    """Continuous batching on the real model: short requests sent while a long one decodes finish first (they
+    joined its batch between steps instead of waiting for it) and produce what they produce alone."""
+    long_prompt = "<|im_start|>user\nTell a long story about a lighthouse.<|im_end|>\n<|im_start|>assistant\n"
+    short = [
+        ("Name a colour.", {"max_new_tokens": 6}),
+        ("Is 7 a prime number? Answer.", {"max_new_tokens": 12, "regex": "(Yes|No), because [a-z ]+\\."}),
+    ]
+    greedy = {"temperature": 0, "ignore_eos": True}
+
+    async def run() -> tuple[dict, list[dict], bool]:
+        async with httpx.AsyncClient(base_url=smollm2.url, timeout=600) as c:
+            body = {"text": long_prompt, "sampling_params": {**greedy, "max_new_tokens": 160}}
+            long = asyncio.ensure_future(c.post("/generate", json=body))
+            for _ in range(6000):  # until the long request is decoding (bounded: 60 s)
+                load = (await c.get("/get_load")).json()[0]
+                if load["num_running_reqs"] >= 1:
+                    break
+                await asyncio.sleep(0.01)
+            answers = await asyncio.gather(*(
+                c.post("/generate", json={
+                    "text": f"<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n",
+                    "sampling_params": {**greedy, **p},
+                })
+                for q, p in short
+            ))  # fmt: skip
+            long_still_running = not long.done()
+            return (await long).json(), [a.json() for a in answers], long_still_running
+
+    long_answer, joined, long_still_running = asyncio.run(run())
+    assert long_still_running  # the short ones did not wait for the long one's batch to end
+    assert long_answer["meta_info"]["completion_tokens"] == 160
+    for (q, p), answer in zip(short, joined, strict=True):
+        text = f"<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n"
+        alone = httpx.post(
+            f"{smollm2.url}/generate", json={"text": text, "sampling_params": {**greedy, **p}}, timeout=600
+        ).json()
+        assert answer["output_ids"] == alone["output_ids"] and answer["text"] == alone["text"]
+    assert re.fullmatch(r"(Yes|No), because [a-z ]+\.", joined[1]["text"]), joined[1]
+    alone_long = httpx.post(f"{smollm2.url}/generate", timeout=600, json={
+        "text": long_prompt, "sampling_params": {**greedy, "max_new_tokens": 160},
+    }).json()  # fmt: skip
+    assert long_answer["output_ids"] == alone_long["output_ids"]
+
+
 def test_regex_json_schema_and_ebnf_constrain_the_output(smollm2: RunningServer) -> None:
     prompt = "<|im_start|>user\nIs the sky green? Answer.<|im_end|>\n<|im_start|>assistant\n"
 
