@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import httpx
@@ -57,11 +58,25 @@ def _chat(server: RunningServer, content: str, **extra: object) -> dict:
     return resp.json()
 
 
-def test_the_gguf_is_served_with_its_own_chat_template(smollm2: RunningServer) -> None:
-    from transformers import AutoTokenizer
+@pytest.fixture(scope="module")
+def gguf_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty `XDG_CACHE_HOME` for the gateway's converted-tokenizer cache."""
+    return tmp_path_factory.mktemp("xdg-cache")
 
+
+@pytest.fixture(scope="module")
+def tok(gguf_cache: Path) -> Any:
+    """The tokenizer read from the GGUF file (transformers' own conversion), loaded the way the gateway loads
+    it: the first load converts and leaves the converted copy in `gguf_cache`."""
+    from services.gateway.execution.tokenizer import load_tokenizer
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(gguf_cache))
+        return load_tokenizer(resolve_builtin(BUILTIN_SMOLLM2))
+
+
+def test_the_gguf_is_served_with_its_own_chat_template(smollm2: RunningServer, tok: Any) -> None:
     gguf = Path(resolve_builtin(BUILTIN_SMOLLM2))
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     assert "<|im_start|>" in tok.chat_template  # ChatML, read from the GGUF's tokenizer.chat_template
     messages = [{"role": "user", "content": "Is 2+2=4? Answer Yes or No."}]
     expected = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
@@ -224,11 +239,7 @@ def test_constrained_judge_verdicts_always_parse(smollm2: RunningServer) -> None
         assert re.fullmatch(r"(Verdict: (correct|incorrect|\[\[[ABC]\]\])|Score: \d+|Yes|No)", last), r
 
 
-def test_probability_mode_on_real_logits(smollm2: RunningServer) -> None:
-    from transformers import AutoTokenizer
-
-    gguf = Path(resolve_builtin(BUILTIN_SMOLLM2))
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+def test_probability_mode_on_real_logits(smollm2: RunningServer, tok: Any) -> None:
     yes, no = (tok.encode(w, add_special_tokens=False) for w in ("Yes", "No"))
     assert len(yes) == len(no) == 1  # one token each, so P(Yes) / P(No) is a next-token probability
     address = smollm2.url.removeprefix("http://")
@@ -291,3 +302,59 @@ def test_the_router_passes_the_constraint_through(smollm2: RunningServer, log_di
         assert gen.json()["text"] in ("Yes", "No"), gen.text
     finally:
         proc.stop()
+
+
+def test_probability_mode_through_the_gateway_with_the_gguf_tokenizer(
+    smollm2: RunningServer, tok: Any, gguf_cache: Path, tmp_path: Path
+) -> None:
+    """`reward_model_tokenizer` set to the GGUF file (what `rewardfleet up` writes for the embedded judge):
+    the gateway and its worker load the tokenizer from the converted copy the first load cached, and the
+    judge's probability mode scores on the real model's logits."""
+    import yaml
+
+    from services.gateway.execution.tokenizer import load_tokenizer
+
+    gguf = resolve_builtin(BUILTIN_SMOLLM2)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(gguf_cache))
+        cached = load_tokenizer(gguf)
+    chat = [{"role": "user", "content": "Is 2+2=4? Réponds oui ou non: 日本"}]
+    rendered = tok.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+    assert cached.apply_chat_template(chat, tokenize=False, add_generation_prompt=True) == rendered
+    assert cached.encode(rendered, add_special_tokens=False) == tok.encode(rendered, add_special_tokens=False)
+
+    address = smollm2.url.removeprefix("http://")
+    config = {
+        "workers": 1, "routers": {"judge": address}, "reward_model_tokenizer": gguf, "result_cache_size": 0,
+        "functions": {"judge": {"timeout_s": 600, "reward_kwargs": {
+            "pool": "judge", "model": "smollm2", "probability": True, "score_server_address": address,
+        }}},
+    }  # fmt: skip
+    cfg = tmp_path / "gateway.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    port = free_port()
+    proc = ChildProcess(
+        rewardfleet_cmd("gateway", "--port", str(port), "--config", str(cfg)),
+        tmp_path / "gateway.log",
+        env={**SERVER_ENV, "XDG_CACHE_HOME": str(gguf_cache)},
+    )
+    try:
+        proc.wait_http(f"http://127.0.0.1:{port}/ready", timeout_s=600)
+        samples = [
+            {"data_source": "t", "reward_fn": "judge", "solution_str": response, "ground_truth": reference,
+             "extra_info": {"question": problem}}
+            for problem, reference, response in SAMPLES[:2]
+        ]  # fmt: skip
+        answers = [
+            httpx.post(f"http://127.0.0.1:{port}/score", json=s, timeout=600).json()
+            for s in samples + samples
+        ]
+    finally:
+        proc.stop()
+    for a in answers:
+        assert a["status"] == "ok" and not a["cached"], a
+        p_yes, p_no = (float(v) for v in re.findall(r"=([0-9.e-]+)", a["extra"]["judge_verdict"]))
+        assert 0.0 < p_yes < 1.0 and 0.0 < p_no < 1.0 and p_yes + p_no <= 1.0 + 1e-6
+        assert a["score"] == pytest.approx(p_yes / (p_yes + p_no), rel=1e-4)
+        assert a["extra"]["judge_verdict_source"] == "probability"
+    assert [a["score"] for a in answers[:2]] == [a["score"] for a in answers[2:]]  # repeat calls are equal
