@@ -239,6 +239,30 @@ def test_constrained_judge_verdicts_always_parse(smollm2: RunningServer) -> None
         assert re.fullmatch(r"(Verdict: (correct|incorrect|\[\[[ABC]\]\])|Score: \d+|Yes|No)", last), r
 
 
+def test_a_non_ascii_response_is_judged_with_non_ascii_reasoning_allowed(smollm2: RunningServer) -> None:
+    """The verdict grammar lets the judge quote a non-ASCII response in its reasoning; the verdict parses."""
+    from reward_fns._judge_templates import get_template
+    from reward_fns._verdict_grammar import verdict_regex
+
+    max_tokens = 96
+    regex = verdict_regex(
+        get_template("correctness"), scale_min=1, scale_max=10, max_tokens=max_tokens, reasoning_chars=400
+    )
+    assert regex is not None and re.fullmatch(regex, "Réponse: 四\nVerdict: correct")
+
+    async def run() -> dict:
+        async with aiohttp.ClientSession() as session:
+            return await judge.compute_score(
+                "judge", "La réponse est quatre (四), évidemment.", "4", {"question": "Combien font 2+2 ?"},
+                reward_router_address=smollm2.url.removeprefix("http://"), http_client=session,
+                model="smollm2", max_tokens=max_tokens, timeout_s=600,
+            )  # fmt: skip
+
+    result = asyncio.run(run())
+    assert result["judge_verdict"] in ("correct", "incorrect") and result["judge_verdict_source"] == "label"
+    assert re.fullmatch(regex, result["judge_response"]), result["judge_response"]
+
+
 def test_probability_mode_on_real_logits(smollm2: RunningServer, tok: Any) -> None:
     yes, no = (tok.encode(w, add_special_tokens=False) for w in ("Yes", "No"))
     assert len(yes) == len(no) == 1  # one token each, so P(Yes) / P(No) is a next-token probability
