@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from services.model_server.errors import InvalidRequest
-from services.model_server.runners.common import pad_batch, split_valid, tokenize_batch
+from services.model_server.runners.common import split_valid, tokenize_batch
 
 if TYPE_CHECKING:
     from services.model_server.runners.generation import (
@@ -92,16 +92,8 @@ class DecodeBatch:
         idx, seqs = split_valid(tokenized)
         if not seqs:
             return out
-        input_ids, mask = pad_batch(seqs, runner.pad_id, left=True)
-        position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
         with torch.inference_mode():
-            result = runner.model(
-                input_ids=input_ids,
-                attention_mask=mask,
-                position_ids=position_ids,
-                use_cache=True,
-                logits_to_keep=1,
-            )
+            result, mask, position_ids = runner.prefill(seqs, use_cache=True)
         self._splice(
             [r for r in (out[i] for i in idx) if not isinstance(r, InvalidRequest)],
             result.past_key_values,

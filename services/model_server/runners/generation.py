@@ -178,7 +178,7 @@ class GenerationRunner(Runner):
         if not seqs:
             return out
         with torch.inference_mode():
-            logits = self._prefill(seqs).float()
+            logits = self.prefill(seqs, use_cache=False)[0].logits[:, -1, :].float()
             logprobs = torch.log_softmax(logits, dim=-1)
         for row, (i, seq) in enumerate(zip(idx, seqs, strict=True)):
             labels = torch.tensor(inputs[i].label_token_ids, dtype=torch.long)
@@ -210,18 +210,19 @@ class GenerationRunner(Runner):
         )
         return Row(prompt_len, params, self.eos_ids, gen, matcher)
 
-    def _prefill(self, seqs: list[list[int]]) -> Any:
-        """Last-position logits of the padded prompts (`/v1/score`)."""
+    def prefill(self, seqs: list[list[int]], *, use_cache: bool) -> tuple[Any, Any, Any]:
+        """Run the left-padded prompts: (model output with last-position logits, attention mask, position
+        ids). `/v1/score` reads the logits; a `DecodeBatch` also keeps the cache."""
         input_ids, attention_mask = pad_batch(seqs, self.pad_id, left=True)
         position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
         out = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,
             position_ids=position_ids,
-            use_cache=False,
+            use_cache=use_cache,
             logits_to_keep=1,
         )
-        return out.logits[:, -1, :]
+        return out, attention_mask, position_ids
 
     def constrain(self, logits: Any, rows: list[Row]) -> None:
         """Mask what each constrained row's grammar forbids as the next token."""
