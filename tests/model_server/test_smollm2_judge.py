@@ -68,11 +68,13 @@ def gguf_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tok(gguf_cache: Path) -> Any:
     """The tokenizer read from the GGUF file (transformers' own conversion), loaded the way the gateway loads
     it: the first load converts and leaves the converted copy in `gguf_cache`."""
-    from services.gateway.execution.tokenizer import load_tokenizer
+    from services.gateway.execution.tokenizer import LazyTokenizer, load_tokenizer
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(gguf_cache))
-        return load_tokenizer(resolve_builtin(BUILTIN_SMOLLM2))
+        loaded = load_tokenizer(resolve_builtin(BUILTIN_SMOLLM2))
+    assert isinstance(loaded, LazyTokenizer)  # nothing cached yet: converting in the background
+    return loaded.get()
 
 
 def test_the_gguf_is_served_with_its_own_chat_template(smollm2: RunningServer, tok: Any) -> None:
@@ -336,12 +338,13 @@ def test_probability_mode_through_the_gateway_with_the_gguf_tokenizer(
     judge's probability mode scores on the real model's logits."""
     import yaml
 
-    from services.gateway.execution.tokenizer import load_tokenizer
+    from services.gateway.execution.tokenizer import LazyTokenizer, load_tokenizer
 
     gguf = resolve_builtin(BUILTIN_SMOLLM2)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(gguf_cache))
         cached = load_tokenizer(gguf)
+    assert not isinstance(cached, LazyTokenizer)  # read from the converted copy the first load left
     chat = [{"role": "user", "content": "Is 2+2=4? Réponds oui ou non: 日本"}]
     rendered = tok.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
     assert cached.apply_chat_template(chat, tokenize=False, add_generation_prompt=True) == rendered

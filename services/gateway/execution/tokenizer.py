@@ -9,7 +9,10 @@ the judge's probability mode; `rewardfleet up` writes the built-in's resolved fi
 Converting a GGUF vocabulary takes tens of seconds (SmolLM2's 49 152 tokens: ~40 s on a busy 2-core
 machine), and the gateway and every worker process load the tokenizer. So the first load saves the converted
 fast tokenizer (chat template included) under `$XDG_CACHE_HOME/rewardfleet/gguf-tokenizers/<key>/`, keyed by
-the file's path, size and mtime; later loads read that folder in well under a second.
+the file's path, size and mtime; later loads read that folder in about a second. While there is no cached
+copy yet, `load_tokenizer` returns at once a `LazyTokenizer` that converts in a background thread, so the
+gateway is not held back (`rewardfleet up` starts it before the judge pool has even loaded); the first call
+that needs the tokenizer waits for the conversion (reward functions call tokenizers off the event loop).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +45,9 @@ def load_tokenizer(path: str) -> Any:
     file = Path(path)
     try:
         if file.suffix == ".gguf" and file.is_file():
-            return _gguf_tokenizer(AutoTokenizer, file)
+            if (_cache_dir(file) / "tokenizer_config.json").is_file():
+                return AutoTokenizer.from_pretrained(str(_cache_dir(file)))
+            return LazyTokenizer(AutoTokenizer, file)
         return AutoTokenizer.from_pretrained(path)
     except Exception as exc:
         raise TokenizerUnavailable(f"reward_model_tokenizer: cannot load {path!r}: {exc}") from exc
@@ -71,3 +77,40 @@ def _gguf_tokenizer(auto: Any, file: Path) -> Any:
     except OSError:
         pass  # a read-only home: no cache, every load converts again
     return tokenizer
+
+
+class LazyTokenizer:
+    """A GGUF tokenizer converting in a background thread; attribute access and calls wait for it."""
+
+    def __init__(self, auto: Any, file: Path) -> None:
+        self._auto = auto
+        self._file = file
+        self._tokenizer: Any = None
+        self._error: TokenizerUnavailable | None = None
+        self._done = threading.Event()
+        threading.Thread(target=self._load, name="gguf-tokenizer", daemon=True).start()
+
+    def _load(self) -> None:
+        try:
+            self._tokenizer = _gguf_tokenizer(self._auto, self._file)
+        except Exception as exc:
+            self._error = TokenizerUnavailable(
+                f"reward_model_tokenizer: cannot load {str(self._file)!r}: {exc}"
+            )
+        finally:
+            self._done.set()
+
+    def get(self) -> Any:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._tokenizer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.get(), name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.get()(*args, **kwargs)
+
+    def __len__(self) -> int:
+        return len(self.get())
