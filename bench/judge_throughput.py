@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 
 from bench.common import BenchResult, Row, gateway, model_server, print_result, sglang_router
-from services.model_server.checkpoints import BUILTIN_SMOLLM2, resolve_builtin
+from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2, resolve_builtin
 
 PROBLEMS = [
     ("What is {a} + {b}?", lambda a, b: a + b),
@@ -56,14 +56,14 @@ def offline(
     """samples/s of the runner's own batch function per batch size; padding waste; completion lengths."""
     import torch
 
-    from reward_fns._judge_templates import get_template
-    from reward_fns._verdict_grammar import verdict_regex
-    from reward_fns.judge import template_values
-    from services.model_server.config import ModelServerSettings
-    from services.model_server.runners.common import TextInput
-    from services.model_server.runners.constraints import Constraint
-    from services.model_server.runners.generation import GenerationInput, SamplingParams
-    from services.model_server.runners.loader import load_runner
+    from rewardfleet.reward_fns._judge_templates import get_template
+    from rewardfleet.reward_fns._verdict_grammar import verdict_regex
+    from rewardfleet.reward_fns.judge import template_values
+    from rewardfleet.services.model_server.config import ModelServerSettings
+    from rewardfleet.services.model_server.runners.common import TextInput
+    from rewardfleet.services.model_server.runners.constraints import Constraint
+    from rewardfleet.services.model_server.runners.generation import GenerationInput, SamplingParams
+    from rewardfleet.services.model_server.runners.loader import load_runner
 
     torch.set_num_threads(threads)
     runner = load_runner(ModelServerSettings(model_path=BUILTIN_SMOLLM2))

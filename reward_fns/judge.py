@@ -33,7 +33,7 @@ from typing import Any
 
 import aiohttp
 
-from reward_fns._judge_templates import (
+from rewardfleet.reward_fns._judge_templates import (
     DEFAULT_RUBRIC,
     JudgeTemplate,
     TemplateError,
@@ -42,9 +42,9 @@ from reward_fns._judge_templates import (
     number_steps,
     problem_text,
 )
-from reward_fns._router_http import RemoteCallError, post_json, resolve_address
-from reward_fns._verdict_grammar import verdict_regex
-from reward_fns._verdicts import Verdict, VerdictParseError, parse_verdict
+from rewardfleet.reward_fns._router_http import RemoteCallError, post_json, resolve_address
+from rewardfleet.reward_fns._verdict_grammar import verdict_regex
+from rewardfleet.reward_fns._verdicts import Verdict, VerdictParseError, parse_verdict
 
 DATA_SOURCES: tuple[str, ...] = ()
 

@@ -16,12 +16,12 @@ from typing import Any
 
 import yaml
 
-from router.command import build_command
-from router.config import RouterConfig
-from services.fleet.config import FleetConfig, PoolConfig
-from services.fleet.redact import redact_argv, redact_value
-from services.fleet.supervisor import ChildSpec
-from services.model_server.checkpoints import resolve_builtin
+from rewardfleet.router.command import build_command
+from rewardfleet.router.config import RouterConfig
+from rewardfleet.services.fleet.config import FleetConfig, PoolConfig
+from rewardfleet.services.fleet.redact import redact_argv, redact_value
+from rewardfleet.services.fleet.supervisor import ChildSpec
+from rewardfleet.services.model_server.checkpoints import resolve_builtin
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def sglang_command(pool: PoolConfig, url: str) -> list[str]:
 
 def _cpu_command(pool: PoolConfig, port: int) -> list[str]:
     model = resolve_model_path(pool.checkpoint)
-    cmd = [sys.executable, "-m", "services.cli", "serve-model",
+    cmd = [sys.executable, "-m", "rewardfleet.services.cli", "serve-model",
            "--model-path", model, "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
     if pool.served_model_name:
         cmd += ["--served-model-name", pool.served_model_name]
@@ -241,7 +241,7 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
     )
     gateway_spec = ChildSpec(
         name="gateway",
-        argv=(sys.executable, "-m", "services.cli", "gateway", "--config", str(gateway_config_path)),
+        argv=(sys.executable, "-m", "rewardfleet.services.cli", "gateway", "--config", str(gateway_config_path)),
         readiness_url=f"{gateway_url}/ready", log_path=logs / "gateway.log",
         # SIGTERM drains for up to shutdown_grace_s; SIGKILL only after that and the pool's own shutdown.
         stop_timeout_s=gateway.shutdown_grace_s + GATEWAY_STOP_MARGIN_S,

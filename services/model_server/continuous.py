@@ -28,7 +28,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from services.model_server.batcher import BatcherStopped, BatchStats, QueueFull
+from rewardfleet.services.model_server.batcher import BatcherStopped, BatchStats, QueueFull
 
 logger = logging.getLogger(__name__)
 

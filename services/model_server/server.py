@@ -16,12 +16,12 @@ from typing import Any
 
 from starlette.requests import Request
 
-from services.model_server.batcher import Batcher, BatchStats, QueueFull
-from services.model_server.config import ModelServerSettings
-from services.model_server.continuous import ContinuousBatcher
-from services.model_server.errors import ClientGone, InvalidRequest, NotReady, Overloaded
-from services.model_server.metrics import ModelServerMetrics
-from services.model_server.runners.base import Runner
+from rewardfleet.services.model_server.batcher import Batcher, BatchStats, QueueFull
+from rewardfleet.services.model_server.config import ModelServerSettings
+from rewardfleet.services.model_server.continuous import ContinuousBatcher
+from rewardfleet.services.model_server.errors import ClientGone, InvalidRequest, NotReady, Overloaded
+from rewardfleet.services.model_server.metrics import ModelServerMetrics
+from rewardfleet.services.model_server.runners.base import Runner
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class ModelServer:
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     async def boot(self) -> None:
-        from services.model_server.runners.loader import load_runner
+        from rewardfleet.services.model_server.runners.loader import load_runner
 
         loop = asyncio.get_running_loop()
         runner = await loop.run_in_executor(self._executor, load_runner, self.settings)

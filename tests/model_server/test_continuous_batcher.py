@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from services.model_server.batcher import BatcherStopped, BatchStats
-from services.model_server.continuous import ContinuousBatcher
+from rewardfleet.services.model_server.batcher import BatcherStopped, BatchStats
+from rewardfleet.services.model_server.continuous import ContinuousBatcher
 
 
 class ScriptedBatch:

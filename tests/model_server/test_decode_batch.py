@@ -10,19 +10,19 @@ from typing import Any
 
 import pytest
 
-from services.model_server.config import ModelServerSettings
-from services.model_server.errors import InvalidRequest
-from services.model_server.runners.common import TextInput
-from services.model_server.runners.constraints import Constraint
-from services.model_server.runners.decode_batch import DecodeBatch
-from services.model_server.runners.generation import (
+from rewardfleet.services.model_server.config import ModelServerSettings
+from rewardfleet.services.model_server.errors import InvalidRequest
+from rewardfleet.services.model_server.runners.common import TextInput
+from rewardfleet.services.model_server.runners.constraints import Constraint
+from rewardfleet.services.model_server.runners.decode_batch import DecodeBatch
+from rewardfleet.services.model_server.runners.generation import (
     GenerationInput,
     GenerationResult,
     GenerationRunner,
     Row,
     SamplingParams,
 )
-from services.model_server.runners.loader import load_runner
+from rewardfleet.services.model_server.runners.loader import load_runner
 
 PROMPTS = [
     "hello world",

@@ -17,9 +17,9 @@ import aiohttp
 import httpx
 import pytest
 
-from reward_fns import judge
-from reward_fns._verdicts import parse_verdict
-from services.model_server.checkpoints import BUILTIN_SMOLLM2, resolve_builtin
+from rewardfleet.reward_fns import judge
+from rewardfleet.reward_fns._verdicts import parse_verdict
+from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2, resolve_builtin
 from tests.model_server.conftest import SERVER_ENV, RunningServer
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 
@@ -68,7 +68,7 @@ def gguf_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tok(gguf_cache: Path) -> Any:
     """The tokenizer read from the GGUF file (transformers' own conversion), loaded the way the gateway loads
     it: the first load converts and leaves the converted copy in `gguf_cache`."""
-    from services.gateway.execution.tokenizer import LazyTokenizer, load_tokenizer
+    from rewardfleet.services.gateway.execution.tokenizer import LazyTokenizer, load_tokenizer
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(gguf_cache))
@@ -215,7 +215,7 @@ def test_a_bad_grammar_is_a_400_naming_the_field(smollm2: RunningServer, samplin
 
 
 def test_constrained_judge_verdicts_always_parse(smollm2: RunningServer) -> None:
-    """Every template's verdict, greedy, through `reward_fns.judge`: with the grammar on, all parse."""
+    """Every template's verdict, greedy, through `rewardfleet.reward_fns.judge`: with the grammar on, all parse."""
 
     async def run() -> list[dict]:
         async with aiohttp.ClientSession() as session:
@@ -243,8 +243,8 @@ def test_constrained_judge_verdicts_always_parse(smollm2: RunningServer) -> None
 
 def test_a_non_ascii_response_is_judged_with_non_ascii_reasoning_allowed(smollm2: RunningServer) -> None:
     """The verdict grammar lets the judge quote a non-ASCII response in its reasoning; the verdict parses."""
-    from reward_fns._judge_templates import get_template
-    from reward_fns._verdict_grammar import verdict_regex
+    from rewardfleet.reward_fns._judge_templates import get_template
+    from rewardfleet.reward_fns._verdict_grammar import verdict_regex
 
     max_tokens = 96
     regex = verdict_regex(
@@ -338,7 +338,7 @@ def test_probability_mode_through_the_gateway_with_the_gguf_tokenizer(
     judge's probability mode scores on the real model's logits."""
     import yaml
 
-    from services.gateway.execution.tokenizer import LazyTokenizer, load_tokenizer
+    from rewardfleet.services.gateway.execution.tokenizer import LazyTokenizer, load_tokenizer
 
     gguf = resolve_builtin(BUILTIN_SMOLLM2)
     with pytest.MonkeyPatch.context() as mp:

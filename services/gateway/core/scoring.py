@@ -19,17 +19,17 @@ from typing import Any
 import aiohttp
 import pebble
 
-from services.gateway.config import FunctionConfig
-from services.gateway.core.failure_log import FailureLog
-from services.gateway.core.registry import RewardFunction
-from services.gateway.errors import ComponentFailed, InvalidReturn
-from services.gateway.execution.pool import WorkerPool
-from services.gateway.execution.results import error_location, normalise_return
-from services.gateway.metrics import GatewayMetrics
-from services.gateway.reliability.external_pools import for_function
-from services.gateway.reliability.function_limits import Gate, estimate_tokens, reported_tokens
-from services.gateway.reliability.idempotency import Results
-from services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
+from rewardfleet.services.gateway.config import FunctionConfig
+from rewardfleet.services.gateway.core.failure_log import FailureLog
+from rewardfleet.services.gateway.core.registry import RewardFunction
+from rewardfleet.services.gateway.errors import ComponentFailed, InvalidReturn
+from rewardfleet.services.gateway.execution.pool import WorkerPool
+from rewardfleet.services.gateway.execution.results import error_location, normalise_return
+from rewardfleet.services.gateway.metrics import GatewayMetrics
+from rewardfleet.services.gateway.reliability.external_pools import for_function
+from rewardfleet.services.gateway.reliability.function_limits import Gate, estimate_tokens, reported_tokens
+from rewardfleet.services.gateway.reliability.idempotency import Results
+from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
 
 
 @dataclass

@@ -25,7 +25,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from services.gateway.errors import TokenizerUnavailable
+from rewardfleet.services.gateway.errors import TokenizerUnavailable
 
 
 def load_tokenizer(path: str) -> Any:

@@ -26,9 +26,9 @@ from typing import Any
 import aiohttp
 from prometheus_client import CollectorRegistry, Counter
 
-from services.gateway.config.external_pools import ExternalPoolConfig
-from services.gateway.metrics import ExternalPoolMetrics
-from services.gateway.reliability.rate_limits import Budget, retry_delay_s
+from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
+from rewardfleet.services.gateway.metrics import ExternalPoolMetrics
+from rewardfleet.services.gateway.reliability.rate_limits import Budget, retry_delay_s
 
 logger = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from services.model_server.errors import InvalidRequest
-from services.model_server.runners.common import TextInput, pad_batch, split_valid, tokenize_batch
+from rewardfleet.services.model_server.errors import InvalidRequest
+from rewardfleet.services.model_server.runners.common import TextInput, pad_batch, split_valid, tokenize_batch
 
 BatchFn = Callable[[list[Any]], Sequence[Any]]
 # forward(input_ids, attention_mask) -> one row of floats per sequence

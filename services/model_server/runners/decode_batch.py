@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from services.model_server.errors import InvalidRequest
-from services.model_server.runners.common import split_valid, tokenize_batch
+from rewardfleet.services.model_server.errors import InvalidRequest
+from rewardfleet.services.model_server.runners.common import split_valid, tokenize_batch
 
 if TYPE_CHECKING:
-    from services.model_server.runners.generation import (
+    from rewardfleet.services.model_server.runners.generation import (
         GenerationInput,
         GenerationResult,
         GenerationRunner,

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.model_server.errors import InvalidRequest
-from services.model_server.runners.base import WARMUP_TEXT, BatchFn, Runner
-from services.model_server.runners.common import TextInput, pad_batch, split_valid, tokenize_batch
-from services.model_server.runners.constraints import Constraint, Grammars, MaskBuffer, apply_mask
-from services.model_server.runners.decode_batch import DecodeBatch
+from rewardfleet.services.model_server.errors import InvalidRequest
+from rewardfleet.services.model_server.runners.base import WARMUP_TEXT, BatchFn, Runner
+from rewardfleet.services.model_server.runners.common import TextInput, pad_batch, split_valid, tokenize_batch
+from rewardfleet.services.model_server.runners.constraints import Constraint, Grammars, MaskBuffer, apply_mask
+from rewardfleet.services.model_server.runners.decode_batch import DecodeBatch
 
 
 @dataclass(frozen=True, slots=True)
