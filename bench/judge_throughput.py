@@ -3,8 +3,9 @@ the gateway → sglang-router → CPU model server, against the best offline bat
 prompts (same constrained verdict regex, same greedy decoding), in the same run.
 
     .venv/bin/python -m bench.judge_throughput [--samples 32] [--max-tokens 64] [--threads 2]
+        [--batch-sizes 8,16,32]
 
-Rows: offline samples/s at batch sizes 8/16/32 (the best is the baseline), online samples/s, online ÷ offline,
+Rows: offline samples/s at each batch size (the best is the baseline), online samples/s, online ÷ offline,
 and the padding waste of a batch that runs to its longest request: decode steps spent on rows that had
 already finished, as a share of all row-steps (what continuous batching would recover).
 """
@@ -50,7 +51,7 @@ def samples(n: int) -> list[dict[str, Any]]:
 
 
 def offline(
-    items: list[dict[str, Any]], max_tokens: int, threads: int
+    items: list[dict[str, Any]], max_tokens: int, threads: int, batch_sizes: tuple[int, ...] = (8, 16, 32)
 ) -> tuple[dict[int, float], float, list[int]]:
     """samples/s of the runner's own batch function per batch size; padding waste; completion lengths."""
     import torch
@@ -85,7 +86,7 @@ def offline(
     runner.generate(inputs[:2])  # warm-up
     rates: dict[int, float] = {}
     lengths: list[int] = []
-    for bs in (8, 16, 32):
+    for bs in batch_sizes:
         started = time.perf_counter()
         results = []
         for i in range(0, len(inputs), bs):
@@ -112,10 +113,10 @@ async def online(url: str, items: list[dict[str, Any]]) -> tuple[float, list[dic
         return len(items) / (time.perf_counter() - started), answers
 
 
-def run(n: int, max_tokens: int, threads: int) -> BenchResult:
+def run(n: int, max_tokens: int, threads: int, batch_sizes: tuple[int, ...] = (8, 16, 32)) -> BenchResult:
     result = BenchResult("judge_throughput")
     items = samples(n)
-    rates, waste, lengths = offline(items, max_tokens, threads)
+    rates, waste, lengths = offline(items, max_tokens, threads, batch_sizes)
     best_bs = max(rates, key=lambda b: rates[b])
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
@@ -166,8 +167,10 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=32)
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--batch-sizes", default="8,16,32", help="offline batch sizes, comma-separated")
     args = parser.parse_args()
-    print_result(run(args.samples, args.max_tokens, args.threads))
+    sizes = tuple(int(b) for b in args.batch_sizes.split(","))
+    print_result(run(args.samples, args.max_tokens, args.threads, sizes))
 
 
 if __name__ == "__main__":

@@ -1,12 +1,16 @@
 """The regex a judge's output is constrained to (SGLang's `regex` sampling parameter): it always ends in a
 verdict line that `_verdicts.parse_verdict` reads, so a constrained judge cannot wander off the format.
 
-The output may start with a bounded stretch of reasoning (when the template asks for it). The bound is in
-characters, and the reasoning is printable ASCII: a token of ASCII text is at least one character (a
-byte-level token can be a fraction of a multi-byte character, so this does not hold for other text), so
-`reasoning_chars` characters fit in that many tokens and the verdict line always fits in `max_tokens`.
-Reasoning may not hold `{` or `}` where a JSON object in it would outrank the final verdict line in the
-parser's order of trust.
+The output may start with a bounded stretch of reasoning (when the template asks for it), and the verdict
+line must always fit in `max_tokens`. A byte-level tokenizer needs at most one token per UTF-8 byte, so:
+
+- reasoning in ASCII (one byte a character) may be up to `room` characters;
+- reasoning with other characters (quoting a French or Chinese response, say) may be up to `room // 4`
+  characters (at most four bytes each).
+
+The regex is the union of the two, so ASCII reasoning keeps its full length and non-ASCII text is never
+forbidden. Reasoning may not hold `{` or `}` where a JSON object in it would outrank the final verdict line in
+the parser's order of trust, nor control characters other than tab and newline.
 """
 
 from __future__ import annotations
@@ -57,5 +61,10 @@ def verdict_regex(
     if template.name not in _REASONS or room <= 0:
         return line
     # `\boxed{}` is read last-wins whatever precedes it, so step critiques may reason in LaTeX.
-    chars = r"[\t\n\x20-\x7e]" if template.verdict_kind == "step_index" else r"[\t\n\x20-\x7a|~]"
-    return rf"(?:{chars}{{0,{room}}}\n)?{line}"
+    step = template.verdict_kind == "step_index"
+    ascii_only = r"[\t\n\x20-\x7e]" if step else r"[\t\n\x20-\x7a|~]"
+    any_text = r"[^\x00-\x08\x0b-\x1f\x7f]" if step else r"[^\x00-\x08\x0b-\x1f\x7f{}]"
+    reasoning = rf"{ascii_only}{{0,{room}}}"
+    if room >= 4:
+        reasoning = rf"(?:{reasoning}|{any_text}{{0,{room // 4}}})"
+    return rf"(?:{reasoning}\n)?{line}"

@@ -357,8 +357,8 @@ async def compute_score(
     """Score `solution_str` with an LLM judge; see the module docstring and docs/remote_reward_fns.md.
 
     Returns {"score": 0..1, "judge_verdict": str, "judge_verdict_source": str, "judge_response": str,
-    "judge_template": str, "usage": {prompt/completion/total tokens} or {}} (probability mode: verdict
-    "p_yes=…", source "probability", response "", no usage).
+    "judge_template": str, "judge_pool": str, "usage": {prompt/completion/total tokens} or {}}
+    (probability mode: verdict "p_yes=…", source "probability", response "", no pool, no usage).
     """
     try:
         tmpl = get_template(
@@ -429,6 +429,7 @@ async def compute_score(
             "judge_verdict_source": " / ".join(v.source for v in verdicts),
             "judge_response": "\n\n=====\n\n".join(r.text for r in replies),
             "judge_template": tmpl.name,
+            "judge_pool": pool,
             "usage": total_usage(replies),
         }
 
@@ -440,5 +441,6 @@ async def compute_score(
         "judge_verdict_source": verdict.source,
         "judge_response": reply.text,
         "judge_template": tmpl.name,
+        "judge_pool": pool,
         "usage": reply.usage,
     }

@@ -225,9 +225,16 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
     if config.default_pool is not None:
         gateway.default_router = config.default_pool
     if gateway.reward_model_tokenizer is None:
-        rm = next((p for p in pools if p.config.kind == "reward_model" and p.config.backend == "cpu"), None)
-        if rm is not None:
-            gateway.reward_model_tokenizer = resolve_model_path(rm.config.checkpoint)
+        # The reward model's tokenizer; without a reward model, the judge's (its probability mode and
+        # use_generate need it): a CPU pool's checkpoint is on this host.
+        local = [p for p in pools if p.config.backend == "cpu"]
+        source = next((p for p in local if p.config.kind == "reward_model"), None) or next(
+            (p for p in local if p.config.kind == "judge"), None
+        )
+        if source is not None:
+            gateway.reward_model_tokenizer = resolve_model_path(source.config.checkpoint)
+    else:
+        gateway.reward_model_tokenizer = resolve_model_path(gateway.reward_model_tokenizer)
     gateway_config_path = run_dir / "gateway.yaml"
     gateway_url = (
         f"http://{gateway.host if gateway.host not in ('0.0.0.0', '::') else '127.0.0.1'}:{gateway_port}"

@@ -77,7 +77,7 @@ def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> 
             tokenizer = None
             if config.reward_model_tokenizer is not None:
                 tokenizer = await asyncio.to_thread(load_tokenizer, config.reward_model_tokenizer)
-            external = ExternalPools(config.external_pools, metrics.registry)
+            external = ExternalPools(config.external_pools, metrics.registry, metrics.pool_tokens)
         except (LoadError, TokenizerUnavailable, ValueError) as exc:
             log.error("gateway start-up failed: %s", exc)
             # A short exception: uvicorn prints its traceback after the message above and exits non-zero.
@@ -117,6 +117,7 @@ def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> 
                     http_client=http_client,
                     reward_model_tokenizer=tokenizer,
                     tokenizer_path=config.reward_model_tokenizer,
+                    fleet_pools=frozenset(config.routers) - frozenset(config.external_pools),
                 ),
                 cache=_result_cache(config, backend),
                 gates=function_gates(

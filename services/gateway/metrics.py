@@ -67,6 +67,7 @@ class GatewayMetrics:
             registry=r,
         )
         self.inflight.set_function(lambda: self.inflight_count)
+        self.pool_tokens = pool_tokens_counter(r)
         self.pool_queue_depth = Gauge(
             "gateway_pool_queue_depth",
             "Sync reward calls submitted and waiting for a worker process.",
@@ -161,6 +162,10 @@ class GatewayMetrics:
         children[0].inc()
         children[1].observe(duration_s)
 
+    def count_pool_tokens(self, reward_fn: str, pool: str, prompt: int, completion: int) -> None:
+        self.pool_tokens.labels(reward_fn, pool, "prompt").inc(prompt)
+        self.pool_tokens.labels(reward_fn, pool, "completion").inc(completion)
+
     def observe_call(
         self, reward_fn: str, data_source: str, outcome: str, compute_s: float, score: float | None
     ) -> None:
@@ -190,16 +195,23 @@ class GatewayMetrics:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
 
 
+def pool_tokens_counter(registry: CollectorRegistry) -> Counter:
+    """Judge tokens per function, pool and type (prompt, completion): fleet pools' as the judge's result
+    reports them (`extra.usage` of the server's `usage` / `meta_info`), external pools' from each answer."""
+    return Counter(
+        "pool_tokens",
+        "Tokens a judge pool reported (usage / meta_info), by function, pool and type (prompt, completion).",
+        ["reward_fn", "pool", "type"],
+        namespace=NAMESPACE,
+        registry=registry,
+    )
+
+
 class ExternalPoolMetrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, tokens: Counter | None = None) -> None:
         labels = ["reward_fn", "pool"]
-        self.tokens = Counter(
-            "pool_tokens",
-            "Tokens an external pool reported in `usage`, by function, pool and type (prompt, completion).",
-            [*labels, "type"],
-            namespace=NAMESPACE,
-            registry=registry,
-        )
+        # Shared with GatewayMetrics.pool_tokens (one metric name per registry) when the gateway passes it.
+        self.tokens = tokens if tokens is not None else pool_tokens_counter(registry)
         self.requests = Counter(
             "pool_requests",
             "Requests forwarded to an external pool, by function, pool and final HTTP status.",

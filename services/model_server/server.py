@@ -18,11 +18,15 @@ from starlette.requests import Request
 
 from rewardfleet.services.model_server.batcher import Batcher, BatchStats, QueueFull
 from rewardfleet.services.model_server.config import ModelServerSettings
+from rewardfleet.services.model_server.continuous import ContinuousBatcher
 from rewardfleet.services.model_server.errors import ClientGone, InvalidRequest, NotReady, Overloaded
 from rewardfleet.services.model_server.metrics import ModelServerMetrics
 from rewardfleet.services.model_server.runners.base import Runner
 
 logger = logging.getLogger(__name__)
+
+# Generation runs continuous batching (continuous.py); every other operation one forward per batch.
+AnyBatcher = Batcher[Any, Any] | ContinuousBatcher
 
 
 async def _cancel_on_disconnect(request: Request, waiter: asyncio.Future[Any]) -> None:
@@ -34,7 +38,7 @@ async def _cancel_on_disconnect(request: Request, waiter: asyncio.Future[Any]) -
             return
 
 
-def _gauge(batcher: Batcher[Any, Any], attribute: str) -> Callable[[], float]:
+def _gauge(batcher: AnyBatcher, attribute: str) -> Callable[[], float]:
     return lambda: float(getattr(batcher, attribute))
 
 
@@ -43,7 +47,7 @@ class ModelServer:
         self.settings = settings
         self.metrics = metrics
         self.runner: Runner | None = None
-        self.batchers: dict[str, Batcher[Any, Any]] = {}
+        self.batchers: dict[str, AnyBatcher] = {}
         self.ready = False
         self.boot_error: BaseException | None = None
         self.started_at = time.time()
@@ -57,15 +61,18 @@ class ModelServer:
         loop = asyncio.get_running_loop()
         runner = await loop.run_in_executor(self._executor, load_runner, self.settings)
         self.runner = runner
+        continuous = runner.continuous_operations()
         for op, fn in runner.operations().items():
-            batcher: Batcher[Any, Any] = Batcher(
-                fn,
-                name=op,
-                max_batch_size=self.settings.max_batch_size,
-                batch_wait_timeout_s=self.settings.batch_wait_timeout_s,
-                max_queue=self.settings.max_queue,
-                executor=self._executor,
-                on_batch=self._observer(op),
+            kwargs: dict[str, Any] = {
+                "name": op,
+                "max_batch_size": self.settings.max_batch_size,
+                "batch_wait_timeout_s": self.settings.batch_wait_timeout_s,
+                "max_queue": self.settings.max_queue,
+                "executor": self._executor,
+                "on_batch": self._observer(op),
+            }
+            batcher: AnyBatcher = (
+                ContinuousBatcher(continuous[op], **kwargs) if op in continuous else Batcher(fn, **kwargs)
             )
             batcher.start()
             self.batchers[op] = batcher

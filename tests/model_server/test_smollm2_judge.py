@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import httpx
@@ -57,11 +58,27 @@ def _chat(server: RunningServer, content: str, **extra: object) -> dict:
     return resp.json()
 
 
-def test_the_gguf_is_served_with_its_own_chat_template(smollm2: RunningServer) -> None:
-    from transformers import AutoTokenizer
+@pytest.fixture(scope="module")
+def gguf_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty `XDG_CACHE_HOME` for the gateway's converted-tokenizer cache."""
+    return tmp_path_factory.mktemp("xdg-cache")
 
+
+@pytest.fixture(scope="module")
+def tok(gguf_cache: Path) -> Any:
+    """The tokenizer read from the GGUF file (transformers' own conversion), loaded the way the gateway loads
+    it: the first load converts and leaves the converted copy in `gguf_cache`."""
+    from rewardfleet.services.gateway.execution.tokenizer import LazyTokenizer, load_tokenizer
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(gguf_cache))
+        loaded = load_tokenizer(resolve_builtin(BUILTIN_SMOLLM2))
+    assert isinstance(loaded, LazyTokenizer)  # nothing cached yet: converting in the background
+    return loaded.get()
+
+
+def test_the_gguf_is_served_with_its_own_chat_template(smollm2: RunningServer, tok: Any) -> None:
     gguf = Path(resolve_builtin(BUILTIN_SMOLLM2))
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     assert "<|im_start|>" in tok.chat_template  # ChatML, read from the GGUF's tokenizer.chat_template
     messages = [{"role": "user", "content": "Is 2+2=4? Answer Yes or No."}]
     expected = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
@@ -93,6 +110,51 @@ def test_batched_generation_equals_unbatched(smollm2: RunningServer) -> None:
     assert [b["output_ids"] for b in batched] == [a["output_ids"] for a in alone]
     assert [b["text"] for b in batched] == [a["text"] for a in alone]
     assert all(b["output_ids"] for b in batched)
+
+
+def test_requests_joining_mid_decode_equal_unbatched(smollm2: RunningServer) -> None:
+    """Continuous batching on the real model: short requests sent while a long one decodes finish first (they
+    joined its batch between steps instead of waiting for it) and produce what they produce alone."""
+    long_prompt = "<|im_start|>user\nTell a long story about a lighthouse.<|im_end|>\n<|im_start|>assistant\n"
+    short = [
+        ("Name a colour.", {"max_new_tokens": 6}),
+        ("Is 7 a prime number? Answer.", {"max_new_tokens": 12, "regex": "(Yes|No), because [a-z ]+\\."}),
+    ]
+    greedy = {"temperature": 0, "ignore_eos": True}
+
+    async def run() -> tuple[dict, list[dict], bool]:
+        async with httpx.AsyncClient(base_url=smollm2.url, timeout=600) as c:
+            body = {"text": long_prompt, "sampling_params": {**greedy, "max_new_tokens": 160}}
+            long = asyncio.ensure_future(c.post("/generate", json=body))
+            for _ in range(6000):  # until the long request is decoding (bounded: 60 s)
+                load = (await c.get("/get_load")).json()[0]
+                if load["num_running_reqs"] >= 1:
+                    break
+                await asyncio.sleep(0.01)
+            answers = await asyncio.gather(*(
+                c.post("/generate", json={
+                    "text": f"<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n",
+                    "sampling_params": {**greedy, **p},
+                })
+                for q, p in short
+            ))  # fmt: skip
+            long_still_running = not long.done()
+            return (await long).json(), [a.json() for a in answers], long_still_running
+
+    long_answer, joined, long_still_running = asyncio.run(run())
+    assert long_still_running  # the short ones did not wait for the long one's batch to end
+    assert long_answer["meta_info"]["completion_tokens"] == 160
+    for (q, p), answer in zip(short, joined, strict=True):
+        text = f"<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n"
+        alone = httpx.post(
+            f"{smollm2.url}/generate", json={"text": text, "sampling_params": {**greedy, **p}}, timeout=600
+        ).json()
+        assert answer["output_ids"] == alone["output_ids"] and answer["text"] == alone["text"]
+    assert re.fullmatch(r"(Yes|No), because [a-z ]+\.", joined[1]["text"]), joined[1]
+    alone_long = httpx.post(f"{smollm2.url}/generate", timeout=600, json={
+        "text": long_prompt, "sampling_params": {**greedy, "max_new_tokens": 160},
+    }).json()  # fmt: skip
+    assert long_answer["output_ids"] == alone_long["output_ids"]
 
 
 def test_regex_json_schema_and_ebnf_constrain_the_output(smollm2: RunningServer) -> None:
@@ -179,11 +241,31 @@ def test_constrained_judge_verdicts_always_parse(smollm2: RunningServer) -> None
         assert re.fullmatch(r"(Verdict: (correct|incorrect|\[\[[ABC]\]\])|Score: \d+|Yes|No)", last), r
 
 
-def test_probability_mode_on_real_logits(smollm2: RunningServer) -> None:
-    from transformers import AutoTokenizer
+def test_a_non_ascii_response_is_judged_with_non_ascii_reasoning_allowed(smollm2: RunningServer) -> None:
+    """The verdict grammar lets the judge quote a non-ASCII response in its reasoning; the verdict parses."""
+    from rewardfleet.reward_fns._judge_templates import get_template
+    from rewardfleet.reward_fns._verdict_grammar import verdict_regex
 
-    gguf = Path(resolve_builtin(BUILTIN_SMOLLM2))
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    max_tokens = 96
+    regex = verdict_regex(
+        get_template("correctness"), scale_min=1, scale_max=10, max_tokens=max_tokens, reasoning_chars=400
+    )
+    assert regex is not None and re.fullmatch(regex, "Réponse: 四\nVerdict: correct")
+
+    async def run() -> dict:
+        async with aiohttp.ClientSession() as session:
+            return await judge.compute_score(
+                "judge", "La réponse est quatre (四), évidemment.", "4", {"question": "Combien font 2+2 ?"},
+                reward_router_address=smollm2.url.removeprefix("http://"), http_client=session,
+                model="smollm2", max_tokens=max_tokens, timeout_s=600,
+            )  # fmt: skip
+
+    result = asyncio.run(run())
+    assert result["judge_verdict"] in ("correct", "incorrect") and result["judge_verdict_source"] == "label"
+    assert re.fullmatch(regex, result["judge_response"]), result["judge_response"]
+
+
+def test_probability_mode_on_real_logits(smollm2: RunningServer, tok: Any) -> None:
     yes, no = (tok.encode(w, add_special_tokens=False) for w in ("Yes", "No"))
     assert len(yes) == len(no) == 1  # one token each, so P(Yes) / P(No) is a next-token probability
     address = smollm2.url.removeprefix("http://")
@@ -246,3 +328,60 @@ def test_the_router_passes_the_constraint_through(smollm2: RunningServer, log_di
         assert gen.json()["text"] in ("Yes", "No"), gen.text
     finally:
         proc.stop()
+
+
+def test_probability_mode_through_the_gateway_with_the_gguf_tokenizer(
+    smollm2: RunningServer, tok: Any, gguf_cache: Path, tmp_path: Path
+) -> None:
+    """`reward_model_tokenizer` set to the GGUF file (what `rewardfleet up` writes for the embedded judge):
+    the gateway and its worker load the tokenizer from the converted copy the first load cached, and the
+    judge's probability mode scores on the real model's logits."""
+    import yaml
+
+    from rewardfleet.services.gateway.execution.tokenizer import LazyTokenizer, load_tokenizer
+
+    gguf = resolve_builtin(BUILTIN_SMOLLM2)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(gguf_cache))
+        cached = load_tokenizer(gguf)
+    assert not isinstance(cached, LazyTokenizer)  # read from the converted copy the first load left
+    chat = [{"role": "user", "content": "Is 2+2=4? Réponds oui ou non: 日本"}]
+    rendered = tok.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+    assert cached.apply_chat_template(chat, tokenize=False, add_generation_prompt=True) == rendered
+    assert cached.encode(rendered, add_special_tokens=False) == tok.encode(rendered, add_special_tokens=False)
+
+    address = smollm2.url.removeprefix("http://")
+    config = {
+        "workers": 1, "routers": {"judge": address}, "reward_model_tokenizer": gguf, "result_cache_size": 0,
+        "functions": {"judge": {"timeout_s": 600, "reward_kwargs": {
+            "pool": "judge", "model": "smollm2", "probability": True, "score_server_address": address,
+        }}},
+    }  # fmt: skip
+    cfg = tmp_path / "gateway.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    port = free_port()
+    proc = ChildProcess(
+        rewardfleet_cmd("gateway", "--port", str(port), "--config", str(cfg)),
+        tmp_path / "gateway.log",
+        env={**SERVER_ENV, "XDG_CACHE_HOME": str(gguf_cache)},
+    )
+    try:
+        proc.wait_http(f"http://127.0.0.1:{port}/ready", timeout_s=600)
+        samples = [
+            {"data_source": "t", "reward_fn": "judge", "solution_str": response, "ground_truth": reference,
+             "extra_info": {"question": problem}}
+            for problem, reference, response in SAMPLES[:2]
+        ]  # fmt: skip
+        answers = [
+            httpx.post(f"http://127.0.0.1:{port}/score", json=s, timeout=600).json()
+            for s in samples + samples
+        ]
+    finally:
+        proc.stop()
+    for a in answers:
+        assert a["status"] == "ok" and not a["cached"], a
+        p_yes, p_no = (float(v) for v in re.findall(r"=([0-9.e-]+)", a["extra"]["judge_verdict"]))
+        assert 0.0 < p_yes < 1.0 and 0.0 < p_no < 1.0 and p_yes + p_no <= 1.0 + 1e-6
+        assert a["score"] == pytest.approx(p_yes / (p_yes + p_no), rel=1e-4)
+        assert a["extra"]["judge_verdict_source"] == "probability"
+    assert [a["score"] for a in answers[:2]] == [a["score"] for a in answers[2:]]  # repeat calls are equal

@@ -33,7 +33,7 @@ def test_every_accepted_answer_parses(name: str) -> None:
         assert not re.fullmatch(regex, reasoning + wrong)
 
 
-def test_reasoning_is_bounded_ascii_without_braces() -> None:
+def test_reasoning_is_bounded_and_braces_are_refused() -> None:
     tmpl = get_template("correctness")
     regex = verdict_regex(tmpl, scale_min=1, scale_max=10, max_tokens=64, reasoning_chars=400)
     assert regex is not None
@@ -41,7 +41,27 @@ def test_reasoning_is_bounded_ascii_without_braces() -> None:
     assert re.fullmatch(regex, "x" * room + "\nVerdict: correct")
     assert not re.fullmatch(regex, "x" * (room + 1) + "\nVerdict: correct")  # never past max_tokens
     assert not re.fullmatch(regex, '{"verdict": "incorrect"}\nVerdict: correct')  # JSON would outrank it
-    assert not re.fullmatch(regex, "naïve\nVerdict: correct")  # a non-ASCII char may be several tokens
+    assert not re.fullmatch(regex, "ok\x01\nVerdict: correct")  # no control characters
+
+
+def test_non_ascii_reasoning_is_allowed_within_a_quarter_of_the_room() -> None:
+    """A non-ASCII character is up to 4 UTF-8 bytes, so up to 4 byte-level tokens: with any in the reasoning,
+    room // 4 characters still fit in max_tokens."""
+    tmpl = get_template("correctness")
+    regex = verdict_regex(tmpl, scale_min=1, scale_max=10, max_tokens=64, reasoning_chars=400)
+    assert regex is not None
+    quarter = (64 - VERDICT_TOKEN_ROOM) // 4
+    for text in ("naïve café", "答案是四", "Réponse 4✓"):
+        assert len(text) <= quarter
+        assert re.fullmatch(regex, f"{text}\nVerdict: correct"), text
+        parse_verdict(f"{text}\nVerdict: correct", "binary")
+    assert not re.fullmatch(regex, "é" * (quarter + 1) + "\nVerdict: correct")
+    assert not re.fullmatch(regex, "x" * quarter + "é\nVerdict: correct")
+    assert not re.fullmatch(regex, "日本{x}\nVerdict: correct")
+    step = verdict_regex(
+        get_template("step_critique"), scale_min=1, scale_max=10, max_tokens=64, reasoning_chars=400
+    )
+    assert step is not None and re.fullmatch(step, "Étape {2}\n\\boxed{2}")
 
 
 def test_no_room_means_the_verdict_alone_and_custom_templates_need_a_line() -> None:

@@ -60,6 +60,7 @@ async def test_judge_chat_correctness(
         "judge_verdict_source": "label",
         "judge_response": verdict,
         "judge_template": "correctness",
+        "judge_pool": "judge",
     }
     assert fleet.judge.served()["/v1/chat/completions"] == before + 1
 

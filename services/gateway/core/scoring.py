@@ -41,6 +41,9 @@ class Injectables:
     http_client: aiohttp.ClientSession | None = None
     reward_model_tokenizer: Any = None  # a transformers tokenizer (optional dependency)
     tokenizer_path: str | None = None
+    # Pools behind the fleet's routers: a judge's reported tokens on them are counted here (external pools
+    # count theirs as they forward, so those are not counted twice).
+    fleet_pools: frozenset[str] = frozenset()
 
 
 def _exit_description(exitcode: int | None) -> str:
@@ -80,6 +83,17 @@ class Scorer:
         self.cache = cache
         self.gates = dict(gates)
         self.failures = FailureLog()
+
+    def _count_pool_tokens(self, function: str, extra: dict[str, Any]) -> None:
+        """A judge's `usage` on a fleet pool, in `rewardfleet_pool_tokens_total` (only pools the gateway
+        routes to: the label stays bounded whatever a function returns)."""
+        pool = extra.get("judge_pool")
+        usage = extra.get("usage")
+        if pool not in self.injectables.fleet_pools or not isinstance(usage, dict):
+            return
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if isinstance(prompt, int) and isinstance(completion, int) and min(prompt, completion) >= 0:
+            self.metrics.count_pool_tokens(function, str(pool), prompt, completion)
 
     def build_kwargs(
         self, fn: RewardFunction, request: ScoreRequest, config: FunctionConfig | None = None
@@ -142,6 +156,7 @@ class Scorer:
                 if used is not None:  # the judge said how many tokens it used: TPM counts those
                     charge.settle(used)
         total_s = time.perf_counter() - started
+        self._count_pool_tokens(fn.name, outcome.extra)
         self.metrics.observe_call(fn.name, label, outcome.status, outcome.compute_s, outcome.score)
         if outcome.status != "ok":
             error = outcome.error

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Counter
 
 from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
 from rewardfleet.services.gateway.metrics import ExternalPoolMetrics
@@ -128,8 +128,13 @@ class ExternalPool:
 class ExternalPools:
     """Every external pool of a gateway, plus the secret path token of their forwarding addresses."""
 
-    def __init__(self, configs: dict[str, ExternalPoolConfig], registry: CollectorRegistry) -> None:
-        metrics = ExternalPoolMetrics(registry)
+    def __init__(
+        self,
+        configs: dict[str, ExternalPoolConfig],
+        registry: CollectorRegistry,
+        tokens: Counter | None = None,
+    ) -> None:
+        metrics = ExternalPoolMetrics(registry, tokens)
         self.pools = {name: ExternalPool.from_config(name, cfg, metrics) for name, cfg in configs.items()}
         self.token = secrets.token_urlsafe(24)
 

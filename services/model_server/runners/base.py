@@ -55,6 +55,11 @@ class Runner:
     def operations(self) -> dict[str, BatchFn]:
         raise NotImplementedError
 
+    def continuous_operations(self) -> dict[str, Callable[[], Any]]:
+        """Operations the server drives step by step (continuous batching): a factory of the running batch
+        (`runners/decode_batch.py`). Each also stays in `operations()` for warm-up and offline use."""
+        return {}
+
     def warmup_inputs(self) -> dict[str, list[Any]]:
         """One small batch per operation, run once before the server reports ready."""
         raise NotImplementedError

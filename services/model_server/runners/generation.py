@@ -2,12 +2,14 @@
 
 Generation is batched with left padding: every prompt ends at the same column, so one decode step serves
 the whole batch. Position ids come from the attention mask, so a padded prompt sees exactly the positions it
-would see alone. Each request keeps its own sampling parameters, `max_new_tokens` and stop conditions; the
-batch ends when its last request ends (no continuous batching: that is what SGLang on a GPU is for).
+would see alone. Each request keeps its own sampling parameters, `max_new_tokens`, stop conditions and
+grammar. The batch itself is a `DecodeBatch` (decode_batch.py): finished rows leave it after every step and
+new requests join it between steps (continuous batching, driven by `services/model_server/continuous.py`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +17,7 @@ from rewardfleet.services.model_server.errors import InvalidRequest
 from rewardfleet.services.model_server.runners.base import WARMUP_TEXT, BatchFn, Runner
 from rewardfleet.services.model_server.runners.common import TextInput, pad_batch, split_valid, tokenize_batch
 from rewardfleet.services.model_server.runners.constraints import Constraint, Grammars, MaskBuffer, apply_mask
+from rewardfleet.services.model_server.runners.decode_batch import DecodeBatch
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +79,8 @@ class NextTokenResult:
     prompt_tokens: int
 
 
-class _Row:
-    """Decoding state of one request in the batch."""
+class Row:
+    """Decoding state of one request in a `DecodeBatch`."""
 
     def __init__(
         self, prompt_len: int, params: SamplingParams, eos_ids: set[int], generator: Any, matcher: Any = None
@@ -90,6 +93,26 @@ class _Row:
         self.output: list[int] = []
         self.finish: dict[str, Any] | None = None
         self.trim_text: str | None = None  # the text with the stop string cut off
+
+    def append(self, tok: int, runner: GenerationRunner) -> None:
+        """Take the sampled token: feed the grammar, then check eos, stop strings and the token budget."""
+        self.output.append(tok)
+        if self.matcher is not None and tok not in self.stop_ids:
+            self.matcher.consume_token(tok)
+        if tok in self.stop_ids:
+            self.finish = {"type": "stop", "matched": tok}
+            return
+        if self.params.stop:
+            text = runner.tokenizer.decode(self.output, skip_special_tokens=self.params.skip_special_tokens)
+            # Checked after every token, so a match is always one the newest token completed.
+            for stop in self.params.stop:
+                pos = text.find(stop)
+                if pos != -1:
+                    self.finish = {"type": "stop", "matched": stop}
+                    self.trim_text = text if self.params.no_stop_trim else text[:pos]
+                    return
+        if len(self.output) >= self.params.max_new_tokens:
+            self.finish = {"type": "length", "length": len(self.output)}
 
 
 class GenerationRunner(Runner):
@@ -115,6 +138,13 @@ class GenerationRunner(Runner):
 
     def operations(self) -> dict[str, BatchFn]:
         return {"generate": self.generate, "next_token": self.next_token}
+
+    def continuous_operations(self) -> dict[str, Callable[[], DecodeBatch]]:
+        """Operations served by continuous batching: a factory of the running batch they step through."""
+        return {"generate": self.decode_batch}
+
+    def decode_batch(self) -> DecodeBatch:
+        return DecodeBatch(self)
 
     def warmup_inputs(self) -> dict[str, list[Any]]:
         params = SamplingParams(max_new_tokens=4, temperature=0.0)
@@ -148,7 +178,7 @@ class GenerationRunner(Runner):
         if not seqs:
             return out
         with torch.inference_mode():
-            logits = self._prefill(seqs)[0].float()
+            logits = self.prefill(seqs, use_cache=False)[0].logits[:, -1, :].float()
             logprobs = torch.log_softmax(logits, dim=-1)
         for row, (i, seq) in enumerate(zip(idx, seqs, strict=True)):
             labels = torch.tensor(inputs[i].label_token_ids, dtype=torch.long)
@@ -161,83 +191,40 @@ class GenerationRunner(Runner):
 
     # -- /generate ---------------------------------------------------------------------------------------
     def generate(self, inputs: list[GenerationInput]) -> list[GenerationResult | InvalidRequest]:
+        """Generate for a whole batch at once (warm-up, offline use): admit every input, step until done."""
+        batch = DecodeBatch(self)
+        admitted = batch.admit(inputs)
+        while len(batch):
+            batch.step()
+        return [r if isinstance(r, InvalidRequest) else self.result(r) for r in admitted]
+
+    def new_row(self, prompt_len: int, params: SamplingParams) -> Row:
+        """A request's decoding state; a grammar that does not compile raises `InvalidRequest`."""
         import torch
 
-        tokenized = tokenize_batch(
-            self.tokenizer,
-            [x.prompt for x in inputs],
-            context_length=self.context_length,
-            reserve_tokens=[x.params.max_new_tokens for x in inputs],
+        matcher = self.grammars.matcher(params.constraint) if params.constraint is not None else None
+        gen = (
+            torch.Generator().manual_seed(params.seed)
+            if not params.greedy and params.seed is not None
+            else None
         )
-        matchers: dict[int, Any] = {}
-        for i, t in enumerate(tokenized):
-            c = inputs[i].params.constraint
-            if c is not None and not isinstance(t, InvalidRequest):
-                try:
-                    matchers[i] = self.grammars.matcher(c)
-                except InvalidRequest as exc:
-                    tokenized[i] = exc
-        idx, seqs = split_valid(tokenized)
-        out: list[GenerationResult | InvalidRequest] = [
-            t if isinstance(t, InvalidRequest) else GenerationResult("", [], {}, 0) for t in tokenized
-        ]
-        if not seqs:
-            return out
-        rows = []
-        for i, seq in zip(idx, seqs, strict=True):
-            p = inputs[i].params
-            gen = None
-            if not p.greedy and p.seed is not None:
-                gen = torch.Generator().manual_seed(p.seed)
-            rows.append(_Row(len(seq), p, self.eos_ids, gen, matchers.get(i)))
-        with torch.inference_mode():
-            self._decode(seqs, rows)
-        for i, seq, row in zip(idx, seqs, rows, strict=True):
-            out[i] = self._result(row, len(seq))
-        return out
+        return Row(prompt_len, params, self.eos_ids, gen, matcher)
 
-    def _prefill(self, seqs: list[list[int]]) -> tuple[Any, Any, Any, Any]:
-        """Run the padded prompts; return (last-position logits, cache, attention mask, next position ids)."""
+    def prefill(self, seqs: list[list[int]], *, use_cache: bool) -> tuple[Any, Any, Any]:
+        """Run the left-padded prompts: (model output with last-position logits, attention mask, position
+        ids). `/v1/score` reads the logits; a `DecodeBatch` also keeps the cache."""
         input_ids, attention_mask = pad_batch(seqs, self.pad_id, left=True)
         position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
         out = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,
             position_ids=position_ids,
-            use_cache=True,
+            use_cache=use_cache,
             logits_to_keep=1,
         )
-        return out.logits[:, -1, :], out.past_key_values, attention_mask, position_ids[:, -1:] + 1
+        return out, attention_mask, position_ids
 
-    def _decode(self, seqs: list[list[int]], rows: list[_Row]) -> None:
-        import torch
-
-        logits, cache, attention_mask, positions = self._prefill(seqs)
-        budget = max(r.params.max_new_tokens for r in rows)
-        for _step in range(budget):
-            self._constrain(logits, rows)
-            next_ids = self._sample(logits, rows)
-            for r, tok in zip(rows, next_ids, strict=True):
-                if r.finish is None:
-                    r.output.append(tok)
-                    if r.matcher is not None and tok not in r.stop_ids:
-                        r.matcher.consume_token(tok)
-                    self._check_finish(r, tok)
-            if all(r.finish is not None for r in rows):
-                break
-            alive = torch.tensor([[0 if r.finish is not None else 1] for r in rows], dtype=torch.long)
-            attention_mask = torch.cat([attention_mask, alive], dim=1)
-            feed = torch.tensor([[tok] for tok in next_ids], dtype=torch.long)
-            out = self.model(
-                input_ids=feed,
-                attention_mask=attention_mask,
-                position_ids=positions,
-                past_key_values=cache,
-                use_cache=True,
-            )
-            logits, cache, positions = out.logits[:, -1, :], out.past_key_values, positions + 1
-
-    def _constrain(self, logits: Any, rows: list[_Row]) -> None:
+    def constrain(self, logits: Any, rows: list[Row]) -> None:
         """Mask what each constrained row's grammar forbids as the next token."""
         for b, r in enumerate(rows):
             if r.matcher is None or r.finish is not None:
@@ -249,7 +236,7 @@ class GenerationRunner(Runner):
                 continue
             apply_mask(logits[b], allowed)
 
-    def _sample(self, logits: Any, rows: list[_Row]) -> list[int]:
+    def sample(self, logits: Any, rows: list[Row]) -> list[int]:
         import torch
 
         chosen = logits.argmax(dim=-1).tolist()
@@ -272,23 +259,7 @@ class GenerationRunner(Runner):
             chosen[b] = int(torch.multinomial(probs / probs.sum(), 1, generator=r.generator).item())
         return chosen
 
-    def _check_finish(self, r: _Row, tok: int) -> None:
-        if tok in r.stop_ids:
-            r.finish = {"type": "stop", "matched": tok}
-            return
-        if r.params.stop:
-            text = self.tokenizer.decode(r.output, skip_special_tokens=r.params.skip_special_tokens)
-            # Checked after every token, so a match is always one the newest token completed.
-            for stop in r.params.stop:
-                pos = text.find(stop)
-                if pos != -1:
-                    r.finish = {"type": "stop", "matched": stop}
-                    r.trim_text = text if r.params.no_stop_trim else text[:pos]
-                    return
-        if len(r.output) >= r.params.max_new_tokens:
-            r.finish = {"type": "length", "length": len(r.output)}
-
-    def _result(self, r: _Row, prompt_len: int) -> GenerationResult:
+    def result(self, r: Row) -> GenerationResult:
         finish = r.finish or {"type": "length", "length": len(r.output)}
         if r.trim_text is not None:
             text = r.trim_text
@@ -301,4 +272,4 @@ class GenerationRunner(Runner):
             ):
                 ids = ids[:-1]  # the matched stop/eos token is not part of the text
             text = self.tokenizer.decode(ids, skip_special_tokens=r.params.skip_special_tokens)
-        return GenerationResult(text, list(r.output), finish, prompt_len)
+        return GenerationResult(text, list(r.output), finish, r.prompt_len)
