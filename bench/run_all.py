@@ -91,8 +91,8 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
         8: lambda: step_growth.run(fixed_samples=1024),
         9: _titled(CODE, lambda: code_sandbox.run(samples_count=40, rounds=2)),
         10: _titled(STATE, lambda: state_backend.run(duration_s=6, rounds=2)),
-        # SmolLM2-135M judge on the CPU: the slowest benchmark (minutes per figure on a loaded machine)
-        11: _titled(JUDGE, lambda: judge_throughput.run(32, 64, 2)),
+        # SmolLM2-135M judge on the CPU, 16 samples: the slowest benchmark (minutes per figure when loaded)
+        11: _titled(JUDGE, lambda: judge_throughput.run(16, 64, 2)),
     }
 
 
