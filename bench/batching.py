@@ -93,13 +93,22 @@ async def _load(url: str, key: str, text: str, concurrency: int, total: int) -> 
             sem_left -= 1
             i += 1
             t0 = time.perf_counter()
-            async with session.post(url, json={key: f"{cid} {i} {text}"}) as resp:
-                await resp.read()
-                if resp.status != 200:
-                    errors += 1
+            for attempt in (1, 2):
+                try:
+                    async with session.post(url, json={key: f"{cid} {i} {text}"}) as resp:
+                        await resp.read()
+                        if resp.status != 200:
+                            errors += 1
+                    break
+                except aiohttp.ServerDisconnectedError:
+                    # The server closed an idle keep-alive connection just as it was reused (uvicorn
+                    # drops them after 5 s): a client sends the request again on a new connection.
+                    if attempt == 2:
+                        raise
             latencies.append(time.perf_counter() - t0)
 
-    conn = aiohttp.TCPConnector(limit=concurrency)
+    # Idle connections closed before the servers' 5 s keep-alive ends, so a closed one is rarely reused.
+    conn = aiohttp.TCPConnector(limit=concurrency, keepalive_timeout=4)
     async with aiohttp.ClientSession(connector=conn) as session:
         # warm-up: open the connections (and read and release every answer, so each goes back to the pool)
         async def warm() -> None:
