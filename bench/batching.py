@@ -60,9 +60,9 @@ def offline(model_path: Path, text: str, threads: int, seconds: float) -> dict[i
     """Samples/s of the server's batch function (same code path, no HTTP) at several batch sizes."""
     import torch
 
-    from services.model_server.config import ModelServerSettings
-    from services.model_server.runners.common import TextInput
-    from services.model_server.runners.loader import load_runner
+    from rewardfleet.services.model_server.config import ModelServerSettings
+    from rewardfleet.services.model_server.runners.common import TextInput
+    from rewardfleet.services.model_server.runners.loader import load_runner
 
     torch.set_num_threads(threads)
     runner = load_runner(ModelServerSettings(model_path=model_path))
@@ -131,7 +131,7 @@ def served(
     cmd = [
         sys.executable,
         "-m",
-        "services.cli",
+        "rewardfleet.services.cli",
         "serve-model",
         "--model-path",
         str(case.model_path),

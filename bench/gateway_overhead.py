@@ -188,7 +188,7 @@ def run(
                     cmd = [
                         sys.executable,
                         "-m",
-                        "services.gateway",
+                        "rewardfleet.services.gateway",
                         "--host",
                         "127.0.0.1",
                         "--port",

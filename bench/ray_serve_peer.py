@@ -28,8 +28,8 @@ def build_app(model_path: str, threads: int, max_batch_size: int, wait_s: float,
         def __init__(self) -> None:
             import torch
 
-            from services.model_server.config import ModelServerSettings
-            from services.model_server.runners.loader import load_runner
+            from rewardfleet.services.model_server.config import ModelServerSettings
+            from rewardfleet.services.model_server.runners.loader import load_runner
 
             torch.set_num_threads(threads)
             runner = load_runner(ModelServerSettings(model_path=model_path))
@@ -37,7 +37,7 @@ def build_app(model_path: str, threads: int, max_batch_size: int, wait_s: float,
 
         @serve.batch(max_batch_size=max_batch_size, batch_wait_timeout_s=wait_s)
         async def score(self, texts: list[str]) -> list[dict[str, Any]]:
-            from services.model_server.runners.common import TextInput
+            from rewardfleet.services.model_server.runners.common import TextInput
 
             results = self._fn([TextInput(text=t) for t in texts])
             return [{"values": getattr(r, "values", None)} for r in results]

@@ -82,7 +82,7 @@ def stack(tmp: Path, workers: int = 4) -> Iterator[Stack]:
         verl_fns = write_fn(tmp / "verl_fns", "judge", judge_fn)
         write_fn(verl_fns, "math_verify_verl", VERL_MATH_VERIFY_FN)
         config = {
-            "builtin_package": "reward_fns",
+            "builtin_package": "rewardfleet.reward_fns",
             "workers": workers,
             "max_inflight_requests": 8192,
             "max_queued_requests": 8192,
@@ -110,7 +110,7 @@ def path_config(st: Stack, kind: str, path: str, samples: int) -> tuple[Any, Cal
     if path == "verl":
         fn = {"gsm8k": None, "math_verify": "math_verify_verl.py", "judge": "judge.py"}[kind]
         return verl_config(st.tokenizer_dir, str(st.verl_fns / fn) if fn else None, "compute_score", {}), None
-    from services.integrations import verl_batch, verl_reward
+    from rewardfleet.services.integrations import verl_batch, verl_reward
 
     kwargs: dict[str, Any] = {"gateway_url": st.unchunked_url if path == UNCHUNKED else st.gateway_url}
     if GATEWAY_FN[kind]:

@@ -25,29 +25,33 @@ from contextlib import asynccontextmanager
 import aiohttp
 from fastapi import FastAPI
 
-from services.gateway.config import GatewayConfig
-from services.gateway.core.registry import RewardFunction, load_functions
-from services.gateway.core.scoring import Injectables, Scorer
-from services.gateway.errors import LoadError, StateStoreUnavailable, TokenizerUnavailable
-from services.gateway.execution.pool import WorkerPool
-from services.gateway.execution.tokenizer import load_tokenizer
-from services.gateway.features.build import build_catalog
-from services.gateway.features.reload import Reloader
-from services.gateway.metrics import GatewayMetrics
-from services.gateway.reliability.admission import Admission, AdmissionMiddleware, Backlog
-from services.gateway.reliability.auth import ApiKeyAuth, read_keys_file
-from services.gateway.reliability.drain import Drain
-from services.gateway.reliability.external_pools import ExternalPools
-from services.gateway.reliability.function_limits import function_gates
-from services.gateway.reliability.idempotency import Results
-from services.gateway.reliability.input_limits import SampleLimits
-from services.gateway.reliability.middleware import BodySizeLimit, RequestMetrics
-from services.gateway.routes import admin, graders, meta, pools, score
-from services.gateway.routes.deps import Gateway
-from services.gateway.routes.error_handlers import install_error_handlers
-from services.gateway.routes.protocols import gateway_check, gateway_score_one, make_protocol_router
-from services.gateway.state_store.base import StateBackend
-from services.gateway.state_store.factory import build_backend
+from rewardfleet.services.gateway.config import GatewayConfig
+from rewardfleet.services.gateway.core.registry import RewardFunction, load_functions
+from rewardfleet.services.gateway.core.scoring import Injectables, Scorer
+from rewardfleet.services.gateway.errors import LoadError, StateStoreUnavailable, TokenizerUnavailable
+from rewardfleet.services.gateway.execution.pool import WorkerPool
+from rewardfleet.services.gateway.execution.tokenizer import load_tokenizer
+from rewardfleet.services.gateway.features.build import build_catalog
+from rewardfleet.services.gateway.features.reload import Reloader
+from rewardfleet.services.gateway.metrics import GatewayMetrics
+from rewardfleet.services.gateway.reliability.admission import Admission, AdmissionMiddleware, Backlog
+from rewardfleet.services.gateway.reliability.auth import ApiKeyAuth, read_keys_file
+from rewardfleet.services.gateway.reliability.drain import Drain
+from rewardfleet.services.gateway.reliability.external_pools import ExternalPools
+from rewardfleet.services.gateway.reliability.function_limits import function_gates
+from rewardfleet.services.gateway.reliability.idempotency import Results
+from rewardfleet.services.gateway.reliability.input_limits import SampleLimits
+from rewardfleet.services.gateway.reliability.middleware import BodySizeLimit, RequestMetrics
+from rewardfleet.services.gateway.routes import admin, graders, meta, pools, score
+from rewardfleet.services.gateway.routes.deps import Gateway
+from rewardfleet.services.gateway.routes.error_handlers import install_error_handlers
+from rewardfleet.services.gateway.routes.protocols import (
+    gateway_check,
+    gateway_score_one,
+    make_protocol_router,
+)
+from rewardfleet.services.gateway.state_store.base import StateBackend
+from rewardfleet.services.gateway.state_store.factory import build_backend
 
 log = logging.getLogger("rewardfleet.gateway")
 

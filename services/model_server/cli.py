@@ -78,7 +78,7 @@ def serve_model(
     """Serve one model over SGLang's HTTP API (CPU, dynamic batching)."""
     from pydantic import SecretStr, ValidationError
 
-    from services.model_server.config import ModelServerSettings
+    from rewardfleet.services.model_server.config import ModelServerSettings
 
     try:
         settings = ModelServerSettings(
@@ -111,8 +111,8 @@ def serve_model(
 def run(settings: object) -> None:
     import uvicorn
 
-    from services.model_server.app import create_app
-    from services.model_server.config import ModelServerSettings
+    from rewardfleet.services.model_server.app import create_app
+    from rewardfleet.services.model_server.config import ModelServerSettings
 
     if not isinstance(settings, ModelServerSettings):
         raise TypeError("run() needs ModelServerSettings")

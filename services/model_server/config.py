@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.model_server.checkpoints import Checkpoint, locate_checkpoint, resolve_builtin
+from rewardfleet.services.model_server.checkpoints import Checkpoint, locate_checkpoint, resolve_builtin
 
 
 class ModelServerSettings(BaseSettings):

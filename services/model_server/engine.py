@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from services.model_server.config import ModelServerSettings
-from services.model_server.errors import ModelServerError
+from rewardfleet.services.model_server.config import ModelServerSettings
+from rewardfleet.services.model_server.errors import ModelServerError
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def _engine_main(settings: ModelServerSettings, conn: Connection) -> None:
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s engine %(levelname)s %(message)s"
     )
-    from services.model_server.runners.loader import load_runner
+    from rewardfleet.services.model_server.runners.loader import load_runner
 
     try:
         runner = load_runner(settings)

@@ -16,12 +16,12 @@ from typing import Any
 
 from starlette.requests import Request
 
-from services.model_server.batcher import Batcher, BatchStats, QueueFull
-from services.model_server.config import ModelServerSettings
-from services.model_server.engine import EngineProcess, EngineRunner
-from services.model_server.errors import ClientGone, InvalidRequest, NotReady, Overloaded
-from services.model_server.metrics import ModelServerMetrics
-from services.model_server.runners.base import Runner
+from rewardfleet.services.model_server.batcher import Batcher, BatchStats, QueueFull
+from rewardfleet.services.model_server.config import ModelServerSettings
+from rewardfleet.services.model_server.engine import EngineProcess, EngineRunner
+from rewardfleet.services.model_server.errors import ClientGone, InvalidRequest, NotReady, Overloaded
+from rewardfleet.services.model_server.metrics import ModelServerMetrics
+from rewardfleet.services.model_server.runners.base import Runner
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class ModelServer:
     # -- lifecycle ---------------------------------------------------------------------------------------
     def _load(self) -> Runner | EngineRunner:
         """The model in an engine process (reward models, encoders) or in this one (generation)."""
-        from services.model_server.runners.loader import load_runner, model_kind
+        from rewardfleet.services.model_server.runners.loader import load_runner, model_kind
 
         if self.settings.engine_process and model_kind(self.settings) != "generation":
             self.engine = EngineProcess(self.settings)

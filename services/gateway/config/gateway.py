@@ -26,9 +26,9 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from services.gateway.config.external_pools import ExternalPoolConfig
-from services.gateway.config.features import CompositeSpec, FallbackSpec, GroupsConfig
-from services.gateway.config.graders import GraderSpec
+from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
+from rewardfleet.services.gateway.config.features import CompositeSpec, FallbackSpec, GroupsConfig
+from rewardfleet.services.gateway.config.graders import GraderSpec
 
 # verl's four arguments. They are always passed, so reward_kwargs may not override them.
 BASE_PARAMS: tuple[str, ...] = ("data_source", "solution_str", "ground_truth", "extra_info")
@@ -99,7 +99,7 @@ class GatewayConfig(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     builtin_package: str | None = Field(
-        default="reward_fns",
+        default="rewardfleet.reward_fns",
         description="Package whose modules are the built-in functions (loaded first); null = none.",
     )
     reward_fns_dirs: list[Path] = Field(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from services.gateway.execution.loader import FunctionRef
+from rewardfleet.services.gateway.execution.loader import FunctionRef
 
 _BUDGET_S = 0.01  # compute per chunk: far inside any timeout, and ~40x the per-task overhead
 _MAX_CHUNK = 256

@@ -25,9 +25,9 @@ from typing import Any
 
 import pebble
 
-from services.gateway.execution.chunking import CostEstimates, chunk_sizes
-from services.gateway.execution.loader import FunctionRef
-from services.gateway.execution.worker import WorkerResult, init_worker, run_call, run_calls
+from rewardfleet.services.gateway.execution.chunking import CostEstimates, chunk_sizes
+from rewardfleet.services.gateway.execution.loader import FunctionRef
+from rewardfleet.services.gateway.execution.worker import WorkerResult, init_worker, run_call, run_calls
 
 _Key = tuple[FunctionRef, float, str | None]  # calls that may share a task: same function, timeout, tokenizer
 _Pending = tuple[dict[str, Any], "asyncio.Future[WorkerResult]"]

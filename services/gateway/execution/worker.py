@@ -11,10 +11,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from services.gateway.errors import InvalidReturn
-from services.gateway.execution.isolation import detach, limit_memory
-from services.gateway.execution.loader import FunctionRef, load_ref
-from services.gateway.execution.results import error_location, normalise_return
+from rewardfleet.services.gateway.errors import InvalidReturn
+from rewardfleet.services.gateway.execution.isolation import detach, limit_memory
+from rewardfleet.services.gateway.execution.loader import FunctionRef, load_ref
+from rewardfleet.services.gateway.execution.results import error_location, normalise_return
 
 log = logging.getLogger("rewardfleet.gateway.workers")
 
@@ -26,7 +26,7 @@ _tokenizers: dict[str, Any] = {}
 
 def _worker_tokenizer(path: str) -> Any:
     if path not in _tokenizers:
-        from services.gateway.execution.tokenizer import load_tokenizer
+        from rewardfleet.services.gateway.execution.tokenizer import load_tokenizer
 
         _tokenizers[path] = load_tokenizer(path)
     return _tokenizers[path]

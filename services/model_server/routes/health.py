@@ -10,11 +10,11 @@ from importlib.metadata import PackageNotFoundError, version
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
-from services.model_server.deps import ServerDep
-from services.model_server.errors import ModelServerError
-from services.model_server.metrics import CONTENT_TYPE
-from services.model_server.runners.common import TextInput
-from services.model_server.runners.generation import GenerationInput, SamplingParams
+from rewardfleet.services.model_server.deps import ServerDep
+from rewardfleet.services.model_server.errors import ModelServerError
+from rewardfleet.services.model_server.metrics import CONTENT_TYPE
+from rewardfleet.services.model_server.runners.common import TextInput
+from rewardfleet.services.model_server.runners.generation import GenerationInput, SamplingParams
 
 router = APIRouter()
 

@@ -6,9 +6,9 @@ import json
 import logging
 from typing import Literal
 
-from services.model_server.checkpoints import Checkpoint
-from services.model_server.config import ModelServerSettings
-from services.model_server.runners.base import Runner
+from rewardfleet.services.model_server.checkpoints import Checkpoint
+from rewardfleet.services.model_server.config import ModelServerSettings
+from rewardfleet.services.model_server.runners.base import Runner
 
 logger = logging.getLogger(__name__)
 
@@ -60,9 +60,9 @@ def load_runner(settings: ModelServerSettings) -> Runner:
     )
     from transformers.utils import logging as hf_logging
 
-    from services.model_server.runners.encoder import EncoderRunner
-    from services.model_server.runners.generation import GenerationRunner
-    from services.model_server.runners.reward import RewardRunner
+    from rewardfleet.services.model_server.runners.encoder import EncoderRunner
+    from rewardfleet.services.model_server.runners.generation import GenerationRunner
+    from rewardfleet.services.model_server.runners.reward import RewardRunner
 
     hf_logging.disable_progress_bar()
     if settings.torch_num_threads is not None:

@@ -15,10 +15,10 @@ from typing import Any
 import pebble
 import pytest
 
-from services.gateway.execution import pool as pool_module
-from services.gateway.execution.chunking import chunk_sizes
-from services.gateway.execution.loader import FunctionRef, file_module_name
-from services.gateway.execution.pool import WorkerPool
+from rewardfleet.services.gateway.execution import pool as pool_module
+from rewardfleet.services.gateway.execution.chunking import chunk_sizes
+from rewardfleet.services.gateway.execution.loader import FunctionRef, file_module_name
+from rewardfleet.services.gateway.execution.pool import WorkerPool
 
 FAULTY = Path(__file__).resolve().parents[2] / "reliability" / "fns" / "faulty.py"
 
