@@ -247,6 +247,19 @@ def run(
                     f"p99 {p99:.1f} vs {base[2]:.1f} ms",
                 )
             )
+    if shutil.which("wrk") is None:  # the wrk rows are absent: say so, in the table too
+        result.notes.append("wrk is not installed (apt-get install -y wrk): the wrk rows were not measured")
+        result.rows.append(
+            Row(
+                result.name,
+                f"req/s gateway (async fn) / bare FastAPI (wrk, c{concurrency})",
+                float("nan"),
+                ">= 0.6",
+                None,
+                "not measured: wrk is not installed (apt-get install -y wrk)",
+                fmt="—",
+            )
+        )
     result.data["medians"] = {f"{k[0]} | {k[1]}": v for k, v in medians.items()}
     return result
 

@@ -44,6 +44,10 @@ def build_app(model_path: str, threads: int, max_batch_size: int, wait_s: float,
 
         async def __call__(self, request: Request) -> dict[str, Any]:
             body = await request.json()
+            if body.get("info"):  # what the benchmark reports: the replica's own thread settings
+                import torch
+
+                return {"torch_threads": torch.get_num_threads(), "omp": os.environ.get("OMP_NUM_THREADS")}
             answer: dict[str, Any] = await self.score(body["text"])
             return answer
 

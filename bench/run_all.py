@@ -1,10 +1,10 @@
-"""Run the benchmarks of issues 8 and 18 in one go, print the table, write `docs/BENCHMARKS.md`,
+"""Run every benchmark script of `bench/` in one go, print the table, write `docs/BENCHMARKS.md`,
 `docs/bench_cost_growth.png` and `docs/bench_step_growth.png`.
 
 Every ratio is measured against a baseline taken in the same invocation (alternating rounds, medians), on
 127.0.0.1 only, with bounded load. A benchmark that fails is reported as failed and the others still run.
 
-    .venv/bin/python -m bench.run_all            # full: about 10-15 minutes on 2 cores
+    .venv/bin/python -m bench.run_all            # full: about 25-30 minutes on 2 shared cores
     .venv/bin/python -m bench.run_all --quick    # smoke-sized: about 10 minutes on a loaded machine, noisier
     .venv/bin/python -m bench.run_all --only 1 4 # a subset (the docs are not rewritten for a subset)
 """
@@ -25,11 +25,14 @@ from pathlib import Path
 
 from bench import (
     batching,
+    code_sandbox,
     cost_growth,
     cpu_heavy,
     gateway_overhead,
     judge_overlap,
+    judge_throughput,
     router_hop,
+    state_backend,
     step_growth,
     trainer_view,
 )
@@ -40,6 +43,22 @@ DOCS = REPO_ROOT / "docs"
 NOTES = Path(__file__).with_name("NOTES.md")  # the hand-written analysis appended to the generated page
 PLOT = "bench_cost_growth.png"
 STEP_PLOT = "bench_step_growth.png"
+CODE = "9. code sandbox"
+STATE = "10. state backend"
+JUDGE = "11. judge throughput (SmolLM2-135M)"
+
+
+def _titled(title: str, plan: Callable[[], BenchResult]) -> Callable[[], BenchResult]:
+    """A script that names its result by its file name gets the numbered title of this page."""
+
+    def run() -> BenchResult:
+        res = plan()
+        res.name = title
+        for row in res.rows:
+            row.bench = title
+        return res
+
+    return run
 
 
 def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], BenchResult]]:
@@ -55,6 +74,9 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
             8: lambda: step_growth.run(
                 sizes=(128, 512), lengths=(256, 1024), fixed_tokens=256, fixed_samples=512
             ),
+            9: _titled(CODE, lambda: code_sandbox.run(samples_count=16, rounds=1)),
+            10: _titled(STATE, lambda: state_backend.run(duration_s=3, rounds=1)),
+            11: _titled(JUDGE, lambda: judge_throughput.run(8, 32, 2)),
         }
     return {
         1: lambda: gateway_overhead.run(duration_s=5, warmup_s=2, rounds=3, sync=True),
@@ -67,6 +89,10 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
         7: lambda: trainer_view.run(samples=4096, tokens=1024, rounds=2, sizes={"math_verify": 512}),
         # samples 512 -> 4096 at 1024 tokens; tokens 256 -> 4096 at 1024 samples
         8: lambda: step_growth.run(fixed_samples=1024),
+        9: _titled(CODE, lambda: code_sandbox.run(samples_count=40, rounds=2)),
+        10: _titled(STATE, lambda: state_backend.run(duration_s=6, rounds=2)),
+        # SmolLM2-135M judge on the CPU, 16 samples: the slowest benchmark (minutes per figure when loaded)
+        11: _titled(JUDGE, lambda: judge_throughput.run(16, 64, 2)),
     }
 
 
@@ -136,7 +162,7 @@ def write_docs(results: list[BenchResult], header: list[str], plot_ok: bool) -> 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="short, single-round measurements")
-    ap.add_argument("--only", type=int, nargs="+", choices=range(1, 9), help="run only these benchmarks")
+    ap.add_argument("--only", type=int, nargs="+", choices=range(1, 12), help="run only these benchmarks")
     ap.add_argument("--no-docs", action="store_true", help="print only; do not rewrite docs/")
     args = ap.parse_args()
 

@@ -9,6 +9,9 @@ batch (512 prompts x 8 responses by default), for three reward kinds, four ways,
 3. `fleet-batched`: the batched mode (`verl_batch.compute_score`): the loop's concurrent calls go out as a
    few `POST /score/batch` requests.
 
+For the sync kinds the batched mode also runs against a second gateway with `pool_chunking: false` (one
+pool task per sample, as before chunked dispatch): the before/after of the gateway's pool dispatch.
+
 Kinds: `gsm8k` (a cheap rule), `math_verify` (symbolic checks of RL-length responses written unlike the gold
 answer), `judge` (a server answering after U(1 s, 4 s), seeded per sample). Alternating rounds, medians;
 every path's scores are checked against path 1's, sample by sample.
@@ -44,6 +47,8 @@ LABELS = {
     "fleet": "fleet, POST /score per sample",
     "fleet-batched": "fleet, batched (/score/batch)",
 }
+UNCHUNKED = "fleet-batched-unchunked"
+UNCHUNKED_LABEL = "fleet, batched, one pool task per sample (pool_chunking off)"
 GATEWAY_FN = {"gsm8k": None, "math_verify": "math_verify", "judge": "bench_judge"}
 
 
@@ -55,6 +60,7 @@ class Stack:
     tokenizer: Any
     gateway_url: str
     verl_fns: Path
+    unchunked_url: str
 
 
 @contextmanager
@@ -83,8 +89,12 @@ def stack(tmp: Path, workers: int = 4) -> Iterator[Stack]:
             "max_pool_queue": 16384,
             "functions": {"bench_judge": {"timeout_s": 60}},
         }
-        with gateway(tmp, config, [gw_fns], name="gw-trainer") as base:
-            yield Stack(tokenizer_dir, AutoTokenizer.from_pretrained(tokenizer_dir), base, verl_fns)
+        with (
+            gateway(tmp, config, [gw_fns], name="gw-trainer") as base,
+            gateway(tmp, {**config, "pool_chunking": False}, [gw_fns], name="gw-unchunked") as unchunked,
+        ):
+            tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+            yield Stack(tokenizer_dir, tokenizer, base, verl_fns, unchunked)
     finally:
         judge.stop()
 
@@ -102,7 +112,7 @@ def path_config(st: Stack, kind: str, path: str, samples: int) -> tuple[Any, Cal
         return verl_config(st.tokenizer_dir, str(st.verl_fns / fn) if fn else None, "compute_score", {}), None
     from rewardfleet.services.integrations import verl_batch, verl_reward
 
-    kwargs: dict[str, Any] = {"gateway_url": st.gateway_url}
+    kwargs: dict[str, Any] = {"gateway_url": st.unchunked_url if path == UNCHUNKED else st.gateway_url}
     if GATEWAY_FN[kind]:
         kwargs["reward_fn"] = GATEWAY_FN[kind]
     module: Any = verl_reward if path == "fleet" else verl_batch
@@ -150,14 +160,15 @@ def run(
 ) -> BenchResult:
     """`sizes`: samples per kind where it should differ from `samples` (e.g. fewer for math-verify)."""
     result = BenchResult("7. trainer view: one GRPO step's rewards")
-    walls: dict[str, dict[str, list[float]]] = {k: {p: [] for p in PATHS} for k in kinds}
+    walls: dict[str, dict[str, list[float]]] = {k: {p: [] for p in (*PATHS, UNCHUNKED)} for k in kinds}
     mismatches: list[str] = []
     with tempfile.TemporaryDirectory(prefix="rf-trainer-") as tmp_name, stack(Path(tmp_name)) as st:
         warm(st, kinds)
         for r in range(rounds):
             for kind in kinds:
                 n = (sizes or {}).get(kind, samples)
-                order = PATHS if r % 2 == 0 else (PATHS[0], *reversed(PATHS[1:]))  # alternate the fleet paths
+                fleet = (*PATHS[1:], UNCHUNKED) if kind != "judge" else PATHS[1:]  # judge: async, no pool
+                order = (PATHS[0], *(fleet if r % 2 == 0 else reversed(fleet)))  # alternate the fleet paths
                 measured, differ = measure(st, kind, n, tokens, seed=100 + r, paths=order)
                 for path, wall in measured.items():
                     walls[kind][path].append(wall)
@@ -187,6 +198,17 @@ def run(
                     )
                 )
         result.notes.append(f"{kind:12} {n:7d} " + " ".join(cells))
+        if walls[kind][UNCHUNKED]:
+            before, after = median(walls[kind][UNCHUNKED]), median(walls[kind]["fleet-batched"])
+            result.rows.append(
+                Row(
+                    result.name,
+                    f"{kind}, {n} samples: batched, chunked pool dispatch / one pool task per sample",
+                    after / before,
+                    detail=f"{after:.2f} s vs {before:.2f} s (verl's: {base:.2f} s)",
+                )
+            )
+            result.data.setdefault("unchunked", {})[kind] = before
         result.data.setdefault("cells", {})[kind] = {p: median(walls[kind][p]) for p in PATHS}
     before_after = [
         f"{k}: per-sample x{median(walls[k]['fleet']) / median(walls[k]['verl']):.2f} -> batched "
@@ -198,6 +220,14 @@ def run(
         + ("; ".join(mismatches) if mismatches else "none (every path scored every sample alike)")
     )
     result.notes.append("before/after batching (wall time / verl in-trainer): " + "; ".join(before_after))
+    chunking = [
+        f"{k}: {UNCHUNKED_LABEL} x{median(walls[k][UNCHUNKED]) / median(walls[k]['verl']):.2f} -> chunked "
+        f"x{median(walls[k]['fleet-batched']) / median(walls[k]['verl']):.2f}"
+        for k in kinds
+        if walls[k][UNCHUNKED]
+    ]
+    if chunking:
+        result.notes.append("before/after chunked pool dispatch (wall time / verl): " + "; ".join(chunking))
     return result
 
 

@@ -99,6 +99,7 @@ def create_app(config: GatewayConfig, metrics: GatewayMetrics | None = None) -> 
                 sync_refs,
                 on_queue_depth=backlog.set,
                 memory_limit_bytes=config.worker_memory_limit_bytes,
+                chunking=config.pool_chunking,
             )
             if sync_refs
             else None

@@ -64,6 +64,13 @@ def serve_model(
     torch_num_threads: Annotated[
         int | None, typer.Option("--torch-num-threads", help="torch intra-op threads (default: torch's).")
     ] = None,
+    engine_process: Annotated[
+        bool,
+        typer.Option(
+            "--engine-process/--no-engine-process",
+            help="Run a reward model or encoder in its own process, apart from HTTP (generation stays in).",
+        ),
+    ] = True,
     dtype: Annotated[str, typer.Option("--dtype", help="float32, bfloat16, float16 or auto.")] = "float32",
     skip_server_warmup: Annotated[bool, typer.Option("--skip-server-warmup")] = False,
     log_level: Annotated[str, typer.Option("--log-level")] = "info",
@@ -90,6 +97,7 @@ def serve_model(
             retry_after_s=retry_after_s,
             max_new_tokens_limit=max_new_tokens_limit,
             torch_num_threads=torch_num_threads,
+            engine_process=engine_process,
             dtype=dtype,
             skip_server_warmup=skip_server_warmup,
             log_level=log_level,

@@ -42,6 +42,9 @@ class ModelServerSettings(BaseSettings):
     max_new_tokens_limit: int = Field(default=2048, ge=1)
 
     torch_num_threads: int | None = Field(default=None, ge=1)
+    # Reward models and encoders run in their own engine process (engine.py); False keeps them in the
+    # HTTP process. Generation always runs in the HTTP process.
+    engine_process: bool = True
     dtype: str = "float32"
     skip_server_warmup: bool = False
     log_level: str = "info"

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from rewardfleet.services.model_server.batcher import Batcher, BatchStats, QueueFull
 from rewardfleet.services.model_server.config import ModelServerSettings
 from rewardfleet.services.model_server.continuous import ContinuousBatcher
+from rewardfleet.services.model_server.engine import EngineProcess, EngineRunner
 from rewardfleet.services.model_server.errors import ClientGone, InvalidRequest, NotReady, Overloaded
 from rewardfleet.services.model_server.metrics import ModelServerMetrics
 from rewardfleet.services.model_server.runners.base import Runner
@@ -46,7 +47,8 @@ class ModelServer:
     def __init__(self, settings: ModelServerSettings, metrics: ModelServerMetrics) -> None:
         self.settings = settings
         self.metrics = metrics
-        self.runner: Runner | None = None
+        self.runner: Runner | EngineRunner | None = None
+        self.engine: EngineProcess | None = None
         self.batchers: dict[str, AnyBatcher] = {}
         self.ready = False
         self.boot_error: BaseException | None = None
@@ -55,13 +57,24 @@ class ModelServer:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="forward")
 
     # -- lifecycle ---------------------------------------------------------------------------------------
-    async def boot(self) -> None:
-        from rewardfleet.services.model_server.runners.loader import load_runner
+    def _load(self) -> Runner | EngineRunner:
+        """The model in an engine process (reward models, encoders) or in this one (generation)."""
+        from rewardfleet.services.model_server.runners.loader import load_runner, model_kind
 
+        if self.settings.engine_process and model_kind(self.settings) != "generation":
+            self.engine = EngineProcess(self.settings)
+            return EngineRunner(self.engine.start(), self.engine)
+        return load_runner(self.settings)
+
+    @property
+    def engine_alive(self) -> bool:
+        return self.engine is None or self.engine.alive
+
+    async def boot(self) -> None:
         loop = asyncio.get_running_loop()
-        runner = await loop.run_in_executor(self._executor, load_runner, self.settings)
+        runner = await loop.run_in_executor(self._executor, self._load)
         self.runner = runner
-        continuous = runner.continuous_operations()
+        continuous = runner.continuous_operations() if isinstance(runner, Runner) else {}
         for op, fn in runner.operations().items():
             kwargs: dict[str, Any] = {
                 "name": op,
@@ -94,6 +107,8 @@ class ModelServer:
         for batcher in self.batchers.values():
             await batcher.stop()
         await asyncio.to_thread(self._executor.shutdown, True, cancel_futures=True)
+        if self.engine is not None:
+            await asyncio.to_thread(self.engine.close)
 
     def _observer(self, op: str):  # type: ignore[no-untyped-def]
         def observe(stats: BatchStats) -> None:
@@ -102,12 +117,12 @@ class ModelServer:
         return observe
 
     # -- request path ------------------------------------------------------------------------------------
-    def require_runner(self) -> Runner:
+    def require_runner(self) -> Runner | EngineRunner:
         if not self.ready or self.runner is None:
             raise NotReady("the model is still loading or warming up; retry shortly")
         return self.runner
 
-    def require_kind(self, *kinds: str, endpoint: str) -> Runner:
+    def require_kind(self, *kinds: str, endpoint: str) -> Runner | EngineRunner:
         runner = self.require_runner()
         if runner.kind not in kinds:
             raise InvalidRequest(

@@ -157,6 +157,10 @@ class GatewayConfig(BaseModel):
     worker_memory_limit_bytes: int | None = Field(
         default=None, ge=64 * 1024 * 1024, description="RLIMIT_AS of each sync worker process."
     )
+    pool_chunking: bool = Field(
+        default=True,
+        description="Sync calls of one function submitted together share pool tasks (execution/pool.py).",
+    )
     # Shared state for gateway replicas (issue 15, state_store/): groups, result cache, budgets.
     state_url: str | None = Field(
         default=None,

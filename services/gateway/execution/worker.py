@@ -69,3 +69,10 @@ def run_call(ref: FunctionRef, kwargs: dict[str, Any], tokenizer_path: str | Non
     except Exception as exc:
         return "error", (type(exc).__name__, f"{exc}{error_location(exc)}"), started, time.monotonic()
     return "ok", outcome, started, time.monotonic()
+
+
+def run_calls(
+    ref: FunctionRef, kwargs_list: list[dict[str, Any]], tokenizer_path: str | None
+) -> list[WorkerResult]:
+    """Runs in a worker: several calls of one function as one pool task, each result as `run_call`'s."""
+    return [run_call(ref, kwargs, tokenizer_path) for kwargs in kwargs_list]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from importlib.metadata import PackageNotFoundError, version
 
@@ -28,7 +29,7 @@ def _version() -> str:
 
 
 def _accepting(server: ServerDep) -> bool:
-    return server.ready and all(b.running for b in server.batchers.values())
+    return server.ready and server.engine_alive and all(b.running for b in server.batchers.values())
 
 
 @router.get("/ready")
@@ -113,6 +114,8 @@ async def server_info(server: ServerDep) -> JSONResponse:
             "rewardfleet": {
                 "backend": "cpu",
                 "model_kind": runner.kind if runner is not None else None,
+                # the process holding the model: an engine process, or this one (engine.py)
+                "engine_pid": server.engine.pid if server.engine is not None else os.getpid(),
                 "max_batch_size": s.max_batch_size,
                 "batch_wait_timeout_s": s.batch_wait_timeout_s,
                 "max_queue": s.max_queue,

@@ -45,6 +45,11 @@ def _read_architectures(checkpoint: Checkpoint) -> list[str]:
     return list(data.get("architectures") or [])
 
 
+def model_kind(settings: ModelServerSettings) -> ModelKind:
+    """The kind of model the settings' checkpoint holds, from its config alone (no weights loaded)."""
+    return detect_kind(_read_architectures(settings.checkpoint))
+
+
 def load_runner(settings: ModelServerSettings) -> Runner:
     import torch
     from transformers import (
