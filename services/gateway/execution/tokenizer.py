@@ -60,8 +60,7 @@ def _cache_dir(file: Path) -> Path:
     return root / "rewardfleet" / "gguf-tokenizers" / key
 
 
-def _gguf_tokenizer(auto: Any, file: Path) -> Any:
-    cached = _cache_dir(file)
+def _gguf_tokenizer(auto: Any, file: Path, cached: Path) -> Any:
     if (cached / "tokenizer_config.json").is_file():
         return auto.from_pretrained(str(cached))
     tokenizer = auto.from_pretrained(str(file.parent), gguf_file=file.name)
@@ -85,6 +84,9 @@ class LazyTokenizer:
     def __init__(self, auto: Any, file: Path) -> None:
         self._auto = auto
         self._file = file
+        # Where the converted copy goes is decided now, in the caller's environment, not whenever the thread
+        # gets to run (XDG_CACHE_HOME may have changed by then).
+        self._cached = _cache_dir(file)
         self._tokenizer: Any = None
         self._error: TokenizerUnavailable | None = None
         self._done = threading.Event()
@@ -92,7 +94,7 @@ class LazyTokenizer:
 
     def _load(self) -> None:
         try:
-            self._tokenizer = _gguf_tokenizer(self._auto, self._file)
+            self._tokenizer = _gguf_tokenizer(self._auto, self._file, self._cached)
         except Exception as exc:
             self._error = TokenizerUnavailable(
                 f"reward_model_tokenizer: cannot load {str(self._file)!r}: {exc}"
