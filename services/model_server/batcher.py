@@ -63,6 +63,16 @@ class _Pending(Generic[T, R]):
     enqueued_at: float = field(default_factory=time.perf_counter)
 
 
+def check_limits(max_batch_size: int, batch_wait_timeout_s: float, max_queue: int) -> None:
+    """The settings every batcher (this one and the continuous one) takes, checked the same way."""
+    if max_batch_size < 1:
+        raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
+    if batch_wait_timeout_s < 0:
+        raise ValueError(f"batch_wait_timeout_s must be >= 0, got {batch_wait_timeout_s}")
+    if max_queue < 1:
+        raise ValueError(f"max_queue must be >= 1, got {max_queue}")
+
+
 class Batcher(Generic[T, R]):
     """Coalesces concurrent `submit()` calls into batches for a synchronous `forward(items) -> results`."""
 
@@ -77,12 +87,7 @@ class Batcher(Generic[T, R]):
         executor: Executor | None = None,
         on_batch: Callable[[BatchStats], None] | None = None,
     ) -> None:
-        if max_batch_size < 1:
-            raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
-        if batch_wait_timeout_s < 0:
-            raise ValueError(f"batch_wait_timeout_s must be >= 0, got {batch_wait_timeout_s}")
-        if max_queue < 1:
-            raise ValueError(f"max_queue must be >= 1, got {max_queue}")
+        check_limits(max_batch_size, batch_wait_timeout_s, max_queue)
         self.name = name
         self.max_batch_size = max_batch_size
         self.batch_wait_timeout_s = batch_wait_timeout_s

@@ -28,7 +28,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from rewardfleet.services.model_server.batcher import BatcherStopped, BatchStats, QueueFull
+from rewardfleet.services.model_server.batcher import BatcherStopped, BatchStats, QueueFull, check_limits
 
 logger = logging.getLogger(__name__)
 
@@ -67,10 +67,7 @@ class ContinuousBatcher:
         max_queue: int = 1024,
         on_batch: Callable[[BatchStats], None] | None = None,
     ) -> None:
-        if max_batch_size < 1:
-            raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
-        if max_queue < 1:
-            raise ValueError(f"max_queue must be >= 1, got {max_queue}")
+        check_limits(max_batch_size, batch_wait_timeout_s, max_queue)
         self.name = name
         self.max_batch_size = max_batch_size
         self.batch_wait_timeout_s = batch_wait_timeout_s
