@@ -1,7 +1,7 @@
 """Fleet-wide budgets of one reward function: max_concurrency, requests_per_minute, tokens_per_minute.
 
 Concurrency is a sorted set of leases (token -> expiry): `SLOT_ACQUIRE` drops expired leases and adds one
-if fewer than `max_concurrency` are held, in one script. A holder renews its lease every `lease_s / 3`, so a
+if fewer than `max_concurrency` are held, in one script. A holder's lease is renewed (redis_leases.py), so a
 replica that dies holding slots gives them back within `lease_s`. Release publishes, which wakes waiters.
 
 RPM and TPM are token buckets (refilled continuously, starting full, like admission.TokenBucket) kept in
@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from rewardfleet.services.gateway.errors import StateStoreUnavailable
-from rewardfleet.services.gateway.state_store.redis_cache import LeaseKeeper
 from rewardfleet.services.gateway.state_store.redis_client import RedisStore
+from rewardfleet.services.gateway.state_store.redis_leases import Leases, new_token
 from rewardfleet.services.gateway.state_store.redis_scripts import (
     BUCKET_SETTLE,
     BUCKETS_TAKE,
@@ -71,7 +70,7 @@ class RedisGate:
         self.slots_key, self.channel = base + ":slots", base + ":slots"
         self.rpm_key, self.tpm_key = base + ":rpm", base + ":tpm"
         self._acquire = store.script(SLOT_ACQUIRE)
-        self._renew = store.script(SLOT_RENEW)
+        self._leases = Leases(store, "slot_renew", store.script(SLOT_RENEW), lease_s)
         self._release = store.script(SLOT_RELEASE)
         self._take = store.script(BUCKETS_TAKE)
         self._settle = store.script(BUCKET_SETTLE)
@@ -86,19 +85,14 @@ class RedisGate:
             await self._pace(tokens)
             yield RedisCharge(self, tokens)
             return
-        token = uuid.uuid4().hex
+        token = new_token()
         await self._take_slot(token)
-        keeper = LeaseKeeper(
-            lambda: self.store.call(
-                "slot_renew", self.store.eval(self._renew, [self.slots_key], [token, self.lease_ms])
-            ),
-            self.lease_s,
-        )
+        lease = self._leases.hold([self.slots_key], [token, self.lease_ms])
         try:
             await self._pace(tokens)
             yield RedisCharge(self, tokens)
         finally:
-            keeper.stop()
+            self._leases.drop(lease)
             # A release that fails must not fail a call that already ran (its caller would retry and run it
             # again): the store counts the error and the lease frees the slot within lease_s.
             with contextlib.suppress(StateStoreUnavailable):

@@ -6,7 +6,7 @@ For a sample with a key, one script (`CACHE_CLAIM`) either answers from the cach
 stores the outcome for the waiters, caches it when it is "ok", frees the lease and publishes. A waiter listens
 on the key's channel *before* it claims, so it cannot miss that publish; it also re-checks every `poll_s`.
 
-The lease lasts `lease_s` and is renewed every `lease_s / 3` while the run goes on (a run may wait long for a
+The lease lasts `lease_s` and is renewed (redis_leases.py) while the run goes on (a run may wait long for a
 judge's budget). A replica that dies mid-run stops renewing, so its lease expires and a waiter takes over:
 at most `lease_s` of delay, never a wedged key. Results are FIFO-bounded (`result_cache_size`, an index
 sorted set) and expire after `result_cache_ttl_s`; a hit is not re-ordered (no write on the read path).
@@ -20,18 +20,16 @@ sharing (its waiters take the lease over after `lease_s`, as for a crash during 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import uuid
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Any
 
 from rewardfleet.services.gateway.errors import StateStoreUnavailable
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.idempotency import inputs_digest
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from rewardfleet.services.gateway.state_store.redis_client import RedisStore
+from rewardfleet.services.gateway.state_store.redis_leases import Leases, new_token
 from rewardfleet.services.gateway.state_store.redis_scripts import (
     CACHE_CHECK,
     CACHE_CLAIM,
@@ -42,33 +40,6 @@ from rewardfleet.services.gateway.state_store.redis_scripts import (
 
 log = logging.getLogger(__name__)
 OUTCOME_TTL_MS = 30_000  # long enough for every waiter of a run to read its outcome
-
-
-class LeaseKeeper:
-    """Renews a lease every `lease_s / 3` until stopped: timer callbacks, no task while the run is short."""
-
-    def __init__(self, renew: Callable[[], Awaitable[Any]], lease_s: float) -> None:
-        self.renew = renew
-        self.every_s = lease_s / 3
-        self.loop = asyncio.get_running_loop()
-        self.handle: asyncio.TimerHandle | None = self.loop.call_later(self.every_s, self._fire)
-        self.task: asyncio.Task[None] | None = None
-
-    def _fire(self) -> None:
-        self.task = self.loop.create_task(self._renew())
-
-    async def _renew(self) -> None:
-        with contextlib.suppress(StateStoreUnavailable):  # counted by the store; the next renewal retries
-            await self.renew()
-        if self.handle is not None:
-            self.handle = self.loop.call_later(self.every_s, self._fire)
-
-    def stop(self) -> None:
-        if self.handle is not None:
-            self.handle.cancel()
-            self.handle = None
-        if self.task is not None:
-            self.task.cancel()
 
 
 class RedisResults:
@@ -93,7 +64,7 @@ class RedisResults:
         self._check = store.script(CACHE_CHECK)
         self._finish = store.script(CACHE_FINISH)
         self._release = store.script(CACHE_RELEASE)
-        self._renew = store.script(LEASE_RENEW)
+        self._leases = Leases(store, "lease_renew", store.script(LEASE_RENEW), lease_s)
 
     def key(self, request: ScoreRequest, fn_name: str, fn_version: str) -> Hashable | None:
         if self.mode == "off" or (self.mode == "uid" and request.uid is None):
@@ -115,7 +86,7 @@ class RedisResults:
         self, key: Hashable, request: ScoreRequest, compute: Callable[[], Awaitable[ScoreResult]]
     ) -> ScoreResult:
         result_key, lease_key, out_key, _ = self._keys(key)
-        token = uuid.uuid4().hex
+        token = new_token()
         kind, value = await self.store.call(
             "cache_claim",
             self.store.eval(self._claim, [result_key, lease_key, out_key], [token, self.lease_ms]),
@@ -136,7 +107,7 @@ class RedisResults:
     async def _join(self, key: Hashable, holder: bytes, request: ScoreRequest) -> ScoreResult | str:
         """Wait for the run `holder` holds: its outcome, or the token of a lease this request now holds."""
         result_key, lease_key, out_key, channel = self._keys(key)
-        token = uuid.uuid4().hex
+        token = new_token()
         async with self.store.notifier.listen(channel) as inbox:
             while True:
                 kind, value = await self.store.call(
@@ -164,22 +135,17 @@ class RedisResults:
         self, key: Hashable, token: str, request: ScoreRequest, compute: Callable[[], Awaitable[ScoreResult]]
     ) -> ScoreResult:
         result_key, lease_key, out_key, channel = self._keys(key)
-        keeper = LeaseKeeper(
-            lambda: self.store.call(
-                "lease_renew", self.store.eval(self._renew, [lease_key], [token, self.lease_ms])
-            ),
-            self.lease_s,
-        )
+        lease = self._leases.hold([lease_key], [token, self.lease_ms])
         try:
             result = await compute()
         except BaseException:
-            keeper.stop()
+            self._leases.drop(lease)
             with contextlib.suppress(StateStoreUnavailable):
                 await self.store.call(
                     "cache_release", self.store.eval(self._release, [lease_key], [token, channel])
                 )
             raise
-        keeper.stop()
+        self._leases.drop(lease)
         cacheable = "1" if result.status == "ok" else "0"
         # Not awaited: the caller's answer does not depend on the store's, and a failed store changes
         # nothing for this caller either way (logged and counted by `send`). The write leaves in this loop

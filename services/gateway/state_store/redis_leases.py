@@ -1,0 +1,76 @@
+"""Lease renewal for the runs and concurrency slots a replica holds: one timer for all of them.
+
+A lease (a run's in `redis_cache.py`, a concurrency slot's in `redis_budget.py`) lasts `lease_s` in Redis and
+must be renewed while its holder still works, so that only a replica that died lets it expire. Most holds
+end in milliseconds, long before a renewal is due; a timer of their own would be created and cancelled for
+every sample (thousands per second, each a heap push in the event loop and a cancelled handle to sweep).
+Here a hold is an entry in a dict, and one timer, running only while something is held, ticks every
+`lease_s / 6` and renews each hold that is at least `lease_s / 3` old: a lease is renewed between a third
+and a half of its life after it was taken or last renewed, all the renewals of one tick in one pipelined
+write. A renewal that fails is counted and logged by the store; the next tick tries again, and a lease
+lost meanwhile is what a dead replica's would be (its run may be joined or claimed by another replica).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from redis.commands.core import AsyncScript
+
+from rewardfleet.services.gateway.state_store.redis_client import RedisStore
+
+
+def new_token() -> str:
+    """A holder's token: 32 hex characters (the scripts compare that many), unique across replicas."""
+    return os.urandom(16).hex()
+
+
+@dataclass(slots=True)
+class _Held:
+    keys: Sequence[Any]
+    args: Sequence[Any]
+    since: float  # event-loop time of the take or the last renewal
+
+
+class Leases:
+    def __init__(self, store: RedisStore, op: str, renew: AsyncScript, lease_s: float) -> None:
+        self.store = store
+        self.op = op
+        self.renew = renew
+        self.every_s = lease_s / 3
+        self._held: dict[int, _Held] = {}
+        self._ids = itertools.count()
+        self._timer: asyncio.TimerHandle | None = None
+
+    def hold(self, keys: Sequence[Any], args: Sequence[Any]) -> int:
+        """Keep renewing (`renew` script with these keys and arguments) until `drop` with the returned id."""
+        loop = asyncio.get_running_loop()
+        ident = next(self._ids)
+        self._held[ident] = _Held(keys, args, loop.time())
+        if self._timer is None:
+            self._timer = loop.call_later(self.every_s / 2, self._tick)
+        return ident
+
+    def drop(self, ident: int) -> None:
+        self._held.pop(ident, None)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def _tick(self) -> None:
+        self._timer = None
+        if not self._held:
+            return  # the next hold starts the timer again
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for held in self._held.values():
+            if now - held.since >= self.every_s:
+                held.since = now
+                renewal = self.store.eval(self.renew, held.keys, held.args)
+                self.store.send(self.op, renewal, "lease not renewed")
+        self._timer = loop.call_later(self.every_s / 2, self._tick)

@@ -1,0 +1,50 @@
+"""Lease renewal with one timer per owner (redis_leases.py) against a real redis-server: long holds keep their
+lease in Redis, short ones are never renewed, and the timer stops when nothing is held."""
+
+from __future__ import annotations
+
+import asyncio
+
+from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
+from rewardfleet.services.gateway.state_store.redis_leases import Leases, new_token
+from rewardfleet.services.gateway.state_store.redis_scripts import LEASE_RENEW
+
+
+def renewals(backend: RedisBackend, op: str) -> float:
+    """How many renewals the store sent and Redis answered (the op's latency histogram count)."""
+    value = backend.metrics.registry.get_sample_value(
+        "rewardfleet_state_store_duration_seconds_count", {"op": op}
+    )
+    return value or 0.0
+
+
+async def test_long_holds_are_renewed_short_ones_are_not(replicas: list[RedisBackend]) -> None:
+    backend = replicas[0]
+    store = backend.store
+    leases = Leases(store, "test_renew", store.script(LEASE_RENEW), lease_s=0.3)
+    long_key, short_key = store.key("lease", "long"), store.key("lease", "short")
+    long_token, short_token = new_token(), new_token()
+    assert len(long_token) == 32 and long_token != short_token
+    await store.client.set(long_key, long_token, px=300)
+    await store.client.set(short_key, short_token, px=300)
+    held = leases.hold([long_key], [long_token, 300])
+    for _ in range(20):  # many short holds, each over before a renewal is due
+        leases.drop(leases.hold([short_key], [short_token, 300]))
+    await asyncio.sleep(0.9)  # three lease lifetimes
+    assert await store.client.get(long_key) == long_token.encode()  # renewed all along
+    assert await store.client.get(short_key) is None  # never renewed: expired
+    leases.drop(held)
+    await asyncio.sleep(0.2)  # more than a tick: the timer has seen nothing held and stopped
+    assert len(leases) == 0 and leases._timer is None
+    sent = renewals(backend, "test_renew")
+    assert 3 <= sent <= 12  # one every 1/3 to 1/2 of the lease (0.9 s: 6 to 9), for the long hold only
+    await asyncio.sleep(0.2)
+    assert renewals(backend, "test_renew") == sent
+
+
+async def test_a_slot_held_longer_than_its_lease_stays_taken(replicas: list[RedisBackend]) -> None:
+    first, second = (r.gate("judge", 1, None, None, 0.3) for r in replicas[:2])
+    async with first.hold(1):
+        await asyncio.sleep(0.9)
+        assert await second._acquire(keys=[second.slots_key], args=["other", 300, 1]) == 0  # type: ignore[attr-defined]
+    assert await second._acquire(keys=[second.slots_key], args=["other", 300, 1]) == 1  # type: ignore[attr-defined]
