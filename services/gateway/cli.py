@@ -74,7 +74,7 @@ def gateway(
         typer.echo(f"rewardfleet gateway: invalid configuration:\n{format_validation_error(exc)}", err=True)
         raise typer.Exit(2) from exc
     uvicorn.run(
-        create_app(settings),
+        create_app(settings, freeze_startup=True),
         host=settings.host,
         port=settings.port,
         loop="uvloop",

@@ -1,0 +1,44 @@
+"""The gateway's own process freezes what start-up built (`create_app(freeze_startup=True)`, which the CLI
+passes), so full collections under load stop walking it; an embedding process is left alone. Run in a child
+process: freezing is process-wide."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import REPO_ROOT
+
+SCRIPT = """
+import gc, sys
+from fastapi.testclient import TestClient
+from rewardfleet.services.gateway.app import create_app
+from rewardfleet.services.gateway.config import GatewayConfig
+
+config = GatewayConfig(workers=1, reward_fns_dirs=[sys.argv[2]])
+with TestClient(create_app(config, freeze_startup=sys.argv[1] == "yes")) as client:
+    assert client.get("/ready").status_code == 200
+    print(gc.get_freeze_count(), len(gc.get_objects()))
+"""
+GOOD = "async def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n    return 0.5\n"
+
+
+@pytest.mark.parametrize("freeze", ["yes", "no"])
+def test_startup_objects_are_frozen_only_when_asked(tmp_path: Path, freeze: str) -> None:
+    (tmp_path / "good.py").write_text(GOOD)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, freeze, str(tmp_path)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    frozen, tracked = map(int, done.stdout.split()[-2:])
+    if freeze == "yes":
+        assert frozen > 50_000 and tracked < frozen / 10  # start-up's objects, out of the collector's view
+    else:
+        assert frozen == 0
