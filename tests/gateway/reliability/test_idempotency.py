@@ -4,6 +4,7 @@ is cached, and the hit/join counters /metrics exports."""
 from __future__ import annotations
 
 import asyncio
+import gc
 
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.idempotency import ResultCache
@@ -98,3 +99,18 @@ async def test_only_ok_results_are_cached() -> None:
     assert (await cache.run("k", sample(uid=1), compute)).status == "error"
     assert (await cache.run("k", sample(uid=1), compute)).status == "ok"  # the error was not remembered
     assert (await cache.run("k", sample(uid=1), compute)).cached
+
+
+async def test_cached_results_are_text_the_collector_does_not_walk() -> None:
+    """A full cache must not add its entries to every full collection: what it keeps is untracked text, and
+    a hit gives back an equal result (the caller's uid, `cached`)."""
+    cache = ResultCache("uid", 8, 60, GatewayMetrics())
+
+    async def compute() -> ScoreResult:
+        return result(score=0.25).model_copy(update={"extra": {"judge": {"verdict": "yes"}}})
+
+    first = await cache.run("k", sample(uid="first"), compute)
+    ((_, stored),) = cache.cache._data.values()
+    assert not gc.is_tracked(stored)
+    hit = await cache.run("k", sample(uid="again"), compute)
+    assert hit == first.model_copy(update={"uid": "again", "cached": True})
