@@ -76,8 +76,6 @@ class TTLCache:
         return value
 
     def put(self, key: Hashable, value: str) -> None:
-        if self.max_entries <= 0:
-            return
         self._data[key] = (time.monotonic() + self.ttl_s, value)
         self._data.move_to_end(key)
         while len(self._data) > self.max_entries:

@@ -64,7 +64,6 @@ class RedisGate:
         self.max_concurrency = max_concurrency
         self.rpm = requests_per_minute
         self.tpm = tokens_per_minute
-        self.lease_s = lease_s
         self.lease_ms = max(1, int(lease_s * 1000))
         base = store.key("b", "{" + fn_name + "}")
         self.slots_key, self.channel = base + ":slots", base + ":slots"

@@ -57,7 +57,6 @@ class RedisResults:
         self.mode = mode
         self.max_entries = max_entries
         self.ttl_ms = max(1, int(ttl_s * 1000))
-        self.lease_s = lease_s
         self.lease_ms = max(1, int(lease_s * 1000))
         self.index = store.key("r", "index")
         self._claim = store.script(CACHE_CLAIM)
