@@ -23,6 +23,7 @@ from rewardfleet.services.gateway.config import FunctionConfig
 from rewardfleet.services.gateway.core.failure_log import FailureLog
 from rewardfleet.services.gateway.core.registry import RewardFunction
 from rewardfleet.services.gateway.errors import ComponentFailed, InvalidReturn
+from rewardfleet.services.gateway.execution.contain import UserCodeExit, awaited
 from rewardfleet.services.gateway.execution.pool import WorkerPool
 from rewardfleet.services.gateway.execution.results import error_location, normalise_return
 from rewardfleet.services.gateway.metrics import GatewayMetrics
@@ -197,7 +198,7 @@ class Scorer:
         started = time.perf_counter()
         try:
             async with asyncio.timeout(timeout_s):
-                value = await call
+                value = await awaited(call)  # its SystemExit & co. fail this sample, not the loop
             score, extra = normalise_return(value)
         except TimeoutError:
             return _Outcome(
@@ -209,6 +210,12 @@ class Scorer:
             return _Outcome(
                 "error",
                 error=ErrorInfo(type="InvalidReturn", message=str(exc)),
+                compute_s=time.perf_counter() - started,
+            )
+        except UserCodeExit as exc:
+            return _Outcome(
+                "error",
+                error=ErrorInfo(type=exc.type, message=str(exc)),
                 compute_s=time.perf_counter() - started,
             )
         except ComponentFailed as exc:  # keeps the components' reports (features/composites, fallbacks)

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from rewardfleet.services.gateway.config import format_validation_error
 from rewardfleet.services.gateway.config.graders import GraderSpec
+from rewardfleet.services.gateway.execution.contain import UserCodeExit
 from rewardfleet.services.gateway.features.graders.runtime import GraderRuntime
 from rewardfleet.services.gateway.routes.deps import GatewayDep
 from rewardfleet.services.gateway.schemas import ScoreRequest
@@ -68,6 +69,9 @@ async def run(body: RunBody, gateway: GatewayDep) -> dict[str, Any]:
     try:
         score, extra = await runtime.run(spec, body.sample)
     except Exception as exc:  # GraderError, a model pool's RemoteCallError, a python grader's own error
-        error = {"type": type(exc).__name__, "message": str(exc)}
+        error = {
+            "type": exc.type if isinstance(exc, UserCodeExit) else type(exc).__name__,
+            "message": str(exc),
+        }
         return {"valid": True, "errors": [], "score": None, "extra": {}, "status": "error", "error": error}
     return {"valid": True, "errors": [], "score": score, "extra": extra, "status": "ok", "error": None}
