@@ -18,6 +18,7 @@ from rewardfleet.services.gateway.config.graders import GraderSpec, code_fields
 from rewardfleet.services.gateway.errors import InlineCodeRefused
 from rewardfleet.services.gateway.execution.contain import UserCodeExit
 from rewardfleet.services.gateway.features.graders.runtime import GraderRuntime
+from rewardfleet.services.gateway.reliability.external_pools import redact_token
 from rewardfleet.services.gateway.routes.deps import GatewayDep
 from rewardfleet.services.gateway.schemas import ScoreRequest
 
@@ -89,7 +90,7 @@ async def run(body: RunBody, gateway: GatewayDep) -> dict[str, Any]:
     except Exception as exc:  # GraderError, a model pool's RemoteCallError, a python grader's own error
         error = {
             "type": exc.type if isinstance(exc, UserCodeExit) else type(exc).__name__,
-            "message": str(exc),
+            "message": redact_token(str(exc), gateway.scorer.injectables.pool_token),
         }
         return {"valid": True, "errors": [], "score": None, "extra": {}, "status": "error", "error": error}
     return {"valid": True, "errors": [], "score": score, "extra": extra, "status": "ok", "error": None}
