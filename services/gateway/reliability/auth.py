@@ -47,7 +47,7 @@ def from_this_host(scope: Scope) -> bool:
             return True
     except ValueError:  # not an IP address (a unix socket's peer): not known to be local
         return False
-    return bool(server) and client[0] == server[0]
+    return server is not None and client[0] == server[0]
 
 
 class ApiKeyAuth:
