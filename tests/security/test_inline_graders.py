@@ -116,5 +116,9 @@ def test_operator_configured_python_graders_still_work(gw: Gateway) -> None:
     inline_multi = _post(gw, "/graders/run", {"type": "multi", "graders": {"p": "operator_py", "e": "eq"},
                                               "calculate_output": "p + e"}).json()  # fmt: skip
     assert inline_multi["status"] == "ok" and inline_multi["score"] == 2.0, inline_multi
+    like = {"type": "string_check", "operation": "like"}
+    named_like_fields = {"type": "multi", "calculate_output": "code + path",
+                         "graders": {"code": "eq", "path": like}}  # fmt: skip
+    assert _post(gw, "/graders/run", named_like_fields).json()["score"] == 2.0  # names, not fields
     declarative = _post(gw, "/graders/run", {"type": "string_check", "operation": "like"}).json()
     assert declarative["status"] == "ok" and declarative["score"] == 1.0, declarative

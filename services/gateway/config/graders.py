@@ -30,22 +30,23 @@ CODE_FIELDS = frozenset({"path", "module", "file", "function", "code", "source"}
 def code_fields(spec: object, where: str = "grader") -> list[str]:
     """Where a raw (unvalidated) grader spec names code, e.g. `grader.graders.a.path`; looks inside every
     mapping and list, so a `multi` grader's inline graders are covered at any depth (iteratively: a deep
-    body cannot exhaust the stack)."""
+    body cannot exhaust the stack). The keys of a `multi`'s `graders` are names, not fields: a grader may
+    be called `code`."""
     found: list[str] = []
-    stack: list[tuple[object, str]] = [(spec, where)]
+    stack: list[tuple[object, str, bool]] = [(spec, where, False)]  # (value, where, its keys are names)
     while stack:
-        value, at = stack.pop()
+        value, at, names = stack.pop()
         if isinstance(value, dict):
             kind = value.get("type")
-            if isinstance(kind, str) and kind in CODE_KINDS and not CODE_FIELDS & set(value):
+            if not names and isinstance(kind, str) and kind in CODE_KINDS and not CODE_FIELDS & set(value):
                 found.append(f"{at}.type")
             for key, item in value.items():
-                if key in CODE_FIELDS:
+                if key in CODE_FIELDS and not names:
                     found.append(f"{at}.{key}")
                 else:
-                    stack.append((item, f"{at}.{key}"))
+                    stack.append((item, f"{at}.{key}", not names and key == "graders"))
         elif isinstance(value, list):
-            stack.extend((item, f"{at}.{i}") for i, item in enumerate(value))
+            stack.extend((item, f"{at}.{i}", False) for i, item in enumerate(value))
     return sorted(found)
 
 
