@@ -6,13 +6,15 @@ multiply attempts, and a 4xx is the caller's mistake that no retry fixes. The si
 connection, retried once after a short pause: nothing was sent, so it is safe, and it rides over a router
 that is restarting. Everything that goes wrong raises `RemoteCallError` (or the subclass the caller names),
 carrying the URL, the HTTP status and the response body, so the gateway reports a typed error instead of
-a score of 0.
+a score of 0. The secret of a gateway's forwarding address (`/pools/<token>/...`, an external pool) never
+appears in that error: `redact_pool_tokens` masks it in the message and the URL.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +23,14 @@ import aiohttp
 DEFAULT_TIMEOUT_S = 60.0
 CONNECT_RETRY_PAUSE_S = 0.2
 _MAX_BODY_CHARS = 2000
+# The gateway's forwarding addresses carry a secret path segment: host:port/pools/<token>/<pool>/<function>.
+_POOL_TOKEN_RE = re.compile(r"/pools/[^/\s'\"?#]+/")
+POOL_TOKEN_MASK = "/pools/<token>/"
+
+
+def redact_pool_tokens(text: str) -> str:
+    """`text` with the secret segment of every gateway forwarding address masked (`/pools/<token>/`)."""
+    return _POOL_TOKEN_RE.sub(POOL_TOKEN_MASK, text)
 
 
 class RemoteCallError(Exception):
@@ -34,11 +44,11 @@ class RemoteCallError(Exception):
     def __init__(
         self, message: str, *, url: str, kind: str, status: int | None = None, body: str = ""
     ) -> None:
-        super().__init__(message)
-        self.url = url
+        super().__init__(redact_pool_tokens(message))
+        self.url = redact_pool_tokens(url)
         self.kind = kind
         self.status = status
-        self.body = body
+        self.body = redact_pool_tokens(body)
         self.server_message = server_message(body)
 
 

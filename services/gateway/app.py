@@ -38,7 +38,11 @@ from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.admission import Admission, AdmissionMiddleware, Backlog
 from rewardfleet.services.gateway.reliability.auth import ApiKeyAuth, read_keys_file
 from rewardfleet.services.gateway.reliability.drain import Drain
-from rewardfleet.services.gateway.reliability.external_pools import ExternalPools
+from rewardfleet.services.gateway.reliability.external_pools import (
+    ACCESS_LOGGER,
+    ExternalPools,
+    RedactPoolTokens,
+)
 from rewardfleet.services.gateway.reliability.function_limits import function_gates
 from rewardfleet.services.gateway.reliability.idempotency import Results
 from rewardfleet.services.gateway.reliability.input_limits import SampleLimits
@@ -135,6 +139,7 @@ def create_app(
                     reward_model_tokenizer=tokenizer,
                     tokenizer_path=config.reward_model_tokenizer,
                     fleet_pools=frozenset(config.routers) - frozenset(config.external_pools),
+                    pool_token=external.token if external.pools else None,
                 ),
                 cache=_result_cache(config, backend),
                 gates=function_gates(
@@ -177,11 +182,15 @@ def create_app(
             _log_functions(catalog.functions)
             gateway.ready = True
             drain.install()
+            # Installed here, after uvicorn configured its loggers: the access log never shows the secret.
+            redact = RedactPoolTokens()
+            logging.getLogger(ACCESS_LOGGER).addFilter(redact)
             if freeze_startup:
                 _freeze_startup_objects()
             try:
                 yield
             finally:
+                logging.getLogger(ACCESS_LOGGER).removeFilter(redact)
                 drain.uninstall()
                 gateway.ready = False
         finally:

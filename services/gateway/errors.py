@@ -4,6 +4,7 @@
     ├── LoadError                 start-up / reload: a reward-function file or config entry is unusable
     ├── TokenizerUnavailable      start-up: `reward_model_tokenizer` cannot be loaded (no HTTP)
     ├── Unauthorized              401: missing or unknown API key (+ WWW-Authenticate)
+    ├── InlineCodeRefused         403: an inline grader spec names code (`field` says where)
     ├── UnknownRewardFunction     404: `reward_fn` names no loaded function
     ├── Undispatchable            404: no function claims the `data_source` and there is no default
     ├── ReloadFailed              409: `POST /admin/reload` rejected; the previous functions keep serving
@@ -87,6 +88,11 @@ class TokenizerUnavailable(GatewayError):
 class Unauthorized(GatewayError):
     status_code = 401
     type = "Unauthorized"
+
+
+class InlineCodeRefused(GatewayError):
+    status_code = 403
+    type = "InlineCodeRefused"
 
 
 class UnknownRewardFunction(GatewayError):

@@ -299,7 +299,6 @@ def test_graders_validate_and_run_endpoints(adv: Gateway) -> None:
             "may be called",
         ),
         ({"type": "multi", "graders": {"a": "missing"}, "calculate_output": "a"}, "no grader named"),
-        ({"type": "python", "path": "/nope.py:grade"}, "no such file"),
         ({"type": "string_check", "operation": "eq", "input": "{{ sample.secret }}"}, "sample has only"),
     ]:
         body = httpx.post(f"{adv.url}/graders/validate", json={"grader": bad}).json()

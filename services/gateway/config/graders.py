@@ -20,6 +20,36 @@ _PATH_RE = re.compile(r"^(sample|item)(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 SAMPLE_FIELDS = frozenset({"output_text", "solution_str"})
 
 
+# What names code in a grader spec: the kinds that run it and the fields that name a module, a file or a
+# function. A request's inline spec may hold none of them (routes/graders.py): code runs only where the
+# operator configured it.
+CODE_KINDS = frozenset({"python"})
+CODE_FIELDS = frozenset({"path", "module", "file", "function", "code", "source"})
+
+
+def code_fields(spec: object, where: str = "grader") -> list[str]:
+    """Where a raw (unvalidated) grader spec names code, e.g. `grader.graders.a.path`; looks inside every
+    mapping and list, so a `multi` grader's inline graders are covered at any depth (iteratively: a deep
+    body cannot exhaust the stack). The keys of a `multi`'s `graders` are names, not fields: a grader may
+    be called `code`."""
+    found: list[str] = []
+    stack: list[tuple[object, str, bool]] = [(spec, where, False)]  # (value, where, its keys are names)
+    while stack:
+        value, at, names = stack.pop()
+        if isinstance(value, dict):
+            kind = value.get("type")
+            if not names and isinstance(kind, str) and kind in CODE_KINDS and not CODE_FIELDS & set(value):
+                found.append(f"{at}.type")
+            for key, item in value.items():
+                if key in CODE_FIELDS and not names:
+                    found.append(f"{at}.{key}")
+                else:
+                    stack.append((item, f"{at}.{key}", not names and key == "graders"))
+        elif isinstance(value, list):
+            stack.extend((item, f"{at}.{i}", False) for i, item in enumerate(value))
+    return sorted(found)
+
+
 def template_paths(template: str) -> list[str]:
     return TEMPLATE_RE.findall(template)
 

@@ -23,10 +23,11 @@ from rewardfleet.services.gateway.config import FunctionConfig
 from rewardfleet.services.gateway.core.failure_log import FailureLog
 from rewardfleet.services.gateway.core.registry import RewardFunction
 from rewardfleet.services.gateway.errors import ComponentFailed, InvalidReturn
+from rewardfleet.services.gateway.execution.contain import UserCodeExit, awaited
 from rewardfleet.services.gateway.execution.pool import WorkerPool
 from rewardfleet.services.gateway.execution.results import error_location, normalise_return
 from rewardfleet.services.gateway.metrics import GatewayMetrics
-from rewardfleet.services.gateway.reliability.external_pools import for_function
+from rewardfleet.services.gateway.reliability.external_pools import for_function, redact_token
 from rewardfleet.services.gateway.reliability.function_limits import Gate, estimate_tokens, reported_tokens
 from rewardfleet.services.gateway.reliability.idempotency import Results
 from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
@@ -44,6 +45,8 @@ class Injectables:
     # Pools behind the fleet's routers: a judge's reported tokens on them are counted here (external pools
     # count theirs as they forward, so those are not counted twice).
     fleet_pools: frozenset[str] = frozenset()
+    # The secret of the external pools' forwarding addresses: masked in every error a sample gets or the log.
+    pool_token: str | None = field(default=None, repr=False)
 
 
 def _exit_description(exitcode: int | None) -> str:
@@ -160,6 +163,10 @@ class Scorer:
         self.metrics.observe_call(fn.name, label, outcome.status, outcome.compute_s, outcome.score)
         if outcome.status != "ok":
             error = outcome.error
+            if error is not None:  # a judge's error names the URL it called: never the forwarding secret
+                error = outcome.error = ErrorInfo(
+                    type=error.type, message=redact_token(error.message, self.injectables.pool_token)
+                )
             self.failures.sample_failed(
                 reward_fn=fn.name,
                 data_source=request.data_source,
@@ -197,7 +204,7 @@ class Scorer:
         started = time.perf_counter()
         try:
             async with asyncio.timeout(timeout_s):
-                value = await call
+                value = await awaited(call)  # its SystemExit & co. fail this sample, not the loop
             score, extra = normalise_return(value)
         except TimeoutError:
             return _Outcome(
@@ -209,6 +216,12 @@ class Scorer:
             return _Outcome(
                 "error",
                 error=ErrorInfo(type="InvalidReturn", message=str(exc)),
+                compute_s=time.perf_counter() - started,
+            )
+        except UserCodeExit as exc:
+            return _Outcome(
+                "error",
+                error=ErrorInfo(type=exc.type, message=str(exc)),
                 compute_s=time.perf_counter() - started,
             )
         except ComponentFailed as exc:  # keeps the components' reports (features/composites, fallbacks)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rewardfleet.services.gateway.errors import InvalidReturn
+from rewardfleet.services.gateway.execution.contain import exit_message
 from rewardfleet.services.gateway.execution.isolation import detach, limit_memory
 from rewardfleet.services.gateway.execution.loader import FunctionRef, load_ref
 from rewardfleet.services.gateway.execution.results import error_location, normalise_return
@@ -37,7 +38,7 @@ def preload(refs: tuple[FunctionRef, ...]) -> None:
     for ref in refs:
         try:
             _functions[ref] = load_ref(ref)
-        except Exception:  # the gateway already imported it once; a failure here shows on the call
+        except BaseException:  # the gateway already imported it once; a failure here shows on the call
             log.exception("worker could not preload %s:%s", ref.module, ref.attr)
 
 
@@ -55,7 +56,8 @@ def run_call(ref: FunctionRef, kwargs: dict[str, Any], tokenizer_path: str | Non
     """Runs in a worker. Returns `(kind, payload, started, finished)` with `time.monotonic()` stamps (the
     same clock in every process on Linux): kind "ok" → payload is `(score, extra)` from `normalise_return`;
     kind "error" → payload is `(type, message)`. Exceptions are caught here so an unpicklable exception
-    cannot break the pool's result channel."""
+    cannot break the pool's result channel, and so are the `BaseException`s that are not exceptions
+    (`SystemExit`...): pebble's worker loop would end on them and take the pool with it (see contain.py)."""
     started = time.monotonic()
     try:
         fn = _functions.get(ref)
@@ -68,6 +70,8 @@ def run_call(ref: FunctionRef, kwargs: dict[str, Any], tokenizer_path: str | Non
         return "error", ("InvalidReturn", str(exc)), started, time.monotonic()
     except Exception as exc:
         return "error", (type(exc).__name__, f"{exc}{error_location(exc)}"), started, time.monotonic()
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt...: would end the worker's task loop
+        return "error", (type(exc).__name__, exit_message(exc)), started, time.monotonic()
     return "ok", outcome, started, time.monotonic()
 
 

@@ -26,7 +26,7 @@ from rewardfleet.services.gateway.features.composites import make_composite, syn
 from rewardfleet.services.gateway.features.fallbacks import with_fallback
 from rewardfleet.services.gateway.features.graders.runtime import GraderRuntime
 from rewardfleet.services.gateway.features.groups import GroupFunction, load_group_functions
-from rewardfleet.services.gateway.reliability.external_pools import for_function
+from rewardfleet.services.gateway.reliability.external_pools import GRADERS_CALLER, for_function
 from rewardfleet.services.gateway.schemas import ScoreRequest
 
 # A grader's call gets this much beyond its own limit, so the grader's own timeout error wins the race.
@@ -131,7 +131,7 @@ def build_catalog(
 ) -> Catalog:
     """The served catalog over `loaded` (see the module docstring); raises `LoadError`."""
     # Graders see the external pools too, under one function label for their budget and token metrics.
-    addresses = for_function(scorer.injectables.router_addresses, "graders")
+    addresses = for_function(scorer.injectables.router_addresses, GRADERS_CALLER)
     graders = GraderRuntime(config.graders, addresses, config.reward_router_address, http_client)
     group_functions = load_group_functions(config.groups)
     functions = _functions(config, loaded, graders, scorer)

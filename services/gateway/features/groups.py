@@ -33,6 +33,7 @@ from rewardfleet.services.gateway.core.registry import RewardFunction
 from rewardfleet.services.gateway.core.scoring import Scorer
 from rewardfleet.services.gateway.core.versioning import function_version
 from rewardfleet.services.gateway.errors import GroupRequestError, InvalidReturn, LoadError, TooManyOpenGroups
+from rewardfleet.services.gateway.execution.contain import UserCodeExit, awaited, in_thread
 from rewardfleet.services.gateway.execution.loader import load_module, resolve
 from rewardfleet.services.gateway.execution.results import as_score
 from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult
@@ -111,6 +112,12 @@ def load_group_functions(config: GroupsConfig) -> dict[str, GroupFunction]:
     if problems:
         raise LoadError("cannot load group functions:\n  " + "\n  ".join(problems))
     return found
+
+
+def group_fn_error(name: str, exc: Exception) -> ErrorInfo:
+    """The error every member of a group gets when its group function fails."""
+    raised = exc.type if isinstance(exc, UserCodeExit) else type(exc).__name__
+    return ErrorInfo(type="GroupFunctionError", message=f"{name}: {raised}: {exc}")
 
 
 def _name(fn: GroupFunction | None) -> str | None:
@@ -254,9 +261,7 @@ class GroupScorer:
                     finals = await self._run_group_fn(group.fn, [group.members[k][0] for k in keys], scores)
                 except Exception as exc:
                     finals = [None] * len(keys)
-                    error = ErrorInfo(
-                        type="GroupFunctionError", message=f"{group.fn.name}: {type(exc).__name__}: {exc}"
-                    )
+                    error = group_fn_error(group.fn.name, exc)
             results = {}
             for key, result, final in zip(keys, per_sample, finals, strict=True):
                 status = "error" if error is not None else result.status
@@ -285,9 +290,9 @@ class GroupScorer:
         ]
         async with asyncio.timeout(gfn.timeout_s):
             if gfn.is_async:
-                value = await gfn.fn(samples=samples, scores=list(scores), **gfn.kwargs)
+                value = await awaited(gfn.fn(samples=samples, scores=list(scores), **gfn.kwargs))
             else:
-                value = await asyncio.to_thread(gfn.fn, samples=samples, scores=list(scores), **gfn.kwargs)
+                value = await in_thread(gfn.fn, samples=samples, scores=list(scores), **gfn.kwargs)
         if not isinstance(value, (list, tuple)) or len(value) != len(scores):
             raise InvalidReturn(f"expected a list of {len(scores)} scores, got {type(value).__name__}")
         return [None if v is None else as_score(v, f"score {i}") for i, v in enumerate(value)]

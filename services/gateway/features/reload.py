@@ -24,6 +24,7 @@ from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.core.registry import load_functions
 from rewardfleet.services.gateway.core.scoring import Scorer
 from rewardfleet.services.gateway.errors import GatewayError, ReloadFailed
+from rewardfleet.services.gateway.execution.contain import in_thread
 from rewardfleet.services.gateway.features.build import Catalog, build_catalog
 
 
@@ -58,7 +59,7 @@ class Reloader:
     async def reload(self) -> dict[str, Any]:
         async with self._lock:
             try:
-                catalog = await asyncio.to_thread(self._load)
+                catalog = await in_thread(self._load)  # a module's SystemExit rejects the reload
             except GatewayError as exc:
                 raise ReloadFailed(
                     f"reload rejected, the previous functions keep serving: {exc.message}"

@@ -26,6 +26,7 @@ from typing import Any
 import aiohttp
 from prometheus_client import CollectorRegistry, Counter
 
+from rewardfleet.reward_fns._router_http import redact_pool_tokens
 from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
 from rewardfleet.services.gateway.metrics import ExternalPoolMetrics
 from rewardfleet.services.gateway.reliability.rate_limits import Budget, retry_delay_s
@@ -34,6 +35,13 @@ logger = logging.getLogger(__name__)
 
 # Stands for the calling function's name in a forwarding address until `for_function` fills it in.
 FUNCTION_SLOT = "{function}"
+# The caller name of the graders' runtime (features/build.py): the budget of inline `score_model` specs.
+GRADERS_CALLER = "graders"
+
+# The OpenAI-compatible routes a pool forwards (below its `base_url`, which ends in the API root `/v1`): what
+# `judge`, `score_model` graders, `similarity` and `reward_model` post. Nothing else of the provider's API
+# (files, fine-tuning, admin) is reachable through a forwarding address.
+FORWARDED_ROUTES = frozenset({"chat/completions", "completions", "embeddings"})
 
 # SGLang-only request fields (constrained decoding) that OpenAI-style providers reject as unknown.
 SGLANG_ONLY_FIELDS = ("regex", "ebnf", "json_schema")
@@ -144,6 +152,35 @@ class ExternalPools:
 
     def check_token(self, token: str) -> bool:
         return secrets.compare_digest(token.encode(), self.token.encode())
+
+
+def forwarded_route(path: str) -> str | None:
+    """The route of `FORWARDED_ROUTES` that `path` (as the server decoded it, `v1/` optional) names, or None.
+    Only an exact name passes: any `.`/`..`/empty segment, backslash or leftover `%` (double encoding) fails,
+    so no spelling of a path reaches another of the provider's routes."""
+    route = path.removeprefix("v1/")
+    return route if route in FORWARDED_ROUTES else None
+
+
+def redact_token(text: str, token: str | None) -> str:
+    """`text` as it may be shown or logged: every forwarding address's secret masked, and `token` (the
+    gateway's own) wherever else it appears (a function's own error text may hold its address in any form)."""
+    text = redact_pool_tokens(text)
+    return text.replace(token, "<token>") if token else text
+
+
+class RedactPoolTokens(logging.Filter):
+    """On uvicorn's access log: a forwarded request's line shows `/pools/<token>/...`, never the secret."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                redact_pool_tokens(arg) if isinstance(arg, str) else arg for arg in record.args
+            )
+        return True
+
+
+ACCESS_LOGGER = "uvicorn.access"
 
 
 def for_function(addresses: dict[str, str], function: str) -> dict[str, str]:

@@ -30,7 +30,7 @@ from rewardfleet.services.gateway.errors import (
     StateStoreUnavailable,
     TooManyOpenGroups,
 )
-from rewardfleet.services.gateway.features.groups import GroupFunction, GroupScorer, MemberKey
+from rewardfleet.services.gateway.features.groups import GroupFunction, GroupScorer, MemberKey, group_fn_error
 from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult
 from rewardfleet.services.gateway.state_store.redis_client import Inbox, RedisStore
 from rewardfleet.services.gateway.state_store.redis_scripts import (
@@ -269,9 +269,7 @@ class RedisGroupScorer(GroupScorer):
                 finals = await self._run_group_fn(gfn, requests, scores)
             except Exception as exc:
                 finals = [None] * len(members)
-                error = ErrorInfo(
-                    type="GroupFunctionError", message=f"{gfn.name}: {type(exc).__name__}: {exc}"
-                )
+                error = group_fn_error(gfn.name, exc)
         answers: dict[str, ScoreResult] = {}
         for (mkey, _), result, final in zip(members, per_sample, finals, strict=True):
             status = "error" if error is not None else result.status

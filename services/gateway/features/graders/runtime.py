@@ -29,6 +29,7 @@ from rewardfleet.services.gateway.config.graders import (
     TextSimilarity,
 )
 from rewardfleet.services.gateway.errors import GraderError
+from rewardfleet.services.gateway.execution.contain import awaited, in_thread
 from rewardfleet.services.gateway.execution.loader import parse_ref, resolve
 from rewardfleet.services.gateway.execution.results import normalise_return
 from rewardfleet.services.gateway.features.graders import text
@@ -240,9 +241,9 @@ class GraderRuntime:
         }
         async with asyncio.timeout(spec.timeout_s):
             if inspect.iscoroutinefunction(fn):
-                value = await fn(sample=sample_arg, item=item)
+                value = await awaited(fn(sample=sample_arg, item=item))
             else:  # a thread: it cannot be killed on timeout, only abandoned (docs/advanced_rewards.md)
-                value = await asyncio.to_thread(fn, sample=sample_arg, item=item)
+                value = await in_thread(fn, sample=sample_arg, item=item)
         return normalise_return(value)
 
     async def _multi(
