@@ -8,10 +8,12 @@ import logging
 import signal
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis.asyncio
-from redis.exceptions import ConnectionError, ResponseError
+import redis.asyncio.connection
+from redis.exceptions import AuthenticationError, ConnectionError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
@@ -132,8 +134,7 @@ async def test_send_counts_and_logs_a_failure_raises_nothing_and_close_waits_for
 
 
 async def test_unix_socket_url_carries_the_pipeline(tmp_path: Path) -> None:
-    """`unix://` (a co-located Redis): the pipeliner's own connection is opened by redis-py's unix-socket
-    connection class and taken over like a TCP one."""
+    """`unix://` (a co-located Redis): the pipeliner opens its own unix-socket connection."""
     sock = tmp_path / "redis.sock"
     server = RedisServer(tmp_path, extra_args=("--unixsocket", str(sock), "--unixsocketperm", "700")).start()
     backend = make_backend(f"unix://{sock}", "unix:")
@@ -147,4 +148,63 @@ async def test_unix_socket_url_carries_the_pipeline(tmp_path: Path) -> None:
         assert store.pipeliner.link.transport.get_extra_info("socket").family == socket.AF_UNIX
     finally:
         await backend.close()
+        server.stop()
+
+
+async def test_the_pipeliner_opens_its_own_connection_not_redis_pys(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pipeliner borrows no redis-py connection (nor its private stream): opening its link makes no
+    redis-py connection object at all."""
+    backend = make_backend(redis_server.url, "own:")
+    await backend.start()
+    try:
+        store = backend.store
+        echo = store.script(ECHO)
+        await store.client.script_load(ECHO)  # Redis knows the script: no SCRIPT LOAD needed below
+        assert store.pipeliner.link is None  # the pipeliner has not connected yet
+        made: list[object] = []
+        original = redis.asyncio.connection.AbstractConnection.__init__
+
+        def counting(self: redis.asyncio.connection.AbstractConnection, *args: Any, **kwargs: Any) -> None:
+            made.append(self)
+            original(self, *args, **kwargs)
+
+        monkeypatch.setattr(redis.asyncio.connection.AbstractConnection, "__init__", counting)
+        answers = await asyncio.wait_for(
+            asyncio.gather(*(store.eval(echo, ["k"], [str(i)]) for i in range(5))), 10
+        )
+        assert answers == [str(i).encode() for i in range(5)]
+        assert store.pipeliner.link is not None and made == []
+    finally:
+        monkeypatch.undo()
+        await backend.close()
+
+
+async def test_handshake_authenticates_and_selects_the_urls_database(tmp_path: Path) -> None:
+    """AUTH with the URL's user and password and SELECT of its database are the first calls on the
+    pipeliner's connection: a script's write lands in that database, and a wrong password fails the
+    calls with an authentication error instead of sending them unauthenticated."""
+    server = RedisServer(tmp_path, extra_args=("--requirepass", "pw-1")).start()
+    backend = make_backend(f"redis://default:pw-1@127.0.0.1:{server.port}/3", "auth:")
+    await backend.start()
+    try:
+        store = backend.store
+        setter = store.script("redis.call('SET', KEYS[1], ARGV[1]) return 1")
+        assert await store.eval(setter, ["in-db"], ["x"]) == 1
+        reader = redis.asyncio.Redis.from_url(f"redis://:pw-1@127.0.0.1:{server.port}/3")
+        assert await reader.get("in-db") == b"x"
+        await reader.aclose()
+        other = redis.asyncio.Redis.from_url(f"redis://:pw-1@127.0.0.1:{server.port}/0")
+        assert await other.get("in-db") is None
+        await other.aclose()
+    finally:
+        await backend.close()
+    wrong = make_backend(f"redis://default:nope@127.0.0.1:{server.port}/0", "auth:")
+    try:
+        echo = wrong.store.script(ECHO)
+        with pytest.raises(AuthenticationError):
+            await wrong.store.eval(echo, ["k"], ["a"])
+    finally:
+        await wrong.close()
         server.stop()

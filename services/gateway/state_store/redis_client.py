@@ -79,7 +79,9 @@ class RedisStore:
             health_check_interval=30,
         )
         self.client: aioredis.Redis = aioredis.Redis(connection_pool=pool)
-        self.pipeliner = Pipeliner(self.client, settings.op_timeout_s)
+        self.pipeliner = Pipeliner(
+            self.client, settings.op_timeout_s, connect_timeout_s=settings.connect_timeout_s
+        )
         self.notifier = Notifier(self, self.key("g", ""))
 
     def key(self, *parts: str) -> str:

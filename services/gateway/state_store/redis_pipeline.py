@@ -9,8 +9,12 @@ and no timer per batch or per reply (redis-py's `read_response` per reply, each 
 more than the round trips pipelining saved). Redis answers the commands of one connection in the order it
 got them, so the n-th reply belongs to the n-th call still waiting.
 
-The connection is opened (and its handshake: TLS, AUTH, SELECT, as the URL says) by redis-py's own
-connection class, then this module's protocol takes the transport over. One deadline guards all calls in
+The pipeliner owns its connection outright: it opens the transport itself (TCP, TLS or a unix socket, as the
+client's URL says) with this module's protocol from the first byte, and sends the handshake (AUTH, SELECT,
+CLIENT SETNAME) as the first calls on it. From redis-py it reads only public settings: the pool's
+`connection_class` and `connection_kwargs`, and for TLS the `ssl_context` redis-py's own `SSLConnection` would
+build from the same URL (so certificates, hostname checks and verify modes mean what they mean to redis-py).
+No redis-py connection or private attribute is borrowed. One deadline guards all calls in
 flight: a reply later than `op_timeout_s` aborts the connection, and every call still waiting gets the
 error (a connection that lost a reply cannot be trusted to match the next ones). The next call opens a new
 connection, so a restarted Redis is picked up by itself. Scripts are sent by SHA (`EVALSHA`); a Redis that
@@ -28,31 +32,41 @@ from typing import Any, cast
 
 import hiredis
 import redis.asyncio as aioredis
+from redis.asyncio.connection import SSLConnection, UnixDomainSocketConnection
 from redis.commands.core import AsyncScript
+from redis.exceptions import AuthenticationError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 
 @dataclass(slots=True)
 class Call:
-    script: AsyncScript
+    script: AsyncScript | None  # None: a handshake command, answered as it is
     keys: Sequence[Any]
     args: Sequence[Any]
     future: asyncio.Future[Any]
     sent_at: float = 0.0
 
 
+def _pack(call: Call) -> bytes:
+    if call.script is None:
+        return bytes(hiredis.pack_command(tuple(call.args)))
+    return bytes(hiredis.pack_command(("EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)))
+
+
 class _Link(asyncio.Protocol):
     """One connection's replies, in order, to the calls sent on it."""
 
-    def __init__(self, owner: Pipeliner, transport: asyncio.Transport, opened_by: object) -> None:
+    transport: asyncio.Transport
+
+    def __init__(self, owner: Pipeliner) -> None:
         self.owner = owner
-        self.transport = transport
-        self.opened_by = opened_by  # redis-py's connection: its stream closes the transport when collected
         self.reader = hiredis.Reader()
         self.waiting: deque[Call] = deque()
         self.error: BaseException | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # a stream connection's transport
 
     def data_received(self, data: bytes) -> None:
         self.reader.feed(data)
@@ -82,9 +96,16 @@ class _Link(asyncio.Protocol):
 
 
 class Pipeliner:
-    def __init__(self, client: aioredis.Redis, op_timeout_s: float, max_batch: int = 512) -> None:
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        op_timeout_s: float,
+        max_batch: int = 512,
+        connect_timeout_s: float | None = None,
+    ) -> None:
         self.client = client
         self.op_timeout_s = op_timeout_s
+        self.connect_timeout_s = connect_timeout_s if connect_timeout_s is not None else op_timeout_s
         self.max_batch = max_batch
         self.link: _Link | None = None
         self._queue: list[Call] = []
@@ -137,9 +158,7 @@ class Pipeliner:
         now = time.monotonic()
         for start in range(0, len(queue), self.max_batch):
             batch = queue[start : start + self.max_batch]
-            payload = b"".join(
-                hiredis.pack_command(("EVALSHA", c.script.sha, len(c.keys), *c.keys, *c.args)) for c in batch
-            )
+            payload = b"".join(_pack(c) for c in batch)
             for call in batch:
                 call.sent_at = now
             link.waiting.extend(batch)
@@ -161,19 +180,15 @@ class Pipeliner:
         self._watchdog = asyncio.get_running_loop().call_later(-late_by, self._check_deadline)
 
     async def _connect(self) -> None:
-        """Open a connection with redis-py (TLS, AUTH, SELECT from the URL) and take its transport over."""
+        """Open this pipeliner's own connection, run the handshake on it, then send what queued meanwhile."""
         try:
-            pool = self.client.connection_pool
-            conn = pool.connection_class(**pool.connection_kwargs)
-            await conn.connect()  # type: ignore[no-untyped-call]
-            writer = cast(asyncio.StreamWriter, conn._writer)  # redis-py keeps the stream it opened here
-            transport = cast(asyncio.Transport, writer.transport)
-            link = _Link(self, transport, conn)
-            transport.set_protocol(link)
+            async with asyncio.timeout(self.connect_timeout_s):
+                link = await self._open()
+                await self._handshake(link)
             self.link = link
         except BaseException as exc:
             queue, self._queue = self._queue, []
-            error = exc if isinstance(exc, Exception) else RedisConnectionError("connecting was cancelled")
+            error = self._connect_error(exc)
             for call in queue:
                 if not call.future.done():
                     call.future.set_exception(error)
@@ -184,11 +199,56 @@ class Pipeliner:
             self._connecting = None
         self._flush()
 
+    async def _open(self) -> _Link:
+        pool = self.client.connection_pool
+        kwargs = pool.connection_kwargs
+        loop = asyncio.get_running_loop()
+        link = _Link(self)
+        if issubclass(pool.connection_class, UnixDomainSocketConnection):
+            await loop.create_unix_connection(lambda: link, kwargs["path"])
+            return link
+        host, port = kwargs.get("host", "localhost"), int(kwargs.get("port", 6379))
+        tls = None
+        if issubclass(pool.connection_class, SSLConnection):
+            # redis-py's own reading of the ssl_* settings; constructing the connection opens nothing
+            tls = pool.connection_class(**kwargs).ssl_context.get()
+        await loop.create_connection(lambda: link, host, port, ssl=tls)
+        return link
+
+    async def _handshake(self, link: _Link) -> None:
+        kwargs = self.client.connection_pool.connection_kwargs
+        commands: list[tuple[Any, ...]] = []
+        password, username = kwargs.get("password"), kwargs.get("username")
+        if password is not None:
+            commands.append(("AUTH", username, password) if username else ("AUTH", password))
+        if int(kwargs.get("db") or 0):
+            commands.append(("SELECT", int(kwargs["db"])))
+        if kwargs.get("client_name"):
+            commands.append(("CLIENT", "SETNAME", kwargs["client_name"]))
+        loop = asyncio.get_running_loop()
+        calls = [Call(None, (), command, loop.create_future()) for command in commands]
+        link.waiting.extend(calls)
+        link.transport.write(b"".join(_pack(c) for c in calls))
+        for call in calls:
+            await call.future  # an error reply raises here: the link is not used
+
+    @staticmethod
+    def _connect_error(exc: BaseException) -> Exception:
+        if isinstance(exc, ResponseError) and ("WRONGPASS" in str(exc) or "NOAUTH" in str(exc)):
+            return AuthenticationError(str(exc))
+        if isinstance(exc, TimeoutError):
+            return RedisTimeoutError("connecting to Redis timed out")
+        if isinstance(exc, OSError):
+            return RedisConnectionError(f"cannot connect to Redis: {exc}")
+        if isinstance(exc, Exception):
+            return exc
+        return RedisConnectionError("connecting was cancelled")
+
     def answer(self, call: Call, reply: Any) -> None:
         if isinstance(reply, hiredis.ReplyError):
             message = str(reply)
-            if message.startswith("NOSCRIPT"):
-                self._spawn(self._load_and_retry(call))
+            if message.startswith("NOSCRIPT") and call.script is not None:
+                self._spawn(self._load_and_retry(call, call.script))
                 return
             reply = ResponseError(message)
         if call.future.done():
@@ -198,18 +258,16 @@ class Pipeliner:
         else:
             call.future.set_result(reply)
 
-    async def _load_and_retry(self, call: Call) -> None:
+    async def _load_and_retry(self, call: Call, script: AsyncScript) -> None:
         """Redis forgot the script (a restart, SCRIPT FLUSH): load it (once for all the calls that found it
         missing), then send the call again."""
         try:
-            loading = self._loading.get(call.script.sha)
+            loading = self._loading.get(script.sha)
             if loading is None:
-                loading = self._loading[call.script.sha] = self._spawn(
-                    self.client.script_load(call.script.script)
-                )
-                loading.add_done_callback(lambda _: self._loading.pop(call.script.sha, None))
+                loading = self._loading[script.sha] = self._spawn(self.client.script_load(script.script))
+                loading.add_done_callback(lambda _: self._loading.pop(script.sha, None))
             await asyncio.shield(loading)
-            result = await self.run(call.script, call.keys, call.args)
+            result = await self.run(script, call.keys, call.args)
         except Exception as exc:  # NOSCRIPT again at once, or the store failed: this call's error
             result = exc
         if call.future.done():
