@@ -15,8 +15,11 @@ from fastapi import FastAPI
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rewardfleet.services.gateway.routes import openrlhf, slime
 from rewardfleet.services.gateway.routes.error_handlers import install_error_handlers
-from rewardfleet.services.gateway.routes.protocols import content_uid, make_protocol_router, split_query
+from rewardfleet.services.gateway.routes.query_split import split_query
+from rewardfleet.services.gateway.routes.trainer_protocol import TrainerBackend, content_uid
+from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Status, Timings
 
 IM_PROMPT = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
 
@@ -27,39 +30,30 @@ class Scorer:
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
 
-    async def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
-        self.bodies.append(body)
-        answer = body["solution_str"].replace("<|im_end|>", "").strip()
-        base = {"uid": body["uid"], "reward_fn": body.get("reward_fn") or "exact", "timings": {}}
-        base["data_source"] = body["data_source"]
+    async def __call__(self, sample: ScoreRequest) -> ScoreResult:
+        self.bodies.append(sample.model_dump(exclude_unset=True))
+        answer = sample.solution_str.replace("<|im_end|>", "").strip()
+
+        def result(score: float | None, status: Status, extra: dict[str, Any], error: str = "") -> Any:
+            return ScoreResult(
+                uid=sample.uid,
+                score=score,
+                extra=extra,
+                reward_fn=sample.reward_fn or "exact",
+                data_source=sample.data_source,
+                status=status,
+                error=ErrorInfo(type=error.split(":")[0], message=error.split(":")[1]) if error else None,
+                timings=Timings(compute_s=0.0, total_s=0.0),
+            )
+
         if answer == "boom":
-            return base | {
-                "score": None,
-                "status": "error",
-                "extra": {},
-                "error": {"type": "ValueError", "message": "boom"},
-            }
+            return result(None, "error", {}, "ValueError:boom")
         if answer == "slow":
-            return base | {
-                "score": None,
-                "status": "timeout",
-                "extra": {},
-                "error": {"type": "timeout", "message": "over 1s"},
-            }
+            return result(None, "timeout", {}, "timeout:over 1s")
         if answer == "fallback":
-            return base | {
-                "score": -1.0,
-                "status": "error",
-                "extra": {},
-                "error": {"type": "KeyError", "message": "x"},
-            }
-        correct = answer == str(body["ground_truth"])
-        return base | {
-            "score": float(correct),
-            "status": "ok",
-            "error": None,
-            "extra": {"acc": correct, "pred": answer, "n": 3},
-        }
+            return result(-1.0, "error", {}, "KeyError:x")
+        correct = answer == str(sample.ground_truth)
+        return result(float(correct), "ok", {"acc": correct, "pred": answer, "n": 3})
 
 
 @pytest.fixture
@@ -71,7 +65,9 @@ def scorer() -> Scorer:
 async def http(scorer: Scorer) -> AsyncIterator[httpx.AsyncClient]:
     app = FastAPI()
     install_error_handlers(app)
-    app.include_router(make_protocol_router(scorer))
+    backend = TrainerBackend(score_one=scorer)
+    app.include_router(openrlhf.make_router(backend))
+    app.include_router(slime.make_router(backend))
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
         yield client
@@ -185,7 +181,7 @@ async def test_openrlhf_error_score_and_gateway_fallback_are_flagged(http: httpx
 async def test_router_default_error_score() -> None:
     app = FastAPI()
     install_error_handlers(app)
-    app.include_router(make_protocol_router(Scorer(), error_score=0.25))
+    app.include_router(openrlhf.make_router(TrainerBackend(score_one=Scorer(), error_score=0.25)))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://g") as http:
         resp = await http.post("/openrlhf", json=openrlhf_payload("boom"))
     assert resp.json()["rewards"] == [0.25]
