@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+_CONTAINERS = (dict, list, tuple)  # a tuple of types: isinstance is faster with it than with a union
+
 
 def json_size(value: Any, max_depth: int, max_size: int) -> tuple[int, int]:
     """`(depth, size)` of a JSON value (a scalar is depth 0, `{}` depth 1; size as the module docstring says),
@@ -18,12 +20,13 @@ def json_size(value: Any, max_depth: int, max_size: int) -> tuple[int, int]:
     `max_size` means "too deep" / "too large", not the exact figure."""
     if isinstance(value, str):
         return 0, len(value) + 1
-    if not isinstance(value, dict | list | tuple):
+    if not isinstance(value, _CONTAINERS):
         return 0, 1
     deepest, size = 0, 0
     stack: list[tuple[Any, int]] = [(value, 1)]
+    push, pop = stack.append, stack.pop
     while stack:
-        node, depth = stack.pop()
+        node, depth = pop()
         size += 1
         if depth > deepest:
             deepest = depth
@@ -31,17 +34,21 @@ def json_size(value: Any, max_depth: int, max_size: int) -> tuple[int, int]:
                 return deepest, size
         if isinstance(node, dict):
             for key, child in node.items():
-                size += len(key) if isinstance(key, str) else 1
-                if isinstance(child, dict | list | tuple):
-                    stack.append((child, depth + 1))
+                size += len(key) if type(key) is str else 1
+                if isinstance(child, str):
+                    size += len(child) + 1
+                elif isinstance(child, _CONTAINERS):
+                    push((child, depth + 1))
                 else:
-                    size += len(child) + 1 if isinstance(child, str) else 1
+                    size += 1
         else:
             for child in node:
-                if isinstance(child, dict | list | tuple):
-                    stack.append((child, depth + 1))
+                if isinstance(child, str):
+                    size += len(child) + 1
+                elif isinstance(child, _CONTAINERS):
+                    push((child, depth + 1))
                 else:
-                    size += len(child) + 1 if isinstance(child, str) else 1
+                    size += 1
         if size > max_size:
             return deepest, size
     return deepest, size

@@ -21,7 +21,7 @@ per value plus the characters of every string and key, counted without reading a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.errors import FieldTooLarge, TooDeep
@@ -89,27 +89,33 @@ class SampleLimits:
         )
 
     def check(self, sample: ScoreRequest) -> None:
-        """Every field of a sample against its bound; raises FieldTooLarge (413) or TooDeep (422)."""
-        _chars("solution_str", len(sample.solution_str), self.max_solution_chars)
-        _chars("data_source", len(sample.data_source), self.max_data_source_chars)
-        if sample.uid is not None:
-            _chars("uid", id_chars(sample.uid, self.max_uid_chars), self.max_uid_chars)
+        """Every field of a sample against its bound; raises FieldTooLarge (413) or TooDeep (422). On the hot
+        path: plain comparisons first, a function call only for a value over its bound or a JSON value."""
+        if len(sample.solution_str) > self.max_solution_chars:
+            _too_many("solution_str", len(sample.solution_str), self.max_solution_chars)
+        if len(sample.data_source) > self.max_data_source_chars:
+            _too_many("data_source", len(sample.data_source), self.max_data_source_chars)
+        uid = sample.uid
+        if uid is not None and (not isinstance(uid, str) or len(uid) > self.max_uid_chars):
+            _chars("uid", id_chars(uid, self.max_uid_chars), self.max_uid_chars)
+        if sample.reward_fn is not None and len(sample.reward_fn) > self.max_function_name_chars:
+            _too_many("reward_fn", len(sample.reward_fn), self.max_function_name_chars)
         if sample.group_id is not None:
             _chars("group_id", id_chars(sample.group_id, self.max_group_id_chars), self.max_group_id_chars)
-        for name in ("reward_fn", "group_fn"):
-            value = getattr(sample, name)
-            if value is not None:
-                _chars(name, len(value), self.max_function_name_chars)
+            if sample.group_fn is not None:
+                _chars("group_fn", len(sample.group_fn), self.max_function_name_chars)
         gt = sample.ground_truth
         if gt is not None:
             if isinstance(gt, str):
-                _chars("ground_truth", len(gt), self.max_ground_truth_chars)
+                if len(gt) > self.max_ground_truth_chars:
+                    _too_many("ground_truth", len(gt), self.max_ground_truth_chars)
             else:
                 self._value("ground_truth", gt, self.max_json_depth, self.max_ground_truth_chars)
         prompt = sample.prompt
         if prompt is not None:
             if isinstance(prompt, str):
-                _chars("prompt", len(prompt), self.max_prompt_chars)
+                if len(prompt) > self.max_prompt_chars:
+                    _too_many("prompt", len(prompt), self.max_prompt_chars)
             else:
                 self._value("prompt", prompt, self.max_json_depth, self.max_prompt_chars)
         if sample.extra_info:
@@ -158,6 +164,9 @@ _SETTINGS = {
 
 def _chars(field: str, size: int, limit: int) -> None:
     if size > limit:
-        raise FieldTooLarge(
-            f"{field} has {size} characters; {_SETTINGS.get(field, field)} is {limit}", field=field
-        )
+        _too_many(field, size, limit)
+
+
+def _too_many(field: str, size: int, limit: int) -> NoReturn:
+    setting = _SETTINGS.get(field, field)
+    raise FieldTooLarge(f"{field} has {size} characters; {setting} is {limit}", field=field)
