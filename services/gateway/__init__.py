@@ -8,6 +8,7 @@ Read it in this order:
                     external pools)
     schemas.py      request and response bodies
     errors.py       every gateway exception (the tree is in its docstring) and the one error envelope
+    sizes.py        the size of a JSON value, as the input and result limits count it
     metrics.py      the Prometheus metrics
     routes/         HTTP: /score, /health /ready /reward_fns /metrics, /graders, /admin, /openrlhf, /slime,
                     /pools (external pools)
@@ -19,6 +20,6 @@ Read it in this order:
     features/       composites, fallbacks, groups, graders, hot reload
 
 Dependencies point one way: app -> routes -> state_store -> features -> core -> reliability | execution ->
-config | schemas | metrics -> errors; nothing imports upwards, no folder has a cycle (import-linter checks it:
-pyproject.toml).
+config | schemas | metrics -> errors | sizes; nothing imports upwards, no folder has a cycle (import-linter
+checks it: pyproject.toml).
 """

@@ -47,14 +47,10 @@ from rewardfleet.services.gateway.reliability.function_limits import function_ga
 from rewardfleet.services.gateway.reliability.idempotency import Results
 from rewardfleet.services.gateway.reliability.input_limits import SampleLimits
 from rewardfleet.services.gateway.reliability.middleware import BodySizeLimit, RequestMetrics
-from rewardfleet.services.gateway.routes import admin, graders, meta, pools, score
+from rewardfleet.services.gateway.routes import admin, graders, meta, openrlhf, pools, score, slime
 from rewardfleet.services.gateway.routes.deps import Gateway
 from rewardfleet.services.gateway.routes.error_handlers import install_error_handlers
-from rewardfleet.services.gateway.routes.protocols import (
-    gateway_check,
-    gateway_score_one,
-    make_protocol_router,
-)
+from rewardfleet.services.gateway.routes.trainer_protocol import gateway_backend
 from rewardfleet.services.gateway.state_store.base import StateBackend
 from rewardfleet.services.gateway.state_store.factory import build_backend
 
@@ -120,6 +116,7 @@ def create_app(
                 on_queue_depth=backlog.set,
                 memory_limit_bytes=config.worker_memory_limit_bytes,
                 chunking=config.pool_chunking,
+                max_extra_size=config.max_result_extra_chars,
             )
             if sync_refs
             else None
@@ -142,6 +139,7 @@ def create_app(
                     pool_token=external.token if external.pools else None,
                 ),
                 cache=_result_cache(config, backend),
+                max_result_extra_chars=config.max_result_extra_chars,
                 gates=function_gates(
                     {name: fn.config for name, fn in loaded.items()},
                     lambda name, cfg: backend.gate(
@@ -162,12 +160,7 @@ def create_app(
                 config=config,
                 metrics=metrics,
                 http_client=http_client,
-                limits=SampleLimits(
-                    config.max_solution_chars,
-                    config.max_ground_truth_chars,
-                    config.max_prompt_chars,
-                    config.max_extra_info_depth,
-                ),
+                limits=SampleLimits.from_config(config),
                 scorer=scorer,
                 groups=backend.groups(config.groups, scorer),
                 reloader=Reloader(config, scorer, http_client, catalog),
@@ -211,8 +204,9 @@ def create_app(
     app.include_router(graders.router)
     app.include_router(admin.router)
     app.include_router(pools.router)
-    # OpenRLHF + slime
-    app.include_router(make_protocol_router(gateway_score_one(app), check=gateway_check(app)))
+    trainers = gateway_backend(app, config)  # OpenRLHF + slime, over the gateway's own scoring path
+    app.include_router(openrlhf.make_router(trainers))
+    app.include_router(slime.make_router(trainers))
     # Outermost first: metrics see the 413s the size limit sends.
     app.add_middleware(BodySizeLimit, max_body_bytes=config.max_body_bytes)
     app.add_middleware(AdmissionMiddleware, admission=admission)  # after auth: refused keys take no slot

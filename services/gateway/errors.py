@@ -8,10 +8,10 @@
     ├── UnknownRewardFunction     404: `reward_fn` names no loaded function
     ├── Undispatchable            404: no function claims the `data_source` and there is no default
     ├── ReloadFailed              409: `POST /admin/reload` rejected; the previous functions keep serving
-    ├── BatchTooLarge             413: more samples than `max_batch_samples`
+    ├── BatchTooLarge             413: more samples than `max_batch_samples` (/score/batch, /openrlhf)
     ├── PayloadTooLarge           413: body over `max_body_bytes` (raised by the ASGI limit middleware)
-    ├── FieldTooLarge             413: one field of a sample over its `max_*_chars`
-    ├── TooDeep                   422: `extra_info` nested deeper than `max_extra_info_depth`
+    ├── FieldTooLarge             413: one field of a sample over its `max_*_chars` (`field` names it)
+    ├── TooDeep                   422: JSON nested deeper than `max_extra_info_depth` / `max_json_depth`
     ├── GroupRequestError         422: inconsistent group fields (`group_id`, `group_size`, `group_index`)
     ├── Overloaded                429: admission is full (+ Retry-After)
     ├── RewardFunctionFailed      500: OpenRLHF/slime sample failed with no fallback score
@@ -27,6 +27,8 @@
     ComponentFailed               a composite's component or gate, or a fallback, failed (`type` names which;
                                   `result_extra` carries the components' reports)
     GraderError                   the sample does not fit a declarative grader
+    (ResultTooLarge)              not an exception: the `error.type` of a call whose `extra` is over
+                                  `max_result_extra_chars` (dropped, never cached)
 
     At config validation (a ValueError, so pydantic reports it under the key):
     FormulaError                  a multi grader's `calculate_output` is not a valid formula

@@ -154,6 +154,27 @@ class GatewayConfig(BaseModel):
     max_ground_truth_chars: int = Field(default=1_000_000, ge=1)
     max_prompt_chars: int = Field(default=1_000_000, ge=1)
     max_extra_info_depth: int = Field(default=16, ge=1)
+    # Bounds of every other client-supplied field (reliability/input_limits.py, docs/security.md).
+    max_extra_info_chars: int = Field(
+        default=1_000_000, ge=1, description="extra_info size: values + characters of its keys and strings."
+    )
+    max_json_depth: int = Field(
+        default=16, ge=1, description="Nesting of ground_truth, prompt messages and an inline grader spec."
+    )
+    max_uid_chars: int = Field(default=256, ge=1, description="uid (a string, or an integer's digits).")
+    max_data_source_chars: int = Field(default=256, ge=1)
+    max_group_id_chars: int = Field(default=256, ge=1, description="group_id (a string, or integer digits).")
+    max_function_name_chars: int = Field(
+        default=128, ge=1, description="reward_fn, group_fn, the {reward_fn} of a route, a grader's name."
+    )
+    max_grader_spec_chars: int = Field(
+        default=100_000, ge=1, description="An inline grader spec on /graders/*, sized like extra_info."
+    )
+    max_result_extra_chars: int = Field(
+        default=1_000_000,
+        ge=1024,
+        description="Size of a function's `extra` (like extra_info's); larger is a ResultTooLarge error.",
+    )
     worker_memory_limit_bytes: int | None = Field(
         default=None, ge=64 * 1024 * 1024, description="RLIMIT_AS of each sync worker process."
     )

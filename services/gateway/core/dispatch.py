@@ -8,6 +8,7 @@ function, so user files beat built-ins); `default_reward_fn`; otherwise a 404 li
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import logging
 from collections.abc import Mapping
 
@@ -58,16 +59,18 @@ class Dispatcher:
         self.exact = exact
         self.globs = sorted(globs, key=lambda g: (-len(g[0].replace("*", "")), -g[2]))
         self.default = default_reward_fn if default_reward_fn in self.functions else None
-        self._memo: dict[str, tuple[RewardFunction | None, str]] = {}
+        # Keyed by a digest of the data_source: the memo's size never depends on what clients send.
+        self._memo: dict[bytes, tuple[RewardFunction | None, str]] = {}
 
     def resolve(self, reward_fn: str | None, data_source: str) -> tuple[RewardFunction, str]:
         """The function for a sample and the bounded `data_source` metric label (the exact name if the
         table knows it, else the matching glob, else "other")."""
-        hit = self._memo.get(data_source)
+        key = hashlib.blake2b(data_source.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        hit = self._memo.get(key)
         if hit is None:
             hit = self._lookup(data_source)
             if len(self._memo) < _CACHE_LIMIT:
-                self._memo[data_source] = hit
+                self._memo[key] = hit
         fn, label = hit
         if reward_fn is not None:
             fn = self.functions.get(reward_fn)

@@ -25,7 +25,7 @@ from rewardfleet.services.gateway.core.registry import RewardFunction
 from rewardfleet.services.gateway.errors import ComponentFailed, InvalidReturn
 from rewardfleet.services.gateway.execution.contain import UserCodeExit, awaited
 from rewardfleet.services.gateway.execution.pool import WorkerPool
-from rewardfleet.services.gateway.execution.results import error_location, normalise_return
+from rewardfleet.services.gateway.execution.results import error_location, extra_too_large, normalise_return
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.external_pools import for_function, redact_token
 from rewardfleet.services.gateway.reliability.function_limits import Gate, estimate_tokens, reported_tokens
@@ -79,12 +79,14 @@ class Scorer:
         injectables: Injectables,
         cache: Results | None,
         gates: Mapping[str, Gate],
+        max_result_extra_chars: int | None = None,
     ) -> None:
         self.pool = pool
         self.metrics = metrics
         self.injectables = injectables
         self.cache = cache
         self.gates = dict(gates)
+        self.max_result_extra_chars = max_result_extra_chars
         self.failures = FailureLog()
 
     def _count_pool_tokens(self, function: str, extra: dict[str, Any]) -> None:
@@ -159,6 +161,14 @@ class Scorer:
                 if used is not None:  # the judge said how many tokens it used: TPM counts those
                     charge.settle(used)
         total_s = time.perf_counter() - started
+        too_large = extra_too_large(outcome.extra, self.max_result_extra_chars)
+        if too_large is not None:  # an error result: logged below, never cached, never sent
+            outcome = _Outcome(
+                "error",
+                error=ErrorInfo(type="ResultTooLarge", message=f"{fn.name}: {too_large}"),
+                queue_s=outcome.queue_s,
+                compute_s=outcome.compute_s,
+            )
         self._count_pool_tokens(fn.name, outcome.extra)
         self.metrics.observe_call(fn.name, label, outcome.status, outcome.compute_s, outcome.score)
         if outcome.status != "ok":

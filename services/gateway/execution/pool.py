@@ -43,6 +43,7 @@ class WorkerPool:
         on_queue_depth: Callable[[int], None] | None = None,
         memory_limit_bytes: int | None = None,
         chunking: bool = True,
+        max_extra_size: int | None = None,
     ) -> None:
         self.workers = workers
         self.in_flight = 0
@@ -52,7 +53,7 @@ class WorkerPool:
         self._pool = pebble.ProcessPool(
             max_workers=workers,
             initializer=init_worker,
-            initargs=(preload_refs, memory_limit_bytes),
+            initargs=(preload_refs, memory_limit_bytes, max_extra_size),
             context=multiprocessing.get_context("spawn"),
         )
         self._pending: dict[_Key, list[_Pending]] = {}

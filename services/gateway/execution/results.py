@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardfleet.services.gateway.errors import InvalidReturn
+from rewardfleet.services.gateway.sizes import json_size
 
 _EXPECTED = "expected a number, a dict with a 'score' key, or a tuple whose first element is the score"
 
@@ -77,6 +78,19 @@ def normalise_return(value: Any) -> tuple[float, dict[str, Any]]:
         score = as_score(value[0], "the tuple's first element")
         return score, ({"tuple_rest": jsonable(value[1:])} if len(value) > 1 else {})
     return as_score(value, "the return value"), {}
+
+
+def extra_too_large(extra: dict[str, Any], max_size: int | None) -> str | None:
+    """The ResultTooLarge message when `extra` is larger than `max_size` (`sizes.json_size`), else None."""
+    if max_size is None or not extra:
+        return None
+    _, size = json_size(extra, 1 << 30, max_size)
+    if size <= max_size:
+        return None
+    return (
+        f"the result's extra has a size over {max_size} (values + characters; max_result_extra_chars); "
+        "it was dropped"
+    )
 
 
 def error_location(exc: BaseException) -> str:

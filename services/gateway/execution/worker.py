@@ -15,7 +15,7 @@ from rewardfleet.services.gateway.errors import InvalidReturn
 from rewardfleet.services.gateway.execution.contain import exit_message
 from rewardfleet.services.gateway.execution.isolation import detach, limit_memory
 from rewardfleet.services.gateway.execution.loader import FunctionRef, load_ref
-from rewardfleet.services.gateway.execution.results import error_location, normalise_return
+from rewardfleet.services.gateway.execution.results import error_location, extra_too_large, normalise_return
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 # Per-process caches. They live only in worker processes (the gateway process never fills them).
 _functions: dict[FunctionRef, Callable[..., Any]] = {}
 _tokenizers: dict[str, Any] = {}
+# Largest `extra` a call may send back (sizes.json_size); set once by `init_worker`. A larger one never
+# crosses the pipe: the call's result is a ResultTooLarge error instead.
+_max_extra_size: list[int | None] = [None]
 
 
 def _worker_tokenizer(path: str) -> Any:
@@ -42,8 +45,11 @@ def preload(refs: tuple[FunctionRef, ...]) -> None:
             log.exception("worker could not preload %s:%s", ref.module, ref.attr)
 
 
-def init_worker(refs: tuple[FunctionRef, ...], memory_limit_bytes: int | None) -> None:
+def init_worker(
+    refs: tuple[FunctionRef, ...], memory_limit_bytes: int | None, max_extra_size: int | None = None
+) -> None:
     """The pool's initializer: isolate the process, import the functions, then cap its memory."""
+    _max_extra_size[0] = max_extra_size
     detach()
     preload(refs)
     limit_memory(memory_limit_bytes)
@@ -66,6 +72,9 @@ def run_call(ref: FunctionRef, kwargs: dict[str, Any], tokenizer_path: str | Non
         if tokenizer_path is not None:
             kwargs["reward_model_tokenizer"] = _worker_tokenizer(tokenizer_path)
         outcome = normalise_return(fn(**kwargs))
+        problem = extra_too_large(outcome[1], _max_extra_size[0])
+        if problem is not None:
+            return "error", ("ResultTooLarge", problem), started, time.monotonic()
     except InvalidReturn as exc:
         return "error", ("InvalidReturn", str(exc)), started, time.monotonic()
     except Exception as exc:

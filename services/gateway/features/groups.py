@@ -19,7 +19,9 @@ awaited, sync ones run in a thread; both under the entry's `timeout_s`.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
+import json
 import logging
 import pkgutil
 from collections import OrderedDict
@@ -41,6 +43,12 @@ from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreR
 log = logging.getLogger(__name__)
 GROUP_ENTRY_POINT = "compute_group_score"
 MemberKey = tuple[str, str | int]
+
+
+def group_digest(group_id: str | int) -> bytes:
+    """What the group tables are keyed by (here and in Redis): a client's group_id is never a key itself.
+    JSON first, so the string "1" and the integer 1 stay two groups."""
+    return hashlib.blake2b(json.dumps(group_id).encode(), digest_size=16).digest()
 
 
 @dataclass(frozen=True)
@@ -127,6 +135,7 @@ def _name(fn: GroupFunction | None) -> str | None:
 @dataclass
 class _Group:
     group_id: str | int
+    key: bytes  # group_digest(group_id)
     size: int
     fn: GroupFunction | None
     members: dict[MemberKey, tuple[ScoreRequest, asyncio.Task[ScoreResult]]] = field(default_factory=dict)
@@ -141,8 +150,8 @@ class GroupScorer:
     def __init__(self, config: GroupsConfig, scorer: Scorer) -> None:
         self.config = config
         self.scorer = scorer
-        self._open: dict[str | int, _Group] = {}
-        self._finished: OrderedDict[str | int, dict[MemberKey, ScoreResult]] = OrderedDict()
+        self._open: dict[bytes, _Group] = {}
+        self._finished: OrderedDict[bytes, dict[MemberKey, ScoreResult]] = OrderedDict()
         self._background: set[asyncio.Task[Any]] = set()
 
     def _member_key(self, request: ScoreRequest) -> MemberKey:
@@ -182,20 +191,23 @@ class GroupScorer:
         gid = request.group_id
         if gid is None:
             raise GroupRequestError("not a group member: group_id is null")
-        finished = self._finished.get(gid)
+        gkey = group_digest(gid)
+        finished = self._finished.get(gkey)
         if finished is not None:
             if key in finished:
                 return finished[key]
             raise GroupRequestError(
                 f"group {gid!r} is already answered; {key[0]} {key[1]!r} is not one of it"
             )
-        group = self._open.get(gid)
+        group = self._open.get(gkey)
         if group is None:
             if len(self._open) >= self.config.max_open_groups:
                 raise TooManyOpenGroups(f"{len(self._open)} groups are open (max_open_groups); retry later")
-            group = _Group(group_id=gid, size=request.group_size or 1, fn=self._group_fn(request, functions))
+            group = _Group(
+                group_id=gid, key=gkey, size=request.group_size or 1, fn=self._group_fn(request, functions)
+            )
             group.timer = asyncio.get_running_loop().call_later(self.config.timeout_s, self._expire, group)
-            self._open[gid] = group
+            self._open[gkey] = group
         elif request.group_size != group.size:
             raise GroupRequestError(
                 f"group {gid!r} has group_size {group.size}, this sample says {request.group_size}"
@@ -224,9 +236,9 @@ class GroupScorer:
     def _close(self, group: _Group, results: dict[MemberKey, ScoreResult]) -> None:
         if group.timer is not None:
             group.timer.cancel()
-        self._open.pop(group.group_id, None)
+        self._open.pop(group.key, None)
         if self.config.finished_groups_kept:
-            self._finished[group.group_id] = results
+            self._finished[group.key] = results
             while len(self._finished) > self.config.finished_groups_kept:
                 self._finished.popitem(last=False)
         if not group.done.done():
@@ -269,7 +281,7 @@ class GroupScorer:
         except BaseException:
             if not group.done.done():
                 group.done.set_exception(RuntimeError(f"group {group.group_id!r} could not be answered"))
-            self._open.pop(group.group_id, None)
+            self._open.pop(group.key, None)
             raise
         self._close(group, results)
 

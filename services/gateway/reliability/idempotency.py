@@ -10,8 +10,9 @@ should not pay for a second judge call. The key of a sample (`idempotency` in th
   call (assumes the function is deterministic for equal inputs).
 - `"off"`.
 
-The digest (BLAKE2b-128) covers data_source, solution_str, ground_truth, extra_info and prompt. A function's
-new version changes the key, so a reloaded function is never answered from the old one's results.
+The digest (BLAKE2b-128) covers data_source, solution_str, ground_truth, extra_info and prompt (and the uid in
+`"uid"` mode): no client string is kept in a key, so the keys' memory is the same whatever clients send. A
+function's new version changes the key, so a reloaded function is never answered from the old one's results.
 
 While a call is running, later requests with the same key wait for it and get its result. Only results with
 status "ok" are cached (an error or a timeout may be transient; the next attempt calls again). An answer
@@ -33,8 +34,14 @@ from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult, cano
 IdempotencyMode = Literal["uid", "inputs", "off"]
 
 
-def inputs_digest(request: ScoreRequest) -> bytes:
+def inputs_digest(request: ScoreRequest, with_uid: bool = False) -> bytes:
+    """BLAKE2b-128 of the sample's inputs (and its uid, `with_uid`): the whole of a cache key's client part,
+    so a key's size never depends on what the client sent (a 10 MB uid is 16 bytes here)."""
     h = hashlib.blake2b(digest_size=16)
+    if with_uid:
+        uid = str(request.uid).encode("utf-8", "surrogatepass")
+        h.update(len(uid).to_bytes(8, "little"))
+        h.update(uid)
     for part in (
         request.data_source,
         request.solution_str,
@@ -104,10 +111,9 @@ class ResultCache:
     def key(self, request: ScoreRequest, fn_name: str, fn_version: str) -> Hashable | None:
         if self.mode == "off" or (self.mode == "uid" and request.uid is None):
             return None
-        digest = inputs_digest(request)
         if self.mode == "uid":
-            return (fn_name, fn_version, str(request.uid), digest)
-        return (fn_name, fn_version, digest)
+            return (fn_name, fn_version, "uid", inputs_digest(request, with_uid=True))
+        return (fn_name, fn_version, inputs_digest(request))
 
     @staticmethod
     def _as_cached(result: ScoreResult, request: ScoreRequest) -> ScoreResult:

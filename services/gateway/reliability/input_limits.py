@@ -1,47 +1,41 @@
 """Input limits checked on every sample before any work starts, each answered with an error naming the field.
 
-    max_body_bytes         413 PayloadTooLarge   (middleware.py, before the body is parsed)
-    max_batch_samples      413 BatchTooLarge     (routes/score.py)
-    max_solution_chars     413 FieldTooLarge     solution_str
-    max_ground_truth_chars 413 FieldTooLarge     ground_truth (a string; or the JSON text of any other value)
-    max_prompt_chars       413 FieldTooLarge     prompt (`prompt_chars`: the text, or the sum of the
-                                                 messages' string `content`; token estimates count the same)
-    max_extra_info_depth   422 TooDeep           extra_info nested deeper than this (a flat dict is depth 1)
+    max_body_bytes          413 PayloadTooLarge   (middleware.py, before the body is parsed)
+    max_batch_samples       413 BatchTooLarge     /score/batch `samples`, /openrlhf `query`
+    max_solution_chars      413 FieldTooLarge     solution_str
+    max_ground_truth_chars  413 FieldTooLarge     ground_truth (a string: its length; else its size)
+    max_prompt_chars        413 FieldTooLarge     prompt (text: its length; chat messages: their size)
+    max_extra_info_chars    413 FieldTooLarge     extra_info (its size)
+    max_uid_chars           413 FieldTooLarge     uid (a string, or the digits of an integer)
+    max_data_source_chars   413 FieldTooLarge     data_source
+    max_group_id_chars      413 FieldTooLarge     group_id (a string, or the digits of an integer)
+    max_function_name_chars 413 FieldTooLarge     reward_fn, group_fn, a grader's name
+    max_grader_spec_chars   413 FieldTooLarge     an inline grader spec (its size)
+    max_extra_info_depth    422 TooDeep           extra_info nested deeper than this (a flat dict is depth 1)
+    max_json_depth          422 TooDeep           ground_truth, prompt or a grader spec, deeper than this
 
-Lengths are in characters (Python `len`), not bytes.
+Lengths are in characters (Python `len`), not bytes. The *size* of a JSON value is `sizes.json_size`'s: one
+per value plus the characters of every string and key, counted without reading any string (see there).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
+from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.errors import FieldTooLarge, TooDeep
 from rewardfleet.services.gateway.schemas import ScoreRequest
+from rewardfleet.services.gateway.sizes import json_size
 
 
 def nesting_depth(value: Any, limit: int) -> int:
     """Depth of nested dicts/lists (a scalar is 0, `{}` is 1), counted no further than `limit + 1`."""
-    if not isinstance(value, dict | list):
-        return 0
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > deepest:
-            deepest = depth
-            if deepest > limit:
-                return deepest
-        children = node.values() if isinstance(node, dict) else node
-        for child in children:
-            if isinstance(child, dict | list):
-                stack.append((child, depth + 1))
-    return deepest
+    return json_size(value, limit, 1 << 62)[0]
 
 
 def prompt_chars(prompt: Any) -> int:
-    """Length of a prompt: the text, or the sum of the chat messages' string `content`."""
+    """Length of a prompt: the text, or the sum of the chat messages' string `content` (token estimates)."""
     if isinstance(prompt, str):
         return len(prompt)
     total = 0
@@ -53,40 +47,126 @@ def prompt_chars(prompt: Any) -> int:
     return total
 
 
+def id_chars(value: str | int, limit: int) -> int:
+    """Characters of a string, or digits of an integer (estimated from its bit length past `limit` digits: an
+    integer of at most 3·limit bits has at most `limit` digits; a huge one is never turned into text)."""
+    if isinstance(value, str):
+        return len(value)
+    bits = abs(value).bit_length()
+    if bits <= 3 * limit:
+        return len(str(value))
+    return int(bits * 0.30103) + 1
+
+
 @dataclass(frozen=True)
 class SampleLimits:
     max_solution_chars: int
     max_ground_truth_chars: int
     max_prompt_chars: int
     max_extra_info_depth: int
+    max_extra_info_chars: int = 1_000_000
+    max_json_depth: int = 16
+    max_uid_chars: int = 256
+    max_data_source_chars: int = 256
+    max_group_id_chars: int = 256
+    max_function_name_chars: int = 128
+    max_grader_spec_chars: int = 100_000
+
+    @classmethod
+    def from_config(cls, config: GatewayConfig) -> SampleLimits:
+        return cls(
+            max_solution_chars=config.max_solution_chars,
+            max_ground_truth_chars=config.max_ground_truth_chars,
+            max_prompt_chars=config.max_prompt_chars,
+            max_extra_info_depth=config.max_extra_info_depth,
+            max_extra_info_chars=config.max_extra_info_chars,
+            max_json_depth=config.max_json_depth,
+            max_uid_chars=config.max_uid_chars,
+            max_data_source_chars=config.max_data_source_chars,
+            max_group_id_chars=config.max_group_id_chars,
+            max_function_name_chars=config.max_function_name_chars,
+            max_grader_spec_chars=config.max_grader_spec_chars,
+        )
 
     def check(self, sample: ScoreRequest) -> None:
+        """Every field of a sample against its bound; raises FieldTooLarge (413) or TooDeep (422). On the hot
+        path: plain comparisons first, a function call only for a value over its bound or a JSON value."""
         if len(sample.solution_str) > self.max_solution_chars:
-            raise FieldTooLarge(
-                f"solution_str has {len(sample.solution_str)} characters; "
-                f"max_solution_chars is {self.max_solution_chars}",
-                field="solution_str",
-            )
+            _too_many("solution_str", len(sample.solution_str), self.max_solution_chars)
+        if len(sample.data_source) > self.max_data_source_chars:
+            _too_many("data_source", len(sample.data_source), self.max_data_source_chars)
+        uid = sample.uid
+        if uid is not None and (not isinstance(uid, str) or len(uid) > self.max_uid_chars):
+            _chars("uid", id_chars(uid, self.max_uid_chars), self.max_uid_chars)
+        if sample.reward_fn is not None and len(sample.reward_fn) > self.max_function_name_chars:
+            _too_many("reward_fn", len(sample.reward_fn), self.max_function_name_chars)
+        if sample.group_id is not None:
+            _chars("group_id", id_chars(sample.group_id, self.max_group_id_chars), self.max_group_id_chars)
+            if sample.group_fn is not None:
+                _chars("group_fn", len(sample.group_fn), self.max_function_name_chars)
         gt = sample.ground_truth
         if gt is not None:
-            size = len(gt) if isinstance(gt, str) else len(json.dumps(gt, default=repr))
-            if size > self.max_ground_truth_chars:
-                raise FieldTooLarge(
-                    f"ground_truth has {size} characters; max_ground_truth_chars is "
-                    f"{self.max_ground_truth_chars}",
-                    field="ground_truth",
-                )
-        if sample.prompt is not None:
-            size = prompt_chars(sample.prompt)
-            if size > self.max_prompt_chars:
-                raise FieldTooLarge(
-                    f"prompt has {size} characters; max_prompt_chars is {self.max_prompt_chars}",
-                    field="prompt",
-                )
+            if isinstance(gt, str):
+                if len(gt) > self.max_ground_truth_chars:
+                    _too_many("ground_truth", len(gt), self.max_ground_truth_chars)
+            else:
+                self._value("ground_truth", gt, self.max_json_depth, self.max_ground_truth_chars)
+        prompt = sample.prompt
+        if prompt is not None:
+            if isinstance(prompt, str):
+                if len(prompt) > self.max_prompt_chars:
+                    _too_many("prompt", len(prompt), self.max_prompt_chars)
+            else:
+                self._value("prompt", prompt, self.max_json_depth, self.max_prompt_chars)
         if sample.extra_info:
-            depth = nesting_depth(sample.extra_info, self.max_extra_info_depth)
-            if depth > self.max_extra_info_depth:
-                raise TooDeep(
-                    f"extra_info is nested more than max_extra_info_depth={self.max_extra_info_depth} deep",
-                    field="extra_info",
-                )
+            self._value("extra_info", sample.extra_info, self.max_extra_info_depth, self.max_extra_info_chars)
+
+    def check_name(self, field: str, name: str) -> None:
+        """A function or grader name from the client (a route's `{reward_fn}`, a grader's name)."""
+        _chars(field, len(name), self.max_function_name_chars)
+
+    def check_grader_spec(self, spec: dict[str, Any] | str) -> None:
+        if isinstance(spec, str):
+            self.check_name("grader", spec)
+        else:
+            self._value("grader", spec, self.max_json_depth, self.max_grader_spec_chars)
+
+    def _value(self, field: str, value: Any, max_depth: int, max_size: int) -> None:
+        depth, size = json_size(value, max_depth, max_size)
+        if depth > max_depth:
+            setting = "max_extra_info_depth" if field == "extra_info" else "max_json_depth"
+            raise TooDeep(f"{field} is nested more than {setting}={max_depth} deep", field=field)
+        if size > max_size:
+            setting = {
+                "extra_info": "max_extra_info_chars",
+                "ground_truth": "max_ground_truth_chars",
+                "prompt": "max_prompt_chars",
+                "grader": "max_grader_spec_chars",
+            }[field]
+            raise FieldTooLarge(
+                f"{field} has a size over {max_size} (values + characters); {setting} is {max_size}",
+                field=field,
+            )
+
+
+_SETTINGS = {
+    "solution_str": "max_solution_chars",
+    "data_source": "max_data_source_chars",
+    "uid": "max_uid_chars",
+    "group_id": "max_group_id_chars",
+    "reward_fn": "max_function_name_chars",
+    "group_fn": "max_function_name_chars",
+    "grader": "max_function_name_chars",
+    "ground_truth": "max_ground_truth_chars",
+    "prompt": "max_prompt_chars",
+}
+
+
+def _chars(field: str, size: int, limit: int) -> None:
+    if size > limit:
+        _too_many(field, size, limit)
+
+
+def _too_many(field: str, size: int, limit: int) -> NoReturn:
+    setting = _SETTINGS.get(field, field)
+    raise FieldTooLarge(f"{field} has {size} characters; {setting} is {limit}", field=field)

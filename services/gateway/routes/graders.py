@@ -66,6 +66,7 @@ def _spec(runtime: GraderRuntime, grader: dict[str, Any] | str) -> tuple[GraderS
 @router.post("/graders/validate", response_model=Validation)
 async def validate(body: GraderBody, gateway: GatewayDep) -> Validation:
     """Check a grader spec the way start-up does; never runs it."""
+    gateway.limits.check_grader_spec(body.grader)
     _, errors = _spec(gateway.catalog.graders, body.grader)
     return Validation(valid=not errors, errors=errors)
 
@@ -74,6 +75,8 @@ async def validate(body: GraderBody, gateway: GatewayDep) -> Validation:
 async def run(body: RunBody, gateway: GatewayDep) -> dict[str, Any]:
     """Grade one sample: `{"valid", "errors", "score", "extra", "status", "error"}`. A call that fails is a
     200 with `status: "error"`, an invalid spec a 200 with `valid: false`."""
+    gateway.limits.check_grader_spec(body.grader)
+    gateway.limits.check(body.sample)
     runtime = gateway.catalog.graders
     spec, errors = _spec(runtime, body.grader)
     if spec is None or errors:

@@ -58,8 +58,11 @@ def _body_doc(schema: dict[str, Any]) -> dict[str, Any]:
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorEnvelope, "description": "Unknown reward_fn, or no function for the data_source."},
-    413: {"model": ErrorEnvelope, "description": "Body over max_body_bytes (or too many samples)."},
-    422: {"model": ErrorEnvelope, "description": "Malformed JSON or a field of the wrong type."},
+    413: {
+        "model": ErrorEnvelope,
+        "description": "Body over max_body_bytes, too many samples, or a field over its bound (`field`).",
+    },
+    422: {"model": ErrorEnvelope, "description": "Malformed JSON, a field of the wrong type, or too deep."},
 }
 
 

@@ -68,10 +68,9 @@ class RedisResults:
     def key(self, request: ScoreRequest, fn_name: str, fn_version: str) -> Hashable | None:
         if self.mode == "off" or (self.mode == "uid" and request.uid is None):
             return None
-        digest = inputs_digest(request).hex()
-        if self.mode == "uid":
-            return f"{fn_name}|{fn_version}|{request.uid!s}|{digest}"
-        return f"{fn_name}|{fn_version}|{digest}"
+        if self.mode == "uid":  # the uid only inside the digest: a Redis key never holds a client string
+            return f"{fn_name}|{fn_version}|uid|{inputs_digest(request, with_uid=True).hex()}"
+        return f"{fn_name}|{fn_version}|{inputs_digest(request).hex()}"
 
     def _keys(self, key: Hashable) -> tuple[str, str, str, str]:
         base = self.store.key("r", "{" + str(key) + "}")

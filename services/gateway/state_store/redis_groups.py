@@ -30,7 +30,13 @@ from rewardfleet.services.gateway.errors import (
     StateStoreUnavailable,
     TooManyOpenGroups,
 )
-from rewardfleet.services.gateway.features.groups import GroupFunction, GroupScorer, MemberKey, group_fn_error
+from rewardfleet.services.gateway.features.groups import (
+    GroupFunction,
+    GroupScorer,
+    MemberKey,
+    group_digest,
+    group_fn_error,
+)
 from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult
 from rewardfleet.services.gateway.state_store.redis_client import Inbox, RedisStore
 from rewardfleet.services.gateway.state_store.redis_scripts import (
@@ -48,7 +54,8 @@ COMPLETER_GRACE_S = 10.0  # a completer's lease: the group function's timeout pl
 
 @dataclass(frozen=True)
 class _Keys:
-    gid: str
+    group_id: str | int
+    gid: str  # group_digest(group_id), hex: what the keys and the open/done sets hold
     meta: str
     members: str
     final: str
@@ -84,10 +91,10 @@ class RedisGroupScorer(GroupScorer):
         self._read = store.script(GROUP_READ)
         self._collect = store.script(GROUP_COLLECT)
 
-    def _keys(self, gid: str | int) -> _Keys:
-        encoded = json.dumps(gid)
-        base = self.prefix + "{" + encoded + "}"
-        return _Keys(encoded, base + ":meta", base + ":m", base + ":f", base)
+    def _keys(self, group_id: str | int) -> _Keys:
+        gid = group_digest(group_id).hex()
+        base = self.prefix + "{" + gid + "}"
+        return _Keys(group_id, gid, base + ":meta", base + ":m", base + ":f", base)
 
     async def submit(
         self, request: ScoreRequest, fn: Any, label: str, functions: Mapping[str, GroupFunction]
@@ -164,7 +171,9 @@ class RedisGroupScorer(GroupScorer):
             if state == "complete":
                 return (await self._finish_group(keys, size, gfn))[member]
             if not state:
-                raise StateStoreUnavailable(f"group {keys.gid}: its state was lost (the store restarted?)")
+                raise StateStoreUnavailable(
+                    f"group {keys.group_id!r}: its state was lost (the store restarted?)"
+                )
             return await self._wait(keys, member, size, gfn, deadline, inbox, result)
 
     async def _wait(
@@ -192,10 +201,10 @@ class RedisGroupScorer(GroupScorer):
                     return await self._timeout_answer(keys, member, size, gfn, received, own)
                 if not state:
                     raise StateStoreUnavailable(
-                        f"group {keys.gid}: its state was lost (the store restarted?)"
+                        f"group {keys.group_id!r}: its state was lost (the store restarted?)"
                     )
                 if own is None and now >= give_up:
-                    raise GroupAnswerLost(f"group {keys.gid}: no answer for this member; retry it")
+                    raise GroupAnswerLost(f"group {keys.group_id!r}: no answer for this member; retry it")
             wait_s = (
                 self.store.settings.poll_s
                 if now >= deadline
@@ -223,15 +232,13 @@ class RedisGroupScorer(GroupScorer):
         result: ScoreResult,
         **final: Any,
     ) -> ScoreResult:
-        view = _View(json.loads(keys.gid), size, gfn, dict.fromkeys(str(i) for i in range(received)))
+        view = _View(keys.group_id, size, gfn, dict.fromkeys(str(i) for i in range(received)))
         return self._final(result, cast(Any, view), final["score"], final["status"], final["error"])
 
     async def _timeout_answer(
         self, keys: _Keys, member: str, size: int, gfn: GroupFunction | None, received: int, own: ScoreResult
     ) -> ScoreResult:
-        message = (
-            f"group {json.loads(keys.gid)!r}: {received} of {size} members within {self.config.timeout_s}s"
-        )
+        message = f"group {keys.group_id!r}: {received} of {size} members within {self.config.timeout_s}s"
         answer = self._answer_of(
             keys,
             size,
