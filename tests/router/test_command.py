@@ -14,7 +14,7 @@ from sglang_router.launch_router import parse_router_args
 from rewardfleet.router import RouterConfig, build_command, sglang_router_binary
 from rewardfleet.router import command as command_module
 from rewardfleet.router.command import RouterBinaryNotFound
-from rewardfleet.services.fleet.redact import redact_argv
+from rewardfleet.services.common.redact import redact_argv
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from rewardfleet.reward_fns._router_http import RemoteCallError
+from rewardfleet.services.common.router_http import RemoteCallError
 from rewardfleet.services.gateway.config import FunctionConfig
 from rewardfleet.services.gateway.config.features import FallbackReason, FallbackSpec
 from rewardfleet.services.gateway.core.registry import RewardFunction

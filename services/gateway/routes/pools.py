@@ -22,7 +22,7 @@ router = APIRouter(tags=["pools"], include_in_schema=False)
 
 
 def _error(status: int, message: str) -> JSONResponse:
-    # OpenAI's error shape, which `rewardfleet.reward_fns._router_http` shows as the body of a
+    # OpenAI's error shape, which `rewardfleet.services.common.router_http` shows as the body of a
     # RemoteCallError.
     return JSONResponse({"error": {"message": message, "type": "pool_error"}}, status_code=status)
 
