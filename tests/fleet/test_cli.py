@@ -9,7 +9,14 @@ from pathlib import Path
 from rewardfleet.services.fleet.config import DEFAULT_CONFIG_PATH
 from tests.support import rewardfleet_cmd
 
-SECRETS = ("sk-gateway-key-1-a8f03c", "sk-judge-key", "hf_readtoken", "redispw", "judgepw", "routerkey-3c7e9a1f0b")
+SECRETS = (
+    "sk-gateway-key-1-a8f03c",
+    "sk-judge-key",
+    "hf_readtoken",
+    "redispw",
+    "judgepw",
+    "routerkey-3c7e9a1f0b",
+)
 
 
 def _dry_run(*args: str) -> str:
