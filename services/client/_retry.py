@@ -1,6 +1,6 @@
 """The retry policy: which failures are transient and how long to wait before the next attempt.
 
-Only the delay arithmetic lives here; the one retry loop is `AsyncRewardClient._post_with_retries`.
+Only the delay arithmetic lives here; the one retry loop is `AsyncRewardClient._request`.
 """
 
 from __future__ import annotations
