@@ -3,8 +3,10 @@
 
 The wheel is built from this checkout and installed into a fresh venv (not `--system-site-packages`, which
 would see the test venv's dev dependencies: httpx hid exactly this kind of defect in `rewardfleet status`).
-pip resolves the dependencies from the package index as a user's would; its wheel cache is reused, so a
-second run takes a fraction of the first (the time is printed: `pytest -s`).
+The dependencies come from a wheelhouse kept in the user's cache (`~/.cache/rewardfleet-tests/wheelhouse`):
+installing from it with `--no-index` takes seconds; when it lacks something (first run, a dependency
+changed) `pip wheel` fills it from the package index, as a user's `pip install` would resolve them. The times
+are printed (`pytest -s`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ import pytest
 from tests.support import REPO_ROOT, ChildProcess, free_port
 
 COMMANDS = ((), ("gateway",), ("serve-model",), ("up",), ("status",))
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+WHEELHOUSE = CACHE / "rewardfleet-tests" / "wheelhouse"
+# Filling the wheelhouse from the index takes minutes on this machine (sdists built, a large resolution).
+pytestmark = pytest.mark.timeout(1800)
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +46,27 @@ def clean_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     built = time.monotonic()
     bin_dir = root / "venv" / "bin"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    proc = subprocess.run(
-        [str(bin_dir / "pip"), "install", "--quiet", str(wheel)],
-        capture_output=True, text=True, timeout=1500, env=env,
-    )  # fmt: skip
+    pip = [str(bin_dir / "pip"), "--disable-pip-version-check"]
+    offline = [*pip, "install", "--quiet", "--no-index", "--find-links", str(WHEELHOUSE), str(wheel)]
+    proc = subprocess.run(offline, capture_output=True, text=True, timeout=600, env=env)
+    filled_s = 0.0
+    if proc.returncode != 0:  # the wheelhouse lacks a dependency: fill it from the index, then install again
+        WHEELHOUSE.mkdir(parents=True, exist_ok=True)
+        filling = time.monotonic()
+        fill = subprocess.run(
+            [*pip, "wheel", "--quiet", "--wheel-dir", str(WHEELHOUSE), str(wheel)],
+            capture_output=True, text=True, timeout=1500, env=env,
+        )  # fmt: skip
+        for ours in WHEELHOUSE.glob("reward_fleet-*.whl"):
+            ours.unlink()  # only the dependencies are kept: the wheel under test is always this checkout's
+        assert fill.returncode == 0, fill.stdout[-3000:] + fill.stderr[-3000:]
+        filled_s = time.monotonic() - filling
+        proc = subprocess.run(offline, capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    print(f"\nWHEEL_INSTALL build+venv_s={built - started:.1f} pip_install_s={time.monotonic() - built:.1f}")
+    print(
+        f"\nWHEEL_INSTALL build+venv_s={built - started:.1f} wheelhouse_fill_s={filled_s:.1f} "
+        f"install_s={time.monotonic() - built - filled_s:.1f}"
+    )
     yield bin_dir
 
 
