@@ -1,8 +1,8 @@
 """An empty or short API key is a key anyone can guess: every service refuses to start with one, and says
 which setting holds it (never the key itself).
 
-Before this, a YAML `api_keys: [""]` turned auth on with a key that `Authorization: Bearer ` (empty token)
-matched, and `serve-model --api-key ""` turned auth off. Each case runs the real command line and waits for
+The attacks: a YAML `api_keys: [""]` would turn auth on with a key that `Authorization: Bearer ` (an empty
+token) matches, and `serve-model --api-key ""` would silently turn auth off. Each case runs the real command line and waits for
 it to exit; a service that starts instead fails the test as soon as its /health answers.
 """
 
