@@ -2,8 +2,9 @@
 which setting holds it (never the key itself).
 
 The attacks: a YAML `api_keys: [""]` would turn auth on with a key that `Authorization: Bearer ` (an empty
-token) matches, and `serve-model --api-key ""` would silently turn auth off. Each case runs the real command line and waits for
-it to exit; a service that starts instead fails the test as soon as its /health answers.
+token) matches, and `serve-model --api-key ""` would silently turn auth off. Each case runs the real
+command line and waits for it to exit; a service that starts instead fails the test as soon as its /health
+answers.
 """
 
 from __future__ import annotations
