@@ -42,9 +42,9 @@ from rewardfleet.reward_fns._judge_templates import (
     number_steps,
     problem_text,
 )
-from rewardfleet.reward_fns._router_http import RemoteCallError, post_json, resolve_address
 from rewardfleet.reward_fns._verdict_grammar import verdict_regex
 from rewardfleet.reward_fns._verdicts import Verdict, VerdictParseError, parse_verdict
+from rewardfleet.services.common.router_http import RemoteCallError, post_json, resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()
 

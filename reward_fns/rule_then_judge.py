@@ -28,7 +28,6 @@ from typing import Any
 import aiohttp
 
 from rewardfleet.reward_fns._judge_templates import TemplateError, get_template
-from rewardfleet.reward_fns._router_http import RemoteCallError, resolve_address
 from rewardfleet.reward_fns._verdict_grammar import verdict_regex
 from rewardfleet.reward_fns._verdicts import VerdictParseError
 from rewardfleet.reward_fns.judge import (
@@ -38,6 +37,7 @@ from rewardfleet.reward_fns.judge import (
     read_verdict,
     template_values,
 )
+from rewardfleet.services.common.router_http import RemoteCallError, resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()
 

@@ -11,12 +11,14 @@ at start when the port is taken, so every router of a fleet needs its own `prome
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from rewardfleet.services.common.api_keys import check_api_keys
+from rewardfleet.services.common.hosts import connect_host, is_wildcard
 
 Policy = Literal["random", "round_robin", "cache_aware", "power_of_two"]
 LogLevel = Literal["debug", "info", "warn", "error"]
@@ -70,7 +72,7 @@ class RouterConfig(BaseModel):
     queue_timeout_secs: int = Field(default=60, ge=1)
     rate_limit_tokens_per_second: int | None = Field(default=None, ge=1)
 
-    # Key the router sends to the workers. Never printed: `rewardfleet.services.fleet.redact` hides it.
+    # Key the router sends to the workers. Never printed: `rewardfleet.services.common.redact` hides it.
     api_key: SecretStr | None = None
 
     # Kubernetes service discovery (pods must be Running and Ready; RBAC get/list/watch pods).
@@ -147,8 +149,9 @@ class RouterConfig(BaseModel):
     @field_validator("api_key")
     @classmethod
     def _check_api_key(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not value.get_secret_value().strip():
-            raise ValueError("must not be empty (leave it unset for no key)")
+        # The model servers behind the router refuse a short key at start-up; refuse it here first.
+        if value is not None:
+            check_api_keys([value.get_secret_value()], "api_key")
         return value
 
     @model_validator(mode="after")
@@ -176,16 +179,7 @@ class RouterConfig(BaseModel):
     @property
     def connect_host(self) -> str:
         """The host a client on this machine dials: a wildcard bind address becomes loopback."""
-        if self.host in ("0.0.0.0", ""):
-            return "127.0.0.1"
-        if self.host in ("::", "[::]"):
-            return "[::1]"
-        try:
-            if ipaddress.ip_address(self.host.strip("[]")).version == 6:
-                return f"[{self.host.strip('[]')}]"
-        except ValueError:
-            pass
-        return self.host
+        return connect_host(self.host)
 
     @property
     def address(self) -> str:
@@ -198,5 +192,4 @@ class RouterConfig(BaseModel):
 
 
 def _same_listener(host_a: str, host_b: str) -> bool:
-    wildcards = {"0.0.0.0", "::", "[::]"}
-    return host_a == host_b or host_a in wildcards or host_b in wildcards
+    return host_a == host_b or is_wildcard(host_a) or is_wildcard(host_b)

@@ -1,5 +1,5 @@
 """The fleet installs one import name, `rewardfleet`, so a trainer's own `services`, `router` or `reward_fns`
-modules keep working next to it (issue 12). The repository's folders keep their names; the wheel maps them
+modules keep working next to it. The repository's folders keep their names; the wheel maps them
 under `rewardfleet/` and an editable install reaches them through the `.editable/rewardfleet` symlinks."""
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
 """The retry policy: which failures are transient and how long to wait before the next attempt.
 
-Only the delay arithmetic lives here; the one retry loop is `AsyncRewardClient._post_with_retries`.
+Only the delay arithmetic lives here; the one retry loop is `AsyncRewardClient._request`.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 
 # 429 is backpressure, 503 is "starting / draining / overloaded": both say "ask again later".
 RETRYABLE_STATUSES: frozenset[int] = frozenset({429, 503})
@@ -58,25 +56,3 @@ class RetryPolicy:
             base = min(max(retry_after_s, 0.0), self.max_retry_after_s)
             return base + (rng or random).uniform(0.0, min(self.initial_backoff_s, base * 0.1 + 0.01))
         return self.backoff_s(retry_index, rng)
-
-
-def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
-    """`Retry-After` in seconds: delta-seconds or an HTTP date (RFC 9110 §10.2.3); None if absent or bad."""
-    if value is None:
-        return None
-    value = value.strip()
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - (now or datetime.now(UTC))).total_seconds()
-    if seconds != seconds:  # NaN
-        return None
-    return max(seconds, 0.0)

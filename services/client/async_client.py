@@ -15,7 +15,6 @@ from typing import Any
 
 import aiohttp
 
-from rewardfleet.reward_fns._router_http import base_url as router_base_url
 from rewardfleet.services.client._exceptions import (
     GatewayHTTPError,
     GatewayUnavailable,
@@ -23,8 +22,10 @@ from rewardfleet.services.client._exceptions import (
     http_error,
 )
 from rewardfleet.services.client._progress import progress_bar
-from rewardfleet.services.client._retry import RETRYABLE_STATUSES, RetryPolicy, parse_retry_after
+from rewardfleet.services.client._retry import RETRYABLE_STATUSES, RetryPolicy
 from rewardfleet.services.client.models import RewardResult, Sample, sample_body
+from rewardfleet.services.common.retry_after import parse_retry_after
+from rewardfleet.services.common.router_http import base_url as router_base_url
 
 logger = logging.getLogger(__name__)
 

@@ -36,8 +36,8 @@ class RewardResult:
 
     `score` is a float, or None when the function failed and no `on_error_score` is configured.
     `status` is "ok", "error" or "timeout". When the gateway substituted its configured `on_error_score`,
-    `score` is set but `status` stays "error" and `fallback` is True — check `ok`, not `score is not None`,
-    to know whether the function itself succeeded.
+    `score` is set but `status` stays "error" and `fallback_score` is True (the gateway's field, same name)
+    — check `ok`, not `score is not None`, to know whether the function itself succeeded.
     `attempts` counts the HTTP attempts the client made (1 = no retry).
     """
 
@@ -49,7 +49,7 @@ class RewardResult:
     reward_fn: str | None = None
     data_source: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
-    fallback: bool = False
+    fallback_score: bool = False
     attempts: int = 1
     # True when the gateway answered from its result cache or from a duplicate's running call.
     cached: bool = False
@@ -79,7 +79,7 @@ class RewardResult:
             else {}
         )
         # A score on a failed sample can only be the function's configured on_error_score.
-        fallback = bool(data.get("fallback_score")) or (status != "ok" and score is not None)
+        fallback_score = bool(data.get("fallback_score")) or (status != "ok" and score is not None)
         return cls(
             uid=str(data.get("uid") or uid),
             score=score,
@@ -89,7 +89,7 @@ class RewardResult:
             reward_fn=_opt_str(data.get("reward_fn")),
             data_source=_opt_str(data.get("data_source")),
             timings=timings_dict,
-            fallback=fallback,
+            fallback_score=fallback_score,
             attempts=attempts,
             cached=bool(data.get("cached")),
             version=_opt_str(data.get("version")),

@@ -25,9 +25,9 @@ def up(
     """Start model servers, one sglang-router per pool and the gateway on 127.0.0.1; Ctrl-C stops all."""
     from rich.console import Console
 
+    from rewardfleet.services.common.redact import redact_argv
     from rewardfleet.services.fleet.config import FleetConfigError, load_fleet_config
     from rewardfleet.services.fleet.plan import plan_fleet
-    from rewardfleet.services.fleet.redact import redact_argv
     from rewardfleet.services.fleet.runner import Fleet, run_fleet
     from rewardfleet.services.fleet.supervisor import Backoff
 

@@ -26,6 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rewardfleet.router.config import RouterConfig
+from rewardfleet.services.common.api_keys import check_api_keys
 from rewardfleet.services.gateway.config import GatewayConfig, format_validation_error
 from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
 from rewardfleet.services.model_server.checkpoints import BUILTIN_MODELS
@@ -86,6 +87,8 @@ class PoolConfig(BaseModel):
                 raise ValueError(f"{key!r} is not a flag name (write it without dashes, e.g. max-batch-size)")
             if isinstance(arg, dict | list):
                 raise ValueError(f"{key}: flag values must be scalars, got {type(arg).__name__}")
+            if key.replace("_", "-") == "api-key":  # the replicas would refuse it at start-up; say so now
+                check_api_keys(["" if arg is None else str(arg)], f"server_args.{key}")
         return value
 
     @field_validator("router")

@@ -18,8 +18,9 @@ import yaml
 
 from rewardfleet.router.command import build_command
 from rewardfleet.router.config import RouterConfig
+from rewardfleet.services.common.hosts import connect_host
+from rewardfleet.services.common.redact import redact_argv, redact_value
 from rewardfleet.services.fleet.config import FleetConfig, PoolConfig
-from rewardfleet.services.fleet.redact import redact_argv, redact_value
 from rewardfleet.services.fleet.supervisor import ChildSpec
 from rewardfleet.services.model_server.checkpoints import resolve_builtin
 
@@ -236,9 +237,7 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
     else:
         gateway.reward_model_tokenizer = resolve_model_path(gateway.reward_model_tokenizer)
     gateway_config_path = run_dir / "gateway.yaml"
-    gateway_url = (
-        f"http://{gateway.host if gateway.host not in ('0.0.0.0', '::') else '127.0.0.1'}:{gateway_port}"
-    )
+    gateway_url = f"http://{connect_host(gateway.host)}:{gateway_port}"
     gateway_spec = ChildSpec(
         name="gateway",
         argv=(

@@ -1,13 +1,19 @@
-"""`rewardfleet status`: pools, replicas, health and addresses of the fleet that `rewardfleet up` runs."""
+"""`rewardfleet status`: pools, replicas, health and addresses of the fleet that `rewardfleet up` runs.
+
+The probes use the standard library's HTTP client: `rewardfleet status` must work in a plain
+`pip install reward-fleet` (no extras), where httpx, a test dependency, is not installed.
+"""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
-import httpx
 from rich.table import Table
 
 from rewardfleet.services.fleet.runner import STATE_FILE
@@ -31,39 +37,46 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _probe(client: httpx.Client, url: str) -> tuple[str, Any]:
+def _probe(url: str, timeout_s: float) -> tuple[str, Any]:
+    """("healthy" | "HTTP <status>" | "down", the JSON body or the error's name)."""
     try:
-        resp = client.get(url)
-    except httpx.HTTPError as exc:
-        return "down", type(exc).__name__
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            status, content_type, raw = resp.status, resp.headers.get("content-type", ""), resp.read()
+    except urllib.error.HTTPError as exc:  # a non-2xx answer: the service is up and says why
+        status, content_type, raw = exc.code, exc.headers.get("content-type", ""), exc.read()
+    except (OSError, http.client.HTTPException) as exc:  # refused, timed out, reset, not HTTP
+        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        return "down", type(reason).__name__
     body: Any = None
-    if resp.headers.get("content-type", "").startswith("application/json"):
-        body = resp.json()
-    return ("healthy" if resp.status_code == 200 else f"HTTP {resp.status_code}"), body
+    if content_type.startswith("application/json"):
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+    return ("healthy" if status == 200 else f"HTTP {status}"), body
 
 
 def status_table(state: dict[str, Any], timeout_s: float = 2.0) -> Table:
     table = Table(title=f"Reward Fleet (rewardfleet up pid {state['pid']})")
     for col in ("part", "address", "health", "detail"):
         table.add_column(col, overflow="fold")
-    with httpx.Client(timeout=timeout_s) as client:
-        gw = state["gateway"]["url"]
-        health, _ = _probe(client, f"{gw}/health")
-        ready, _ = _probe(client, f"{gw}/ready")
-        table.add_row("gateway", gw, health, f"ready: {ready}")
-        for name, pool in state["pools"].items():
-            health, body = _probe(client, f"{pool['router']}/readiness")
-            detail = f"{pool['kind']} ({pool['backend']})"
-            if isinstance(body, dict) and "healthy_workers" in body:
-                detail += f", {body['healthy_workers']}/{body['total_workers']} workers healthy"
-            # The pool is ready when its router has a healthy worker to send work to.
-            pool_state = "ready" if health == "healthy" else "not ready"
-            table.add_row(f"{name} router", pool["router"], health, f"pool {pool_state}: {detail}")
-            for i, url in enumerate(pool["replicas"]):
-                health, _ = _probe(client, f"{url}/health")
-                if health == "HTTP 503":  # model servers answer 503 while they load and warm up
-                    health = "loading"
-                table.add_row(f"  {name}-{i}", url, health, pool["model_path"])
+    gw = state["gateway"]["url"]
+    health, _ = _probe(f"{gw}/health", timeout_s)
+    ready, _ = _probe(f"{gw}/ready", timeout_s)
+    table.add_row("gateway", gw, health, f"ready: {ready}")
+    for name, pool in state["pools"].items():
+        health, body = _probe(f"{pool['router']}/readiness", timeout_s)
+        detail = f"{pool['kind']} ({pool['backend']})"
+        if isinstance(body, dict) and "healthy_workers" in body:
+            detail += f", {body['healthy_workers']}/{body['total_workers']} workers healthy"
+        # The pool is ready when its router has a healthy worker to send work to.
+        pool_state = "ready" if health == "healthy" else "not ready"
+        table.add_row(f"{name} router", pool["router"], health, f"pool {pool_state}: {detail}")
+        for i, url in enumerate(pool["replicas"]):
+            health, _ = _probe(f"{url}/health", timeout_s)
+            if health == "HTTP 503":  # model servers answer 503 while they load and warm up
+                health = "loading"
+            table.add_row(f"  {name}-{i}", url, health, pool["model_path"])
     return table
 
 

@@ -26,7 +26,7 @@ from typing import IO
 
 import aiohttp
 
-from rewardfleet.services.fleet.redact import redact_argv
+from rewardfleet.services.common.redact import redact_argv
 
 
 @dataclass(frozen=True)

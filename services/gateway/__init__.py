@@ -15,8 +15,8 @@ Read it in this order:
     state_store/    what replicas share (result cache, groups, budgets): in-process, or Redis (`state_url`)
     core/           the scoring path: dispatch -> registry -> scoring
     execution/      running user code: the loader, the sync process pool and what runs in its workers
-    reliability/    admission, drain, idempotency, input and per-function limits, auth, middleware,
-                    external pools
+    reliability/    admission, drain, idempotency, input and per-function limits, external pools
+                    (its middlewares, shared with the model server, are in rewardfleet.services.common)
     features/       composites, fallbacks, groups, graders, hot reload
 
 Dependencies point one way: app -> routes -> state_store -> features -> core -> reliability | execution ->

@@ -26,6 +26,10 @@ from contextlib import asynccontextmanager
 import aiohttp
 from fastapi import FastAPI
 
+from rewardfleet.services.common.api_keys import ApiKeyMiddleware, check_api_keys, read_keys_file
+from rewardfleet.services.common.body_limits import RequestBodyLimits
+from rewardfleet.services.common.hosts import connect_host
+from rewardfleet.services.common.request_metrics import RequestMetrics
 from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.core.registry import RewardFunction, load_functions
 from rewardfleet.services.gateway.core.scoring import Injectables, Scorer
@@ -36,7 +40,6 @@ from rewardfleet.services.gateway.features.build import build_catalog
 from rewardfleet.services.gateway.features.reload import Reloader
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.admission import Admission, AdmissionMiddleware, Backlog
-from rewardfleet.services.gateway.reliability.auth import ApiKeyAuth, read_keys_file
 from rewardfleet.services.gateway.reliability.drain import Drain
 from rewardfleet.services.gateway.reliability.external_pools import (
     ACCESS_LOGGER,
@@ -46,7 +49,6 @@ from rewardfleet.services.gateway.reliability.external_pools import (
 from rewardfleet.services.gateway.reliability.function_limits import function_gates
 from rewardfleet.services.gateway.reliability.idempotency import Results
 from rewardfleet.services.gateway.reliability.input_limits import SampleLimits
-from rewardfleet.services.gateway.reliability.middleware import BodySizeLimit, RequestMetrics
 from rewardfleet.services.gateway.routes import admin, graders, meta, openrlhf, pools, score, slime
 from rewardfleet.services.gateway.routes.deps import Gateway
 from rewardfleet.services.gateway.routes.error_handlers import install_error_handlers
@@ -207,30 +209,34 @@ def create_app(
     trainers = gateway_backend(app, config)  # OpenRLHF + slime, over the gateway's own scoring path
     app.include_router(openrlhf.make_router(trainers))
     app.include_router(slime.make_router(trainers))
-    # Outermost first: metrics see the 413s the size limit sends.
-    app.add_middleware(BodySizeLimit, max_body_bytes=config.max_body_bytes)
+    # Innermost first. The body limits sit inside admission: a body that is too large or too slow (408)
+    # unwinds the app, and the slot it held is released on the way out.
+    app.add_middleware(
+        RequestBodyLimits,
+        max_body_bytes=config.max_body_bytes,
+        body_read_timeout_s=config.body_read_timeout_s,
+        on_refused=metrics.body_refused,
+    )
     app.add_middleware(AdmissionMiddleware, admission=admission)  # after auth: refused keys take no slot
     keys = api_keys(config)
     if keys:
         public = {"/health", "/metrics"} if config.auth_exempt_metrics else {"/health"}
-        app.add_middleware(
-            ApiKeyAuth, keys=keys, public_paths=public, self_authenticated_prefixes=(pools.PREFIX,)
-        )
-    app.add_middleware(RequestMetrics, metrics=metrics)
+        # The external-pool forwarding route checks a path token of its own.
+        app.add_middleware(ApiKeyMiddleware, keys=keys, public_paths=public, local_prefixes=(pools.PREFIX,))
+    app.add_middleware(RequestMetrics, observer=metrics)  # outermost: every refusal above is counted
     return app
 
 
 def _self_address(config: GatewayConfig) -> str:
     """How reward functions on this machine reach this gateway (for the external-pool forwarding route)."""
-    host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
-    return f"{host}:{config.port}"
+    return f"{connect_host(config.host)}:{config.port}"
 
 
 def api_keys(config: GatewayConfig) -> list[str]:
     keys = [key.get_secret_value() for key in config.api_keys]
     if config.api_keys_file is not None:
         keys += read_keys_file(config.api_keys_file)
-    return keys
+    return check_api_keys(keys, "api_keys")
 
 
 def _result_cache(config: GatewayConfig, backend: StateBackend) -> Results | None:

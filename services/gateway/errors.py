@@ -9,7 +9,7 @@
     ├── Undispatchable            404: no function claims the `data_source` and there is no default
     ├── ReloadFailed              409: `POST /admin/reload` rejected; the previous functions keep serving
     ├── BatchTooLarge             413: more samples than `max_batch_samples` (/score/batch, /openrlhf)
-    ├── PayloadTooLarge           413: body over `max_body_bytes` (raised by the ASGI limit middleware)
+    ├── PayloadTooLarge           413: body over `max_body_bytes` (answered by common/body_limits.py)
     ├── FieldTooLarge             413: one field of a sample over its `max_*_chars` (`field` names it)
     ├── TooDeep                   422: JSON nested deeper than `max_extra_info_depth` / `max_json_depth`
     ├── GroupRequestError         422: inconsistent group fields (`group_id`, `group_size`, `group_index`)

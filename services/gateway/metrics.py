@@ -11,6 +11,9 @@ from typing import Literal
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from starlette.types import Scope
+
+from rewardfleet.services.common.body_limits import READ_TIMEOUT, TOO_LARGE
 
 NAMESPACE = "rewardfleet"
 REQUEST_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -139,6 +142,16 @@ class GatewayMetrics:
             namespace=NAMESPACE,
             registry=r,
         )
+        self.body_refusals = Counter(
+            "gateway_request_body_refusals",
+            "Requests refused while their body was read, by reason: too_large (413, max_body_bytes) or "
+            "read_timeout (408, body_read_timeout_s).",
+            ["reason"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        for reason in (TOO_LARGE, READ_TIMEOUT):
+            self.body_refusals.labels(reason)
         for reason in REJECTION_REASONS.values():
             self.admission_rejections.labels(reason)
         for how in ("hit", "join"):
@@ -153,6 +166,22 @@ class GatewayMetrics:
 
     def result_cache_answered(self, how: Literal["hit", "join"]) -> None:
         self.result_cache_answers.labels(how).inc()
+
+    # RequestObserver (rewardfleet.services.common.request_metrics): in-flight count, then route and status.
+    def request_started(self, scope: Scope) -> None:
+        self.inflight_count += 1
+
+    def response_started(self, scope: Scope, status: int, elapsed_s: float) -> None:
+        pass
+
+    def request_finished(self, scope: Scope, status: int, elapsed_s: float) -> None:
+        self.inflight_count -= 1
+        # The template ("/score"), never the raw path: bounded label values.
+        route = getattr(scope.get("route"), "path", None) or UNMATCHED_ROUTE
+        self.observe_request(route, status, elapsed_s)
+
+    def body_refused(self, reason: str) -> None:
+        self.body_refusals.labels(reason).inc()
 
     def observe_request(self, route: str, status: int, duration_s: float) -> None:
         children = self._request_children.get((route, status))

@@ -7,63 +7,36 @@ Nothing heavy happens at import time. The model loads in the background after th
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
 
 from fastapi import FastAPI
 
-from rewardfleet.services.model_server.auth import ApiKeyMiddleware
+from rewardfleet.services.common.api_keys import ApiKeyMiddleware
+from rewardfleet.services.common.body_limits import RequestBodyLimits
+from rewardfleet.services.common.request_metrics import RequestMetrics
 from rewardfleet.services.model_server.config import ModelServerSettings
-from rewardfleet.services.model_server.errors import install_error_handlers
+from rewardfleet.services.model_server.errors import error_response_body, install_error_handlers
 from rewardfleet.services.model_server.metrics import ModelServerMetrics
 from rewardfleet.services.model_server.routes import health, native, openai_generation, openai_pooling
 from rewardfleet.services.model_server.server import ModelServer
 
 logger = logging.getLogger(__name__)
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-ASGIApp = Callable[
-    [Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]
-]
+# SGLang 0.5.23 (`sglang/srt/utils/auth.py`, `decide_request_auth`): probes, /metrics and OPTIONS need no key.
+OPEN_PREFIXES = ("/health", "/ready", "/metrics")
+_UNAUTHORIZED = json.dumps({"error": "Unauthorized"}).encode()
 
 
-class RequestMetricsMiddleware:
-    """Counts requests by endpoint and status and times them; plain ASGI, so it costs microseconds."""
-
-    def __init__(self, app: ASGIApp, metrics: ModelServerMetrics) -> None:
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(
-        self,
-        scope: Scope,
-        receive: Callable[[], Awaitable[Message]],
-        send: Callable[[Message], Awaitable[None]],
-    ) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        endpoint = self.metrics.endpoint_label(scope["path"])
-        started = time.perf_counter()
-        status = 500
-
-        async def send_and_record(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-                self.metrics.request_duration.labels(endpoint).observe(time.perf_counter() - started)
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_and_record)
-        finally:
-            self.metrics.requests.labels(endpoint, str(status)).inc()
+def _error_body(status: int, type_: str, message: str) -> bytes:
+    """SGLang's shapes: its bare 401 `{"error": "Unauthorized"}`, else its `ErrorResponse`."""
+    if status == 401:
+        return _UNAUTHORIZED
+    return json.dumps(error_response_body(message, status, type_)).encode()
 
 
 def _terminate_self() -> None:
@@ -112,8 +85,22 @@ def create_app(
     for r in routers:
         app.include_router(r)
     install_error_handlers(app, retry_after_s=settings.retry_after_s)
+    app.add_middleware(
+        RequestBodyLimits,
+        max_body_bytes=settings.max_body_bytes,
+        body_read_timeout_s=settings.body_read_timeout_s,
+        error_body=_error_body,
+        on_refused=metrics.body_refused,
+    )
     if settings.api_key is not None:
-        app.add_middleware(ApiKeyMiddleware, api_key=settings.api_key.get_secret_value())
-    # Added last, so outermost: refused (401) requests are counted too.
-    app.add_middleware(RequestMetricsMiddleware, metrics=metrics)
+        app.add_middleware(
+            ApiKeyMiddleware,
+            keys=[settings.api_key.get_secret_value()],
+            public_prefixes=OPEN_PREFIXES,
+            public_methods=("OPTIONS",),
+            error_body=_error_body,
+            challenge=False,
+        )
+    # Added last, so outermost: refused (401, 408, 413) requests are counted too.
+    app.add_middleware(RequestMetrics, observer=metrics)
     return app

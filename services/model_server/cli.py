@@ -58,6 +58,13 @@ def serve_model(
     retry_after_s: Annotated[
         int, typer.Option("--retry-after-s", help="Retry-After on a 503 for a full queue.")
     ] = 1,
+    body_read_timeout_s: Annotated[
+        float,
+        typer.Option("--body-read-timeout-s", help="Seconds a request body may take to arrive, else 408."),
+    ] = 30.0,
+    max_body_bytes: Annotated[
+        int | None, typer.Option("--max-body-bytes", help="Largest request body, else 413 (default: none).")
+    ] = None,
     max_new_tokens_limit: Annotated[
         int, typer.Option("--max-new-tokens-limit", help="Largest max_new_tokens a request may ask for.")
     ] = 2048,
@@ -89,7 +96,10 @@ def serve_model(
             host=host,
             port=port,
             is_embedding=is_embedding,
-            api_key=SecretStr(api_key) if api_key else None,
+            # An empty --api-key is refused by the settings, not taken as "no key".
+            api_key=SecretStr(api_key) if api_key is not None else None,
+            body_read_timeout_s=body_read_timeout_s,
+            max_body_bytes=max_body_bytes,
             context_length=context_length,
             max_batch_size=max_batch_size,
             batch_wait_timeout_s=batch_wait_timeout_s,

@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rewardfleet.services.common.api_keys import check_api_keys
 from rewardfleet.services.model_server.checkpoints import Checkpoint, locate_checkpoint, resolve_builtin
 
 
@@ -31,7 +32,12 @@ class ModelServerSettings(BaseSettings):
     # architecture, and the flag only refuses to start a causal LM as an embedding model.
     is_embedding: bool = False
     # SGLang's --api-key: requests need `Authorization: Bearer <key>` (probes and /metrics stay open).
+    # At least 16 characters (`rewardfleet.services.common.api_keys`): an empty or short key is refused.
     api_key: SecretStr | None = None
+    # A request body must arrive within this many seconds of the first read, else 408 (slow or endless
+    # bodies would hold a batch slot); `max_body_bytes` (None: no limit, as SGLang) answers 413 above it.
+    body_read_timeout_s: float = Field(default=30.0, gt=0.0)
+    max_body_bytes: int | None = Field(default=None, ge=1)
     context_length: int | None = Field(default=None, ge=1)
 
     max_batch_size: int = Field(default=32, ge=1)
@@ -48,6 +54,13 @@ class ModelServerSettings(BaseSettings):
     dtype: str = "float32"
     skip_server_warmup: bool = False
     log_level: str = "info"
+
+    @field_validator("api_key")
+    @classmethod
+    def _strong_api_key(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is not None:
+            check_api_keys([v.get_secret_value()], "api_key")
+        return v
 
     @field_validator("dtype")
     @classmethod

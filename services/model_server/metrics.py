@@ -11,7 +11,9 @@ from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from starlette.types import Scope
 
+from rewardfleet.services.common.body_limits import READ_TIMEOUT, TOO_LARGE
 from rewardfleet.services.model_server.batcher import BatchStats
 
 NAMESPACE = "rewardfleet_model_server"
@@ -89,12 +91,36 @@ class ModelServerMetrics:
             namespace=NAMESPACE,
             registry=r,
         )
+        self.body_refusals = Counter(
+            "request_body_refusals",
+            "Requests refused while their body was read, by reason: too_large (413, max_body_bytes) or "
+            "read_timeout (408, body_read_timeout_s).",
+            ["reason"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
+        for reason in (TOO_LARGE, READ_TIMEOUT):
+            self.body_refusals.labels(reason)
         self.ready = Gauge(
             "ready", "1 once the model is loaded and warmed up.", namespace=NAMESPACE, registry=r
         )
 
     def endpoint_label(self, path: str) -> str:
         return path if path in self._endpoints else "other"
+
+    # RequestObserver (rewardfleet.services.common.request_metrics): time to the response's start (a stream
+    # lasts as long as its client reads), then one count by endpoint and status.
+    def request_started(self, scope: Scope) -> None:
+        pass
+
+    def response_started(self, scope: Scope, status: int, elapsed_s: float) -> None:
+        self.request_duration.labels(self.endpoint_label(scope["path"])).observe(elapsed_s)
+
+    def request_finished(self, scope: Scope, status: int, elapsed_s: float) -> None:
+        self.requests.labels(self.endpoint_label(scope["path"]), str(status)).inc()
+
+    def body_refused(self, reason: str) -> None:
+        self.body_refusals.labels(reason).inc()
 
     def observe_batch(self, operation: str, stats: BatchStats) -> None:
         self.batch_size.labels(operation).observe(stats.size)

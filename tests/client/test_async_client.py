@@ -46,7 +46,7 @@ async def test_score_decodes_a_typed_result(gateway: FakeGateway) -> None:
         result = await client.score(sample(extra_info={"score": 0.5}), reward_fn="fake")
     assert result.ok and result.score == 0.5 and result.status == "ok"
     assert result.reward_fn == "fake" and result.data_source == "test"
-    assert result.extra == {"attempt": 1} and result.attempts == 1 and not result.fallback
+    assert result.extra == {"attempt": 1} and result.attempts == 1 and not result.fallback_score
     assert result.timings == {"total_s": 0.001}
     assert gateway.bodies[0]["reward_fn"] == "fake"
 
@@ -172,8 +172,8 @@ async def test_function_failure_is_a_result_not_an_exception(gateway: FakeGatewa
     async with AsyncRewardClient(gateway.url, retry=FAST) as client:
         timed_out, fell_back = await client.score_many([sample(0), sample(1)])
     assert timed_out.status == "timeout" and timed_out.score is None and not timed_out.ok
-    assert timed_out.error is not None and timed_out.error.type == "timeout" and not timed_out.fallback
-    assert fell_back.status == "error" and fell_back.score == -1.0 and fell_back.fallback
+    assert timed_out.error is not None and timed_out.error.type == "timeout" and not timed_out.fallback_score
+    assert fell_back.status == "error" and fell_back.score == -1.0 and fell_back.fallback_score
     assert len(gateway.bodies) == 2  # a function failure is an answer: never retried
 
 

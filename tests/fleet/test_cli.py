@@ -9,7 +9,14 @@ from pathlib import Path
 from rewardfleet.services.fleet.config import DEFAULT_CONFIG_PATH
 from tests.support import rewardfleet_cmd
 
-SECRETS = ("sk-gateway-key-1", "sk-judge-key", "hf_readtoken", "redispw", "judgepw", "routerkey")
+SECRETS = (
+    "sk-gateway-key-1-a8f03c",
+    "sk-judge-key",
+    "hf_readtoken",
+    "redispw",
+    "judgepw",
+    "routerkey-3c7e9a1f0b",
+)
 
 
 def _dry_run(*args: str) -> str:
@@ -39,11 +46,11 @@ def _secret_fleet(tmp_path: Path) -> Path:
             model_path: Qwen/Qwen2.5-7B-Instruct
             replicas: 3
             base_port: 31000
-            server_args: {{api-key: routerkey, hf-token: hf_readtoken}}
-            router: {{api_key: routerkey}}
+            server_args: {{api-key: routerkey-3c7e9a1f0b, hf-token: hf_readtoken}}
+            router: {{api_key: routerkey-3c7e9a1f0b}}
         gateway:
           port: 18124
-          api_keys: [sk-gateway-key-1, sk-gateway-key-2]
+          api_keys: [sk-gateway-key-1-a8f03c, sk-gateway-key-2-b19e4d]
           functions:
             my_judge:
               path: rewardfleet.reward_fns.judge:judge_score
@@ -72,7 +79,7 @@ def test_dry_run_leaves_the_gateway_file_its_keys(tmp_path: Path) -> None:
 
     plan = plan_fleet(load_fleet_config(_secret_fleet(tmp_path)))
     # Redaction is for display only: the gateway child reads the real keys from its own file.
-    assert "sk-gateway-key-1" in plan.gateway_config_text and "redispw" in plan.gateway_config_text
+    assert "sk-gateway-key-1-a8f03c" in plan.gateway_config_text and "redispw" in plan.gateway_config_text
 
 
 def test_dry_run_shows_each_external_replica_its_own_port(tmp_path: Path) -> None:

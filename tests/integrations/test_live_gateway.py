@@ -50,7 +50,7 @@ async def test_client_score_many_in_order_with_failures(live_gateway: LiveGatewa
     assert boom.uid == "boom-5" and boom.status == "error" and boom.score is None
     assert boom.error is not None and "boom: x" in boom.error.message
     assert slow.status == "timeout" and slow.score is None
-    assert fallback.status == "error" and fallback.score == -1.0 and fallback.fallback
+    assert fallback.status == "error" and fallback.score == -1.0 and fallback.fallback_score
 
 
 async def test_gateway_restart_during_score_many(live_gateway: LiveGateway) -> None:

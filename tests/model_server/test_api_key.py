@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rewardfleet.services.model_server.auth import OPEN_PREFIXES
+from rewardfleet.services.model_server.app import OPEN_PREFIXES
 from tests.deploy.sglang_flags import SGLANG_VERSION
 from tests.model_server.conftest import RunningServer, start_server
 

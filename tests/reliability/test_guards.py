@@ -12,7 +12,7 @@ import pytest
 
 from rewardfleet.services.client import RewardClient, Unauthorized
 
-KEYS = ("k-first-3f9a", "k-second-77c1")
+KEYS = ("k-first-3f9a0c1e2d", "k-second-77c1b4a9e0")
 
 
 @pytest.fixture

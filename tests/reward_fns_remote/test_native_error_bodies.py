@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from rewardfleet.reward_fns._router_http import RemoteCallError, post_json, server_message
+from rewardfleet.services.common.router_http import RemoteCallError, post_json, server_message
 from tests.reward_fns_remote.conftest import Fleet
 from tests.sglang_conformance import sglang_source as sgl
 

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import IO
 
-from rewardfleet.router.admin import Readiness, RouterAdmin, RouterAdminError, WorkerInfo
 from rewardfleet.router.command import build_command
 from rewardfleet.router.config import RouterConfig
+from tests.router.router_admin import Readiness, RouterAdmin, RouterAdminError, WorkerInfo
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

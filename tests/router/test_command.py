@@ -14,7 +14,7 @@ from sglang_router.launch_router import parse_router_args
 from rewardfleet.router import RouterConfig, build_command, sglang_router_binary
 from rewardfleet.router import command as command_module
 from rewardfleet.router.command import RouterBinaryNotFound
-from rewardfleet.services.fleet.redact import redact_argv
+from rewardfleet.services.common.redact import redact_argv
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ FULL = RouterConfig(
     queue_size=7,
     queue_timeout_secs=29,
     rate_limit_tokens_per_second=31,
-    api_key=SecretStr("top-secret"),
+    api_key=SecretStr("top-secret-0f9e8d7c"),
     service_discovery=True,
     selector={"app": "judge", "tier": "gpu"},
     service_discovery_namespace="rl",
@@ -93,9 +93,9 @@ def test_binary_parser_reads_back_every_setting(cfg: RouterConfig) -> None:
 
 def test_api_key_is_hidden_by_the_fleet_redaction() -> None:
     cmd = build_command(FULL)
-    assert "top-secret" in cmd
+    assert "top-secret-0f9e8d7c" in cmd
     shown = redact_argv(cmd)
-    assert "top-secret" not in shown
+    assert "top-secret-0f9e8d7c" not in shown
     assert shown[shown.index("--api-key") + 1] == "***"
 
 

@@ -26,6 +26,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from rewardfleet.services.common.api_keys import check_api_keys, read_keys_file
 from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
 from rewardfleet.services.gateway.config.features import CompositeSpec, FallbackSpec, GroupsConfig
 from rewardfleet.services.gateway.config.graders import GraderSpec
@@ -112,6 +113,12 @@ class GatewayConfig(BaseModel):
     default_reward_fn: str | None = None
     workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, description="Sync process pool.")
     max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    body_read_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="A request body must arrive within this many seconds of its first read, else 408 "
+        "(a slow or endless body would hold an admission slot).",
+    )
     max_batch_samples: int = Field(default=4096, ge=1, description="Largest accepted /score/batch.")
     http_max_connections: int = Field(
         default=256, ge=1, description="Connection limit of the shared aiohttp session (http_client)."
@@ -146,9 +153,14 @@ class GatewayConfig(BaseModel):
     result_cache_size: int = Field(default=65536, ge=0, description="Cached ok results (LRU); 0 = none.")
     result_cache_ttl_s: float = Field(default=600.0, gt=0)
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(
-        default_factory=list, description="Bearer keys (env: comma-separated); empty with no file = no auth."
+        default_factory=list,
+        description="Bearer keys (env: comma-separated), each at least 16 characters; empty with no file = "
+        "no auth.",
     )
-    api_keys_file: Path | None = Field(default=None, description="File of API keys, one per line.")
+    api_keys_file: Path | None = Field(
+        default=None,
+        description="File of API keys, one per line (at least one, each at least 16 characters).",
+    )
     auth_exempt_metrics: bool = Field(default=False, description="Serve /metrics without a key.")
     max_solution_chars: int = Field(default=1_000_000, ge=1)
     max_ground_truth_chars: int = Field(default=1_000_000, ge=1)
@@ -182,7 +194,7 @@ class GatewayConfig(BaseModel):
         default=True,
         description="Sync calls of one function submitted together share pool tasks (execution/pool.py).",
     )
-    # Shared state for gateway replicas (issue 15, state_store/): groups, result cache, budgets.
+    # Shared state for gateway replicas (state_store/): groups, result cache, budgets.
     state_url: str | None = Field(
         default=None,
         description="None = in-process state (one replica). redis://[:password@]host:port/db, rediss:// "
@@ -209,11 +221,25 @@ class GatewayConfig(BaseModel):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
+    @field_validator("api_keys")
+    @classmethod
+    def _strong_keys(cls, value: list[SecretStr]) -> list[SecretStr]:
+        check_api_keys([key.get_secret_value() for key in value], "api_keys")
+        return value
+
     @field_validator("api_keys_file")
     @classmethod
-    def _keys_file_exists(cls, value: Path | None) -> Path | None:
-        if value is not None and not value.is_file():
+    def _keys_file_holds_keys(cls, value: Path | None) -> Path | None:
+        if value is None:
+            return value
+        if not value.is_file():
             raise ValueError(f"api_keys_file: {str(value)!r} is not a file")
+        keys = read_keys_file(value)
+        if not keys:
+            raise ValueError(
+                f"api_keys_file: {str(value)!r} holds no key (an empty file would turn auth off)"
+            )
+        check_api_keys(keys, f"api_keys_file {str(value)!r}: key")
         return value
 
     @field_validator("state_url")

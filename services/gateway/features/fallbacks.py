@@ -6,7 +6,7 @@ kind matches `on` (HTTP 503 from the router = `circuit_open`; refused / dropped 
 `unreachable`; client timeout or 504 = `timeout`), the fallback scores the sample and the answer's extra
 carries `fallback: {"from", "fn", "reason", "error", "version"}`; a failed fallback is `ComponentFailed`
 (`error.type` "FallbackFailed"). Any other error (a verdict that does not
-parse, a 4xx) is the original's error as before: a fallback must not hide a broken judge prompt.
+parse, a 4xx) stays the original's own error: a fallback must not hide a broken judge prompt.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from rewardfleet.reward_fns._router_http import RemoteCallError
+from rewardfleet.services.common.router_http import RemoteCallError
 from rewardfleet.services.gateway.config import FunctionConfig
 from rewardfleet.services.gateway.config.features import FallbackReason, FallbackSpec
 from rewardfleet.services.gateway.core.registry import RewardFunction

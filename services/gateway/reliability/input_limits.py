@@ -1,6 +1,6 @@
 """Input limits checked on every sample before any work starts, each answered with an error naming the field.
 
-    max_body_bytes          413 PayloadTooLarge   (middleware.py, before the body is parsed)
+    max_body_bytes          413 PayloadTooLarge   (services/common/body_limits.py, before the body is parsed)
     max_batch_samples       413 BatchTooLarge     /score/batch `samples`, /openrlhf `query`
     max_solution_chars      413 FieldTooLarge     solution_str
     max_ground_truth_chars  413 FieldTooLarge     ground_truth (a string: its length; else its size)

@@ -17,7 +17,8 @@ import re
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from email.utils import parsedate_to_datetime
+
+from rewardfleet.services.common.retry_after import parse_retry_after
 
 WINDOW_S = 60.0
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
@@ -94,17 +95,9 @@ def retry_delay_s(headers: Mapping[str, str], now: float | None = None) -> float
             return max(0.0, float(after) / 1000.0)
         except ValueError:
             pass
-    after = lower.get("retry-after")
-    if after is not None:
-        try:
-            return max(0.0, float(after))
-        except ValueError:
-            try:
-                when = parsedate_to_datetime(after).timestamp()
-            except (TypeError, ValueError):
-                when = None
-            if when is not None:
-                return max(0.0, when - (time.time() if now is None else now))
+    delay = parse_retry_after(lower.get("retry-after"), now)
+    if delay is not None:
+        return delay
     delays = []
     for budget in ("requests", "tokens"):
         remaining = lower.get(f"x-ratelimit-remaining-{budget}")

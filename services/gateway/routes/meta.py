@@ -8,7 +8,7 @@ import aiohttp
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
-from rewardfleet.reward_fns._router_http import base_url
+from rewardfleet.services.common.router_http import base_url
 from rewardfleet.services.gateway.routes.deps import Gateway, GatewayDep
 from rewardfleet.services.gateway.schemas import (
     ReadyStatus,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, TypeVar
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
+from rewardfleet.services.common.json_body import parse_json_body
 from rewardfleet.services.gateway.errors import BatchTooLarge, GatewayError
 from rewardfleet.services.gateway.routes.deps import get_gateway
 from rewardfleet.services.gateway.schemas import (
@@ -20,23 +20,6 @@ from rewardfleet.services.gateway.schemas import (
 )
 
 router = APIRouter(tags=["score"])
-
-M = TypeVar("M", bound=BaseModel)
-
-
-async def json_body(request: Request, model: type[M]) -> M:
-    """Parse the body as JSON whatever its Content-Type (trainers' clients do not all set it), validating
-    straight from bytes with pydantic-core. Errors become the 422 envelope with `body.<field>` locations.
-
-    The routes call this themselves instead of declaring a body parameter: FastAPI's dependency solving and
-    response-model re-validation cost more than the rest of the hot path; the schemas still reach /docs
-    through `openapi_extra` and `response_model`."""
-    raw = await request.body()
-    try:
-        return model.model_validate_json(raw)
-    except ValidationError as exc:
-        errors = [{**err, "loc": ("body", *err["loc"])} for err in exc.errors(include_url=False)]
-        raise RequestValidationError(errors) from None
 
 
 def _json(model: BaseModel) -> Response:
@@ -70,7 +53,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 async def score(request: Request) -> Response:
     """Score one sample. A function that fails still answers 200, with `status` "error" or "timeout"."""
     gateway = get_gateway(request)
-    sample = await json_body(request, ScoreRequest)
+    sample = await parse_json_body(request, ScoreRequest)
     return _json(await gateway.score(sample))
 
 
@@ -80,7 +63,7 @@ async def score(request: Request) -> Response:
 async def score_batch(request: Request) -> Response:
     """Score many samples concurrently; results come back in the order of `samples`."""
     gateway = get_gateway(request)
-    batch = await json_body(request, BatchRequest)
+    batch = await parse_json_body(request, BatchRequest)
     limit = gateway.config.max_batch_samples
     if len(batch.samples) > limit:
         raise BatchTooLarge(f"{len(batch.samples)} samples; max_batch_samples is {limit}")

@@ -1,6 +1,6 @@
 """Where the gateway keeps state that replicas must share: results, groups and budgets.
 
-base.py           the `StateBackend` protocol, `StateStoreUnavailable`, usage-based token counting
+base.py           the `StateBackend` and `Groups` protocols every backend implements
 memory.py         in-process state (the default: one replica, no Redis)
 redis_client.py   the Redis connection (redis-py asyncio), timed and error-mapped calls, the notifier
 redis_scripts.py  the Lua scripts: every read-modify-write runs atomically inside Redis
@@ -9,6 +9,7 @@ redis_budget.py   fleet-wide max_concurrency, requests_per_minute, tokens_per_mi
 redis_groups.py   fleet-wide GRPO group collection
 redis_backend.py  the Redis `StateBackend` that builds the three
 redis_pipeline.py automatic pipelining: one event-loop turn's script calls in one round trip
+redis_leases.py   one timer renewing the leases of the runs and concurrency slots a replica holds
 factory.py        the backend for a `state_url` (none: memory; redis://, rediss://, unix://: Redis)
 metrics.py        state-store latency and error metrics
 """

@@ -1,4 +1,4 @@
-"""In-process state: today's result cache, function gates and group scorer, unchanged (the default backend).
+"""In-process state (the default backend): the result cache, function gates and group scorer of one process.
 
 Right for one replica; with several, each keeps its own and nothing is shared (see docs/deploy.md).
 """

@@ -23,7 +23,6 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
@@ -31,6 +30,7 @@ from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
+from rewardfleet.services.common.redact import redact_text
 from rewardfleet.services.gateway.errors import StateStoreUnavailable
 from rewardfleet.services.gateway.state_store.metrics import StateStoreMetrics
 from rewardfleet.services.gateway.state_store.redis_pipeline import Pipeliner
@@ -38,16 +38,6 @@ from rewardfleet.services.gateway.state_store.redis_pipeline import Pipeliner
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 STORE_ERRORS: tuple[type[BaseException], ...] = (RedisError, OSError, TimeoutError)
-
-
-def redact(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urlunsplit(parts._replace(netloc=user + netloc))
 
 
 @dataclass(frozen=True)
@@ -104,8 +94,8 @@ class RedisStore:
             errors.inc()
             log.warning("state store %s failed: %s: %s", op, type(exc).__name__, exc)
             raise StateStoreUnavailable(
-                f"the state store ({redact(self.settings.url)}) failed during {op}: {type(exc).__name__}: "
-                f"{exc}; retry later"
+                f"the state store ({redact_text(self.settings.url)}) failed during {op}: "
+                f"{type(exc).__name__}: {exc}; retry later"
             ) from None
         histogram.observe(time.perf_counter() - started)
         return result
@@ -131,7 +121,7 @@ class RedisStore:
             await self.client.ping()
         except STORE_ERRORS as exc:
             raise StateStoreUnavailable(
-                f"state_url {redact(self.settings.url)}: cannot reach Redis: {type(exc).__name__}: {exc}"
+                f"state_url {redact_text(self.settings.url)}: cannot reach Redis: {type(exc).__name__}: {exc}"
             ) from None
         await self.notifier.start()
 

@@ -8,7 +8,7 @@ import time
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from rewardfleet.services.model_server.body import parse_body
+from rewardfleet.services.common.json_body import parse_json_body
 from rewardfleet.services.model_server.deps import get_server
 from rewardfleet.services.model_server.errors import InvalidRequest
 from rewardfleet.services.model_server.responses import generation_meta, pooled_meta, request_ids
@@ -60,7 +60,7 @@ def to_sampling_params(p: SamplingParamsBody, limit: int) -> SamplingParams:
 
 
 async def _pool(request: Request) -> JSONResponse:
-    body = await parse_body(request, EmbedRequest)
+    body = await parse_json_body(request, EmbedRequest)
     server = get_server(request)
     started = time.perf_counter()
     op = server.pooling_op
@@ -88,7 +88,7 @@ async def encode(request: Request) -> JSONResponse:
 
 @router.api_route("/generate", methods=["POST", "PUT"])
 async def generate(request: Request) -> JSONResponse:
-    body = await parse_body(request, GenerateRequest)
+    body = await parse_json_body(request, GenerateRequest)
     server = get_server(request)
     started = time.perf_counter()
     server.require_kind("generation", endpoint="/generate")

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from rewardfleet.services.model_server.body import parse_body
+from rewardfleet.services.common.json_body import parse_json_body
 from rewardfleet.services.model_server.deps import get_server
 from rewardfleet.services.model_server.errors import InvalidRequest
 from rewardfleet.services.model_server.responses import new_id, openai_finish_reason, usage
@@ -79,7 +79,7 @@ def _render_chat(server: ModelServer, body: ChatCompletionRequest) -> list[int]:
 
 @router.post("/v1/chat/completions")
 async def chat_completions(request: Request) -> JSONResponse:
-    body = await parse_body(request, ChatCompletionRequest)
+    body = await parse_json_body(request, ChatCompletionRequest)
     server = get_server(request)
     prompt_ids = _render_chat(server, body)
     runner = server.require_runner()
@@ -109,7 +109,7 @@ async def chat_completions(request: Request) -> JSONResponse:
 
 @router.post("/v1/completions")
 async def completions(request: Request) -> JSONResponse:
-    body = await parse_body(request, CompletionRequest)
+    body = await parse_json_body(request, CompletionRequest)
     server = get_server(request)
     server.require_kind("generation", endpoint="/v1/completions")
     prompts: list[TextInput]
@@ -155,7 +155,7 @@ async def completions(request: Request) -> JSONResponse:
 async def score(request: Request) -> JSONResponse:
     """Probability of each of `label_token_ids` as the next token after query+item (item+query with
     `item_first`): a yes/no judge without generation. `apply_softmax` renormalises over the label tokens."""
-    body = await parse_body(request, ScoreRequest)
+    body = await parse_json_body(request, ScoreRequest)
     server = get_server(request)
     server.require_kind("generation", endpoint="/v1/score")
     items: list[Any] = [body.items] if isinstance(body.items, str) else list(body.items)

@@ -8,7 +8,7 @@ import time
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from rewardfleet.services.model_server.body import parse_body
+from rewardfleet.services.common.json_body import parse_json_body
 from rewardfleet.services.model_server.deps import get_server
 from rewardfleet.services.model_server.errors import InvalidRequest
 from rewardfleet.services.model_server.responses import encode_embedding, new_id, usage
@@ -32,7 +32,7 @@ def openai_inputs(value: str | list[str] | list[int] | list[list[int]]) -> list[
 async def embeddings(request: Request) -> JSONResponse:
     """A reward model's embedding is its logits (`[score]`, what verl reads as `data[-1].embedding[-1]`);
     an encoder's is the normalised sentence vector."""
-    body = await parse_body(request, EmbeddingsRequest)
+    body = await parse_json_body(request, EmbeddingsRequest)
     server = get_server(request)
     results = await server.run_many(server.pooling_op, openai_inputs(body.input), request)
     if body.dimensions is not None and body.dimensions != len(results[0].values):
@@ -65,7 +65,7 @@ def _softmax(values: list[float]) -> list[float]:
 @router.post("/v1/classify")
 async def classify(request: Request) -> JSONResponse:
     """SGLang's classify shape: softmax probabilities over the labels (a 1-logit reward model shows [1.0])."""
-    body = await parse_body(request, ClassifyRequest)
+    body = await parse_json_body(request, ClassifyRequest)
     server = get_server(request)
     runner = server.require_kind("reward", endpoint="/v1/classify")
     id2label: dict[int, str] = getattr(runner, "id2label", {})
@@ -98,7 +98,7 @@ async def classify(request: Request) -> JSONResponse:
 async def rerank(request: Request) -> JSONResponse:
     """Documents by relevance, best first. A reward model scores each (query, document) pair (its raw logit);
     an encoder ranks by cosine similarity of the sentence embeddings."""
-    body = await parse_body(request, RerankRequest)
+    body = await parse_json_body(request, RerankRequest)
     server = get_server(request)
     op = server.pooling_op
     if op == "score":

@@ -32,6 +32,7 @@ from tests.tiny_models import build_tiny_llama
 
 STANDIN_KEY = "sk-standin-0123456789abcdef"
 SERVER_KEY = "sk-ours-fedcba9876543210"
+GATEWAY_KEY = "gateway-key-5e1c0b7a"
 RETRY_AFTER_S = 1.0
 
 
@@ -69,7 +70,7 @@ def gateway(endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> I
     tmp = tmp_path_factory.mktemp("external-gw")
     config = {
         "workers": 1,
-        "api_keys": ["gateway-key"],
+        "api_keys": [GATEWAY_KEY],
         "external_pools": {
             "hosted": {"base_url": f"{endpoints.standin}/v1", "model": "gpt-standin",
                        "api_key_env": "STANDIN_KEY", "rpm": 100, "max_backoff_s": 10},
@@ -91,14 +92,14 @@ def gateway(endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> I
 
 def _post(gw: Gateway, **body: object) -> dict:
     resp = httpx.post(
-        f"{gw.url}/score", json=body, headers={"Authorization": "Bearer gateway-key"}, timeout=90
+        f"{gw.url}/score", json=body, headers={"Authorization": f"Bearer {GATEWAY_KEY}"}, timeout=90
     )
     assert resp.status_code == 200, resp.text
     return dict(resp.json())
 
 
 def _metrics(gw: Gateway) -> str:
-    return httpx.get(f"{gw.url}/metrics", headers={"Authorization": "Bearer gateway-key"}, timeout=10).text
+    return httpx.get(f"{gw.url}/metrics", headers={"Authorization": f"Bearer {GATEWAY_KEY}"}, timeout=10).text
 
 
 def _metric(text: str, name: str, **labels: str) -> float:
@@ -121,7 +122,7 @@ def test_judge_backs_off_on_429_and_counts_real_usage(gateway: Gateway, endpoint
     assert {e["model"] for e in log} == {"gpt-standin"}  # the provider's name, not the function's
     assert all("regex" not in e["keys"] for e in log)  # SGLang-only fields never reach a hosted API
     metrics = httpx.get(
-        f"{gateway.url}/metrics", headers={"Authorization": "Bearer gateway-key"}, timeout=10
+        f"{gateway.url}/metrics", headers={"Authorization": f"Bearer {GATEWAY_KEY}"}, timeout=10
     ).text
     labels = {"reward_fn": "judge", "pool": "hosted"}
     assert _metric(metrics, "rewardfleet_pool_rate_limited_total", **labels) == 2
@@ -141,7 +142,7 @@ def test_score_model_grader_on_our_server_with_its_api_key(gateway: Gateway, end
     # The gateway sent the key: without it the server refuses.
     assert httpx.get(f"{endpoints.server.url}/v1/models", timeout=10).status_code == 401
     metrics = httpx.get(
-        f"{gateway.url}/metrics", headers={"Authorization": "Bearer gateway-key"}, timeout=10
+        f"{gateway.url}/metrics", headers={"Authorization": f"Bearer {GATEWAY_KEY}"}, timeout=10
     ).text
     assert (
         _metric(metrics, "rewardfleet_pool_tokens_total", reward_fn="graders", pool="ours", type="prompt") > 0

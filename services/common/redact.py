@@ -1,4 +1,4 @@
-"""Hide secrets in what the fleet prints: command lines, generated configs, notes.
+"""Hide secrets in what the services print: command lines, generated configs, notes, URLs in errors.
 
 Redaction is by shape, not by a list of known fields, so a secret added to a config tomorrow is hidden too:
 - a value under a secret-named key or flag (`api_key`, `api_keys`, `--hf-token`, `password`, `Authorization`);
@@ -7,7 +7,8 @@ Redaction is by shape, not by a list of known fields, so a secret added to a con
 
 A name is secret when its last word is one of `_SECRET_WORDS`: `api_keys` and `hf_token` are,
 `api_keys_file`, `max_tokens`, `tokens_per_minute` and `reward_model_tokenizer` are not.
-Only what is printed is redacted; the files the children read keep their values.
+Only what is printed is redacted; the files the children read keep their values. The fleet redacts its
+command lines and configs; the state store its `state_url` (`redis://:pw@host`) in errors and logs.
 """
 
 from __future__ import annotations

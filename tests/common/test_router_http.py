@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from rewardfleet.reward_fns._router_http import (
+from rewardfleet.services.common.router_http import (
     CONNECT_RETRY_PAUSE_S,
     RemoteCallError,
     base_url,

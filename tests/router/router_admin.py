@@ -1,4 +1,5 @@
-"""A small blocking client for a running sglang-router's own routes: `/readiness` and `/workers`.
+"""A small blocking client for a running sglang-router's own routes, for the router tests: `/readiness` and
+`/workers`. (The fleet supervises routers as processes and needs none of this.)
 
 Shapes, as the 0.3.2 binary answers them:
 - `GET /readiness` → 200 `{"status":"ready","healthy_workers":H,"total_workers":T}`, or 503
@@ -9,8 +10,6 @@ Shapes, as the 0.3.2 binary answers them:
   registration runs in the background (probes, then health), so callers poll `GET /workers`.
 - `DELETE /workers/{id}` → 202 `{"status":"accepted","worker_id","message"}`; 404 `{"error","code":
   "WORKER_NOT_FOUND"}` for an unknown id, 400 for an id that is not a UUID.
-
-Only the standard library is used, so this works in the lean gateway environment too.
 """
 
 from __future__ import annotations

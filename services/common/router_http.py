@@ -1,5 +1,9 @@
 """POST JSON to an sglang-router (or, for routes the router does not proxy, a model server) and get JSON back.
 
+Public: a reward function of your own that calls a model pool should use it too
+(`from rewardfleet.services.common.router_http import RemoteCallError, post_json, resolve_address`), so its
+failures reach the gateway as the same typed errors. `base_url` and `server_message` are public as well.
+
 One helper, used by every reward function here that calls a model pool. It does *not* retry HTTP errors: the
 router already runs the one retry loop of that hop (with backoff, on 408/429/5xx), so a second loop here would
 multiply attempts, and a 4xx is the caller's mistake that no retry fixes. The single exception is a refused

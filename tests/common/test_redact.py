@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from rewardfleet.services.fleet.redact import REDACTED, is_secret_name, redact_argv, redact_text, redact_value
+from rewardfleet.services.common.redact import (
+    REDACTED,
+    is_secret_name,
+    redact_argv,
+    redact_text,
+    redact_value,
+)
 
 
 @pytest.mark.parametrize(
