@@ -26,7 +26,7 @@ from typing import Any
 import aiohttp
 from prometheus_client import CollectorRegistry, Counter
 
-from rewardfleet.reward_fns._router_http import redact_pool_tokens
+from rewardfleet.services.common.router_http import redact_pool_tokens
 from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
 from rewardfleet.services.gateway.metrics import ExternalPoolMetrics
 from rewardfleet.services.gateway.reliability.rate_limits import Budget, retry_delay_s
