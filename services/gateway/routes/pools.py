@@ -8,9 +8,9 @@ OpenAI API root that the pool's `base_url` already ends in, so `v1/chat/completi
 Who may call: the path token is the route's secret (new at every start, handed only to reward functions, and
 masked in every error and log line). When the gateway has API keys, a caller that is not on this host needs
 one as well (services/common/api_keys.py): reward functions, which run in the gateway's process or its
-workers, call from this host and hold no key. What it reaches: only the configured pools, only for a configured function
-(the name selects the budget and the metric label: an unknown one is refused before either exists), only the
-routes of `FORWARDED_ROUTES`. Every refusal is the same 404, which reveals nothing.
+workers, call from this host and hold no key. What it reaches: only the configured pools, only for a
+configured function (the name selects the budget and the metric label: an unknown one is refused before
+either exists), only the routes of `FORWARDED_ROUTES`. Every refusal is the same 404, which reveals nothing.
 """
 
 from __future__ import annotations
