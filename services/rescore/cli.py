@@ -12,7 +12,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import Annotated, Any, TextIO, cast
 
 import typer
 from rich.console import Console
@@ -107,13 +107,18 @@ def _fail(message: str) -> typer.Exit:
 
 def score(
     input_path: Annotated[
-        Path, typer.Argument(metavar="INPUT", help="JSONL or parquet: verl dumps, verl datasets, /score samples.")
+        Path,
+        typer.Argument(metavar="INPUT", help="JSONL or parquet: verl dumps, verl datasets, /score samples."),
     ],
     output: Annotated[Path, typer.Option("-o", "--output", help="Output JSONL (one line per input line).")],
-    url: Annotated[str | None, typer.Option("--url", help="A running gateway (else one runs in-process).")] = None,
+    url: Annotated[
+        str | None, typer.Option("--url", help="A running gateway (else one runs in-process).")
+    ] = None,
     config: Annotated[
         Path | None,
-        typer.Option("--config", help="Fleet YAML for the in-process gateway (default: embedded).", dir_okay=False),
+        typer.Option(
+            "--config", help="Fleet YAML for the in-process gateway (default: embedded).", dir_okay=False
+        ),
     ] = None,
     input_format: Annotated[
         str, typer.Option("--format", help="auto | samples | verl-dump | verl-parquet | fields.")
@@ -132,14 +137,18 @@ def score(
     only_failed: Annotated[
         bool, typer.Option("--only-failed", help="Re-run only the failed lines of OUTPUT; keep the rest.")
     ] = False,
-    repeat: Annotated[int, typer.Option("--repeat", min=1, help="Score each line N times (judge noise).")] = 1,
+    repeat: Annotated[
+        int, typer.Option("--repeat", min=1, help="Score each line N times (judge noise).")
+    ] = 1,
     compare_with: Annotated[
         Path | None, typer.Option("--compare", help="An earlier OUTPUT to compare with.", dir_okay=False)
     ] = None,
     pass_threshold: Annotated[
         float, typer.Option("--pass-threshold", help="A score >= this passes (flip rates, confusion).")
     ] = 0.5,
-    plot_path: Annotated[Path | None, typer.Option("--plot", help="Write score plots here (matplotlib).")] = None,
+    plot_path: Annotated[
+        Path | None, typer.Option("--plot", help="Write score plots here (matplotlib).")
+    ] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Requests in flight.")] = 8,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Samples per /score/batch.")] = 64,
     timeout_s: Annotated[float, typer.Option("--timeout-s", min=0.001, help="Per HTTP attempt.")] = 120.0,
@@ -166,11 +175,14 @@ def score(
     if input_format not in ("auto", "samples", "verl-dump", "verl-parquet", "fields"):
         raise _fail(f"--format {input_format!r}: use auto, samples, verl-dump, verl-parquet or fields")
     if only_failed and not output.exists():
-        raise _fail(f"--only-failed: {output} does not exist (it re-runs the failed lines of an earlier OUTPUT)")
+        raise _fail(
+            f"--only-failed: {output} does not exist (it re-runs the failed lines of an earlier OUTPUT)"
+        )
     try:
         if plot_path is not None:
             check_plot_available()
-        options = ReadOptions(input_format, parse_field_args(field or []), data_source, reward_fn)  # type: ignore[arg-type]
+        fields = parse_field_args(field or [])
+        options = ReadOptions(cast(InputFormat, input_format), fields, data_source, reward_fn)
         fmt, items = read_items(input_path, options)
         earlier = read_output(output) if (resume or only_failed) else None
         compared = read_output(compare_with).records if compare_with is not None else None
@@ -282,9 +294,17 @@ def _report(
                 and records[k].get("score") is not None
             ]
     if plot_path is not None:
-        now = [float(r["score"]) for r in records.values() if r.get("status") == "ok" and r.get("score") is not None]
+        now = [
+            float(r["score"])
+            for r in records.values()
+            if r.get("status") == "ok" and r.get("score") is not None
+        ]
         before = (
-            [float(r["score"]) for r in compared.values() if r.get("status") == "ok" and r.get("score") is not None]
+            [
+                float(r["score"])
+                for r in compared.values()
+                if r.get("status") == "ok" and r.get("score") is not None
+            ]
             if compared is not None
             else None
         )

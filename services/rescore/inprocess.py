@@ -1,4 +1,4 @@
-"""The gateway of a fleet config, served in this process on 127.0.0.1, for `rewardfleet score` without `--url`.
+"""The gateway of a fleet config, served in this process on 127.0.0.1 (`rewardfleet score` without `--url`).
 
 It is the gateway's own app factory (`create_app`) under uvicorn, on a loopback socket the kernel picks, in
 the command's event loop; the command talks to it with the same HTTP client as to a remote gateway, so both

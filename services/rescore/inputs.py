@@ -81,11 +81,9 @@ def read_items(path: Path, options: ReadOptions) -> tuple[str, list[Item]]:
     """Every item of `path` in input order, and the format it was read as."""
     if not path.is_file():
         raise InputError(f"{path}: no such file")
-    if path.suffix == ".parquet":
-        records = list(_parquet_rows(path))
-    else:
-        records = list(_jsonl_lines(path))
-    fmt = options.format
+    rows = _parquet_rows(path) if path.suffix == ".parquet" else _jsonl_lines(path)
+    records = list(rows)
+    fmt: str = options.format
     if fmt == "auto":
         fmt = _detect(path, records, options)
     mapping = {name: JsonPath.parse(p) for name, p in _BUILTIN[fmt].items()}

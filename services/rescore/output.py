@@ -51,7 +51,9 @@ def result_line(item: Item, results: Sequence[RewardResult]) -> dict[str, Any]:
         if first.fallback:
             line["fallback"] = True  # the function's configured on_error_score, not a real score
     else:
-        line["score"] = statistics.fmean(r.score for r in results if r.score is not None) if not failed else None
+        line["score"] = (
+            statistics.fmean(r.score for r in results if r.score is not None) if not failed else None
+        )
         line["scores"] = [r.score for r in results]
         line["statuses"] = [r.status for r in results]
     line["extra"] = (failed or first).extra

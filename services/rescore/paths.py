@@ -83,6 +83,8 @@ def parse_field_args(args: list[str]) -> dict[str, JsonPath]:
         if not sep or not path.strip():
             raise PathSyntaxError(f"--field {arg!r}: write it as sample_field=json.path")
         if name not in SAMPLE_FIELDS:
-            raise PathSyntaxError(f"--field {arg!r}: {name!r} is not a sample field ({', '.join(SAMPLE_FIELDS)})")
+            raise PathSyntaxError(
+                f"--field {arg!r}: {name!r} is not a sample field ({', '.join(SAMPLE_FIELDS)})"
+            )
         mapping[name] = JsonPath.parse(path.strip())
     return mapping

@@ -112,7 +112,7 @@ def check_plot_available() -> None:
 
 
 def plot(path: Path, now: list[float], earlier: list[float] | None, pairs: list[tuple[float, float]]) -> None:
-    """Score histograms (earlier and now with `--compare`) and, with `--compare`, an earlier-vs-now scatter."""
+    """Score histograms (earlier and now with `--compare`) and, with `--compare`, earlier vs now."""
     check_plot_available()
     import matplotlib
 

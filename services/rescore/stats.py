@@ -44,7 +44,11 @@ def summary(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         }
         for source, values in sorted(scores.items())
     }
-    return {"lines": sum(statuses.values()), "statuses": dict(sorted(statuses.items())), "by_data_source": per_source}
+    return {
+        "lines": sum(statuses.values()),
+        "statuses": dict(sorted(statuses.items())),
+        "by_data_source": per_source,
+    }
 
 
 def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float | None:

@@ -39,7 +39,9 @@ def start_gateway(tmp: Path, config: dict[str, Any]) -> Gateway:
     cfg = tmp / "gateway.yaml"
     cfg.write_text(yaml.safe_dump({"workers": 1, **config}))
     outage = tmp / "judge-outage"
-    cmd = rewardfleet_cmd("gateway", "--port", str(port), "--config", str(cfg), "--reward-fns", str(REWARD_FILES))
+    cmd = rewardfleet_cmd(
+        "gateway", "--port", str(port), "--config", str(cfg), "--reward-fns", str(REWARD_FILES)
+    )
     proc = ChildProcess(cmd, tmp / "gateway.log", env={"RESCORE_OUTAGE_FILE": str(outage)})
     url = f"http://127.0.0.1:{port}"
     try:

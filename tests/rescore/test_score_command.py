@@ -183,4 +183,6 @@ def test_in_process_gateway_with_bad_lines_written_as_failed(tmp_path: Path) -> 
         (1, "ok", 1.0), (3, "error", None), (4, "ok", 0.0)
     ]  # fmt: skip
     assert lines[0]["uid"] == "a" and "uid" not in lines[2]
-    assert lines[1]["error"]["type"] == "bad_input" and "line 3: not valid JSON" in lines[1]["error"]["message"]
+    assert (
+        lines[1]["error"]["type"] == "bad_input" and "line 3: not valid JSON" in lines[1]["error"]["message"]
+    )

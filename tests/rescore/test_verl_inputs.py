@@ -25,7 +25,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def verl_dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`<dir>/7.jsonl`, written by RayPPOTrainer._log_rollout_data (verl needs antlr4 4.9: own interpreter)."""
+    """`<dir>/7.jsonl` by RayPPOTrainer._log_rollout_data (verl needs antlr4 4.9: its own interpreter)."""
     if not (ANTLR_FOR_VERL / "antlr4").is_dir():
         pytest.fail(f"no antlr4 4.9 for verl in {ANTLR_FOR_VERL}: run .ci/setup")
     tmp = tmp_path_factory.mktemp("verl")
@@ -34,8 +34,12 @@ def verl_dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pythonpath = os.pathsep.join([str(ANTLR_FOR_VERL), str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])
     proc = subprocess.run(
         [sys.executable, "-m", "tests.rescore.verl_dump", str(cases), str(tmp / "dump"), "7"],
-        cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": pythonpath}, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": pythonpath},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     return tmp / "dump" / "7.jsonl"
 

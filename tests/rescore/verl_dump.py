@@ -26,11 +26,15 @@ def main(cases_path: str, out_dir: str, step: int) -> None:
     tok = _build_qwen2_tokenizer()
     pad = tok.pad_token_id
     prompts = [
-        tok.apply_chat_template([{"role": "user", "content": c["prompt"]}], tokenize=False, add_generation_prompt=True)
+        tok.apply_chat_template(
+            [{"role": "user", "content": c["prompt"]}], tokenize=False, add_generation_prompt=True
+        )
         for c in cases
     ]
     prompt_ids = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
-    response_ids = [tok(c["response"], add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for c in cases]
+    response_ids = [
+        tok(c["response"], add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for c in cases
+    ]
     p_len = max(map(len, prompt_ids))
     r_len = max(map(len, response_ids))
     prompts_t = torch.tensor([[pad] * (p_len - len(ids)) + ids for ids in prompt_ids])  # left padded
@@ -41,7 +45,9 @@ def main(cases_path: str, out_dir: str, step: int) -> None:
     batch = DataProto.from_dict(
         tensors={"prompts": prompts_t, "responses": responses_t, "token_level_scores": scores},
         non_tensors={
-            "reward_model": np.array([{"ground_truth": c["ground_truth"], "style": "rule"} for c in cases], dtype=object),
+            "reward_model": np.array(
+                [{"ground_truth": c["ground_truth"], "style": "rule"} for c in cases], dtype=object
+            ),
             "request_id": np.array([f"req-{i}" for i in range(len(cases))], dtype=object),
         },
     )
