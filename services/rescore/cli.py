@@ -10,94 +10,18 @@ import asyncio
 import json
 import logging
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TextIO, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
-from rich.console import Console
-from rich.logging import RichHandler
 
-from rewardfleet.services.client import AsyncRewardClient
-from rewardfleet.services.rescore.inputs import InputError, InputFormat, Item, ReadOptions, read_items
-from rewardfleet.services.rescore.output import Key, OutputError, bad_input_line, encode, read_output
-from rewardfleet.services.rescore.paths import PathSyntaxError, parse_field_args
-from rewardfleet.services.rescore.report import (
-    PlotUnavailable,
-    check_plot_available,
-    compare_tables,
-    plot,
-    progress_bar,
-    repeat_table,
-    summary_tables,
-)
-from rewardfleet.services.rescore.runner import Entry, RunOptions, RunStats, score_entries
-from rewardfleet.services.rescore.stats import ScipyMissing, compare, repeat_agreement, summary
+if TYPE_CHECKING:  # imported in the command: `rewardfleet --help` and the other commands stay fast
+    from rich.console import Console
 
-
-@dataclass(frozen=True)
-class Target:
-    """Where to score: a running gateway (`url`), or the gateway of a fleet config run in-process."""
-
-    url: str | None = None
-    config: Path | None = None
-    api_key: str | None = None
-
-
-async def run_score(
-    target: Target,
-    entries: list[Entry],
-    out: TextIO,
-    options: RunOptions,
-    console: Console | None = None,
-    show_progress: bool = False,
-) -> RunStats:
-    """Score `entries` against `target`, writing every line to `out` in order (what the command runs)."""
-    console = console or Console(stderr=True)
-    if target.url is not None:
-        return await _run(target.url, target.api_key, entries, out, options, console, show_progress)
-    from rewardfleet.services.rescore.inprocess import inprocess_gateway, pool_names
-
-    pools = pool_names(target.config)
-    if pools:
-        console.print(
-            f"[yellow]in-process gateway: the config's pools {pools} are not started; functions that call "
-            "them fail per sample. Run `rewardfleet up` and pass --url for those.[/yellow]"
-        )
-    async with inprocess_gateway(target.config) as (url, server):
-        scoring = asyncio.create_task(_run(url, None, entries, out, options, console, show_progress))
-        await asyncio.wait({scoring, server}, return_when=asyncio.FIRST_COMPLETED)
-        if not scoring.done():  # the server stopped first (a signal): stop sending, keep what is written
-            scoring.cancel()
-            raise KeyboardInterrupt
-        return scoring.result()
-
-
-async def _run(
-    url: str,
-    api_key: str | None,
-    entries: list[Entry],
-    out: TextIO,
-    options: RunOptions,
-    console: Console,
-    show_progress: bool,
-) -> RunStats:
-    total = sum(1 for e in entries if e.text is None and e.item.sample is not None) * options.repeat
-    async with AsyncRewardClient(
-        url, max_concurrency=options.concurrency, api_key=api_key, timeout_s=options.timeout_s or 120.0
-    ) as client:
-        if not show_progress:
-            return await score_entries(client, entries, out, options)
-        with progress_bar(console) as bar:
-            task = bar.add_task("scoring", total=total, failed=0)
-            failed = 0
-
-            def advance(done: int, new_failures: int) -> None:
-                nonlocal failed
-                failed += new_failures
-                bar.update(task, advance=done, failed=failed)
-
-            return await score_entries(client, entries, out, options, advance)
+    from rewardfleet.services.rescore.inputs import Item
+    from rewardfleet.services.rescore.output import Key
+    from rewardfleet.services.rescore.runner import Entry, RunOptions, RunStats
+    from rewardfleet.services.rescore.session import Target
 
 
 def _fail(message: str) -> typer.Exit:
@@ -166,6 +90,16 @@ def score(
     ] = None,
 ) -> None:
     """Re-score rollouts: change a judge, fill in lost rewards, measure judge noise, A/B two graders."""
+    from rich.console import Console
+    from rich.logging import RichHandler
+
+    from rewardfleet.services.rescore.inputs import InputError, InputFormat, ReadOptions, read_items
+    from rewardfleet.services.rescore.output import OutputError, read_output
+    from rewardfleet.services.rescore.paths import PathSyntaxError, parse_field_args
+    from rewardfleet.services.rescore.report import PlotUnavailable, check_plot_available
+    from rewardfleet.services.rescore.runner import RunOptions
+    from rewardfleet.services.rescore.session import Target
+
     console = Console(stderr=True)
     logging.basicConfig(level=logging.WARNING, handlers=[RichHandler(console=console, show_path=False)])
     if url is not None and config is not None:
@@ -218,6 +152,9 @@ def score(
 
 
 def _entries(items: list[Item], earlier: Any, only_failed: bool) -> list[Entry]:
+    from rewardfleet.services.rescore.output import bad_input_line, encode
+    from rewardfleet.services.rescore.runner import Entry
+
     entries: list[Entry] = []
     for item in items:
         kept = earlier.lines.get(item.key) if earlier is not None else None
@@ -248,6 +185,8 @@ def _write(
 ) -> RunStats:
     """Fresh run: write OUTPUT. --resume: cut a partial last line, append. --only-failed: write the merged
     file next to OUTPUT and move it over OUTPUT at the end (a kill leaves the earlier OUTPUT untouched)."""
+    from rewardfleet.services.rescore.session import run_score
+
     if only_failed:
         partial = output.with_name(output.name + ".partial")
         with partial.open("w", encoding="utf-8") as out:
@@ -270,6 +209,9 @@ def _report(
     plot_path: Path | None,
     console: Console,
 ) -> dict[str, Any]:
+    from rewardfleet.services.rescore.report import compare_tables, plot, repeat_table, summary_tables
+    from rewardfleet.services.rescore.stats import ScipyMissing, compare, repeat_agreement, summary
+
     figures: dict[str, Any] = {"summary": summary(records.values())}
     for table in summary_tables(figures["summary"], stats.total_s_by_fn):
         console.print(table)

@@ -1,0 +1,153 @@
+"""`rewardfleet score` against a bare client posting the same lines to `/score/batch` (goal: ≥ 0.9).
+
+One gateway (a trivial async function, so the gateway costs as little as it can and the command's own
+overhead shows the most), the same N lines, the same batch size and requests in flight. Alternating rounds:
+
+- baseline: a bare `AsyncRewardClient` that reads the same JSONL and posts its lines with `score_batch`
+  (nothing written, no ordering, no summary);
+- command: `rewardfleet score INPUT -o OUT --url ...` as a user runs it, a child process, timed end to end
+  (interpreter start, imports, reading, writing every line, the summary); and the same work in this process
+  (`run_score` from reading INPUT to the last line written), which leaves the start-up out.
+
+Prints samples/s of each and the ratios (medians of the rounds).
+
+    .venv/bin/python -m bench.rescore [--lines 20000] [--rounds 3] [--batch-size 64] [--concurrency 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from bench.common import REPO_ROOT, BenchResult, Row, gateway, median, print_result, write_fn
+from rewardfleet.services.client import AsyncRewardClient
+from rewardfleet.services.rescore.inputs import ReadOptions, read_items
+from rewardfleet.services.rescore.runner import Entry, RunOptions
+from rewardfleet.services.rescore.session import Target, run_score
+from tests.support import rewardfleet_cmd
+
+TRIVIAL = """
+async def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    return 1.0 if ground_truth in solution_str else 0.0
+"""
+
+
+def _lines(n: int) -> list[dict[str, object]]:
+    return [
+        {
+            "data_source": "bench",
+            "reward_fn": "trivial",
+            "solution_str": f"The answer is {i % 7}.",
+            "ground_truth": "3",
+            "extra_info": {"index": i},
+            "uid": f"u{i}",
+        }
+        for i in range(n)
+    ]
+
+
+async def _bare(url: str, src: Path, batch_size: int, concurrency: int) -> float:
+    started = time.perf_counter()
+    with src.open("rb") as f:
+        samples = [json.loads(line) for line in f]
+    async with AsyncRewardClient(url, max_concurrency=concurrency) as client:
+        semaphore = asyncio.Semaphore(concurrency)
+
+        async def one(chunk: list[dict[str, object]]) -> None:
+            async with semaphore:
+                results = await client.score_batch(chunk)
+            if any(not r.ok for r in results):
+                raise RuntimeError("a sample failed in the baseline")
+
+        chunks = [samples[i : i + batch_size] for i in range(0, len(samples), batch_size)]
+        await asyncio.gather(*(one(c) for c in chunks))
+        return time.perf_counter() - started
+
+
+def _command_in_process(url: str, src: Path, out: Path, options: RunOptions) -> float:
+    started = time.perf_counter()
+    _, items = read_items(src, ReadOptions())
+    with out.open("w", encoding="utf-8") as f:
+        asyncio.run(run_score(Target(url=url), [Entry(i) for i in items], f, options))
+    return time.perf_counter() - started
+
+
+def _command_child(url: str, src: Path, out: Path, batch_size: int, concurrency: int) -> float:
+    cmd = rewardfleet_cmd(
+        "score", str(src), "-o", str(out), "--url", url, "--no-progress",
+        "--batch-size", str(batch_size), "--concurrency", str(concurrency),
+    )  # fmt: skip
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False)
+    took = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"rewardfleet score exited {proc.returncode}: {proc.stderr[-2000:]}")
+    return took
+
+
+def run(lines: int, rounds: int, batch_size: int, concurrency: int) -> BenchResult:
+    result = BenchResult("rescore")
+    samples = _lines(lines)
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        src = tmp / "in.jsonl"
+        src.write_text("".join(json.dumps(s) + "\n" for s in samples))
+        fns = write_fn(tmp / "fns", "trivial", TRIVIAL)
+        # No result cache: every round must reach the function, not the previous round's answers.
+        config = {"workers": 1, "result_cache_size": 0, "idempotency": "off"}
+        options = RunOptions(batch_size=batch_size, concurrency=concurrency)
+        bare: list[float] = []
+        child: list[float] = []
+        inproc: list[float] = []
+        with gateway(tmp, config, [fns]) as url:
+            asyncio.run(_bare(url, src, batch_size, concurrency))  # warm-up
+            for r in range(rounds):
+                bare.append(asyncio.run(_bare(url, src, batch_size, concurrency)))
+                child.append(_command_child(url, src, tmp / f"child-{r}.jsonl", batch_size, concurrency))
+                inproc.append(_command_in_process(url, src, tmp / f"inproc-{r}.jsonl", options))
+        written = (tmp / "child-0.jsonl").read_text().count("\n")
+        if written != lines:
+            raise RuntimeError(f"the command wrote {written} lines for {lines}")
+    rate = {name: lines / median(v) for name, v in (("bare", bare), ("child", child), ("inproc", inproc))}
+    detail = f"{lines} lines, batch {batch_size}, {concurrency} in flight, {rounds} rounds"
+    result.rows += [
+        Row("rescore", "bare client /score/batch samples/s", rate["bare"], fmt="{:.0f}", detail=detail),
+        Row("rescore", "rewardfleet score (child process) samples/s", rate["child"], fmt="{:.0f}"),
+        Row("rescore", "rewardfleet score (in process) samples/s", rate["inproc"], fmt="{:.0f}"),
+        Row(
+            "rescore",
+            "rewardfleet score ÷ bare client (child, end to end)",
+            rate["child"] / rate["bare"],
+            target="≥ 0.9",
+            met=rate["child"] / rate["bare"] >= 0.9,
+        ),
+        Row(
+            "rescore",
+            "rewardfleet score ÷ bare client (in process, no start-up)",
+            rate["inproc"] / rate["bare"],
+            target="≥ 0.9",
+            met=rate["inproc"] / rate["bare"] >= 0.9,
+        ),
+    ]
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--lines", type=int, default=20000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--concurrency", type=int, default=8)
+    args = parser.parse_args()
+    print_result(run(args.lines, args.rounds, args.batch_size, args.concurrency))
+
+
+if __name__ == "__main__":
+    main()
