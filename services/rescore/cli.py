@@ -65,7 +65,12 @@ def score(
         int, typer.Option("--repeat", min=1, help="Score each line N times (judge noise).")
     ] = 1,
     compare_with: Annotated[
-        Path | None, typer.Option("--compare", help="An earlier OUTPUT to compare with.", dir_okay=False)
+        Path | None,
+        typer.Option(
+            "--compare",
+            help="An earlier OUTPUT (or a verl dump: its logged scores) to compare with.",
+            dir_okay=False,
+        ),
     ] = None,
     pass_threshold: Annotated[
         float, typer.Option("--pass-threshold", help="A score >= this passes (flip rates, confusion).")
@@ -94,7 +99,7 @@ def score(
     from rich.logging import RichHandler
 
     from rewardfleet.services.rescore.inputs import InputError, InputFormat, ReadOptions, read_items
-    from rewardfleet.services.rescore.output import OutputError, read_output
+    from rewardfleet.services.rescore.output import OutputError, read_output, read_scores
     from rewardfleet.services.rescore.paths import PathSyntaxError, parse_field_args
     from rewardfleet.services.rescore.report import PlotUnavailable, check_plot_available
     from rewardfleet.services.rescore.runner import RunOptions
@@ -119,7 +124,7 @@ def score(
         options = ReadOptions(cast(InputFormat, input_format), fields, data_source, reward_fn)
         fmt, items = read_items(input_path, options)
         earlier = read_output(output) if (resume or only_failed) else None
-        compared = read_output(compare_with).records if compare_with is not None else None
+        compared = read_scores(compare_with) if compare_with is not None else None
     except (PlotUnavailable, PathSyntaxError, InputError, OutputError, OSError) as exc:
         raise _fail(str(exc)) from exc
     bad = [i for i in items if i.problem]

@@ -107,3 +107,28 @@ def read_output(path: Path) -> EarlierOutput:
         lines[key] = text
         records[key] = record
     return EarlierOutput(lines, records, end, len(data))
+
+
+def read_scores(path: Path) -> dict[Key, dict[str, Any]]:
+    """The scores of an earlier run for `--compare`: an OUTPUT of this command, or any JSONL with a numeric
+    `score` per line, such as a verl dump (its line number is then the identity, and a line with a number is
+    taken as scored ok)."""
+    records: dict[Key, dict[str, Any]] = {}
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+                if not isinstance(record, dict):
+                    raise TypeError(f"expected a JSON object, got {type(record).__name__}")
+                key = item_key(record) if "line" in record else (number, None)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise OutputError(f"{path} line {number}: cannot read a score from it: {exc}") from exc
+            if "status" not in record:
+                numeric = isinstance(record.get("score"), int | float) and not isinstance(
+                    record["score"], bool
+                )
+                record = {**record, "status": "ok" if numeric else "error"}
+            records[key] = record
+    return records

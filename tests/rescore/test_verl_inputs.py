@@ -65,23 +65,17 @@ def test_verl_dump_is_read_and_needs_a_data_source(verl_dump: Path) -> None:
 def test_verl_dump_rescored_and_compared_with_the_scores_verl_logged(
     verl_dump: Path, gateway: Gateway, tmp_path: Path
 ) -> None:
-    # The dump's own `score` column as an "earlier" run: the comparison must find full agreement.
-    earlier = tmp_path / "earlier.jsonl"
-    earlier.write_text(
-        "".join(
-            json.dumps({"line": n, "status": "ok", "score": row["score"]}) + "\n"
-            for n, row in enumerate(read_jsonl(verl_dump), start=1)
-        )
-    )
+    # Compared with the dump itself: the scores verl logged (its `score` column) must agree in full.
     out, summary = tmp_path / "out.jsonl", tmp_path / "summary.json"
     done = run_score(verl_dump, "-o", out, "--url", gateway.url, "--data-source", "openai/gsm8k",
-                     "--compare", earlier, "--summary-json", summary)  # fmt: skip
+                     "--compare", verl_dump, "--summary-json", summary)  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = read_jsonl(out)
     assert [(r["line"], r["uid"], r["reward_fn"], r["score"]) for r in lines] == [
         (1, "req-0", "gsm8k", 1.0), (2, "req-1", "gsm8k", 0.0), (3, "req-2", "gsm8k", 1.0)
     ]  # fmt: skip
     figures = json.loads(summary.read_text())["compare"]
+    assert figures["matched"] == figures["both_ok"] == 3
     assert figures["flip_rate"] == 0.0 and figures["most_changed"] == []
     assert figures["spearman"] == pytest.approx(1.0) and figures["kendall"] == pytest.approx(1.0)
 
