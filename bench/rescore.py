@@ -104,18 +104,30 @@ def run(lines: int, rounds: int, batch_size: int, concurrency: int) -> BenchResu
         bare: list[float] = []
         child: list[float] = []
         inproc: list[float] = []
+        cpu: dict[str, list[float]] = {"bare": [], "inproc": []}
         with gateway(tmp, config, [fns]) as url:
             asyncio.run(_bare(url, src, batch_size, concurrency))  # warm-up
             for r in range(rounds):
+                cpu_started = time.process_time()
                 bare.append(asyncio.run(_bare(url, src, batch_size, concurrency)))
+                cpu["bare"].append(time.process_time() - cpu_started)
                 child.append(_command_child(url, src, tmp / f"child-{r}.jsonl", batch_size, concurrency))
+                cpu_started = time.process_time()
                 inproc.append(_command_in_process(url, src, tmp / f"inproc-{r}.jsonl", options))
+                cpu["inproc"].append(time.process_time() - cpu_started)
         written = (tmp / "child-0.jsonl").read_text().count("\n")
         if written != lines:
             raise RuntimeError(f"the command wrote {written} lines for {lines}")
     rate = {name: lines / median(v) for name, v in (("bare", bare), ("child", child), ("inproc", inproc))}
     detail = f"{lines} lines, batch {batch_size}, {concurrency} in flight, {rounds} rounds"
+    # On a 2-core host the client's CPU is taken from the gateway: the client-side CPU per sample explains
+    # most of the gap (a loaded machine turns every CPU second into wall time).
+    cpu_us = {k: 1e6 * median(v) / lines for k, v in cpu.items()}
     result.rows += [
+        Row("rescore", "client CPU µs/sample: bare client", cpu_us["bare"], fmt="{:.0f}"),
+        Row(
+            "rescore", "client CPU µs/sample: rewardfleet score (in process)", cpu_us["inproc"], fmt="{:.0f}"
+        ),
         Row("rescore", "bare client /score/batch samples/s", rate["bare"], fmt="{:.0f}", detail=detail),
         Row("rescore", "rewardfleet score (child process) samples/s", rate["child"], fmt="{:.0f}"),
         Row("rescore", "rewardfleet score (in process) samples/s", rate["inproc"], fmt="{:.0f}"),

@@ -163,7 +163,7 @@ def _items(
     if not isinstance(record, dict):
         return bad(f"expected a JSON object, got {type(record).__name__}")
     if fmt == "samples":
-        sample = dict(record)
+        sample = record  # parsed for this item alone: no copy needed
         for name, json_path in mapping.items():
             value = json_path.get(record)
             if value is not MISSING:

@@ -82,8 +82,9 @@ def _bodies(entries: list[Entry], repeat: int) -> list[_Unit]:
         if entry.text is not None or entry.item.sample is None:
             continue
         for k in range(repeat):
-            body = dict(entry.item.sample)
+            body = entry.item.sample  # the client copies it (sample_body) before adding a uid
             if repeat > 1:
+                body = dict(body)
                 item = entry.item
                 body["uid"] = f"{nonce}:{item.line}:{item.response or 0}:r{k}"
                 if body.get("group_id") is not None:  # each repeat forms its own group
