@@ -97,6 +97,8 @@ def compare_tables(result: dict[str, Any]) -> list[Table]:
         confusion.add_column(v, justify="right")
     for v in VERDICTS:
         confusion.add_row(v, *(str(result["confusion"][v][w]) for w in VERDICTS))
+    if not result["most_changed"]:
+        return [figures, confusion]
     changed = Table(title="lines that changed most")
     for col in ("line", "response", "earlier", "now", "delta"):
         changed.add_column(col, justify="right")
