@@ -70,8 +70,11 @@ def bad_input_line(item: Item) -> dict[str, Any]:
     return line
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False)  # one encoder: json.dumps with options builds one per call
+
+
 def encode(line: dict[str, Any]) -> str:
-    return json.dumps(line, ensure_ascii=False) + "\n"
+    return _ENCODER.encode(line) + "\n"
 
 
 def item_key(line: dict[str, Any]) -> Key:

@@ -47,7 +47,7 @@ class RunOptions:
     timeout_s: float | None = None  # per HTTP attempt; None: the client's
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     """One output line to write: already known (`text`: kept from an earlier OUTPUT, or a bad input line) or
     to be scored."""
@@ -68,7 +68,7 @@ class RunStats:
 ProgressCallback = Callable[[int, int], None]  # (samples done now, of which failed)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Unit:
     entry: int  # index into the entries
     repeat: int
