@@ -103,7 +103,7 @@ def score(
     from rewardfleet.services.rescore.paths import PathSyntaxError, parse_field_args
     from rewardfleet.services.rescore.report import PlotUnavailable, check_plot_available
     from rewardfleet.services.rescore.runner import RunOptions
-    from rewardfleet.services.rescore.session import Target
+    from rewardfleet.services.rescore.session import GatewayNotReachable, Target
 
     console = Console(stderr=True)
     logging.basicConfig(level=logging.WARNING, handlers=[RichHandler(console=console, show_path=False)])
@@ -113,6 +113,8 @@ def score(
         raise _fail("--resume and --only-failed exclude each other")
     if input_format not in ("auto", "samples", "verl-dump", "verl-parquet", "fields"):
         raise _fail(f"--format {input_format!r}: use auto, samples, verl-dump, verl-parquet or fields")
+    if output.resolve() == input_path.resolve():
+        raise _fail("OUTPUT is INPUT: write the scores to another file")
     if only_failed and not output.exists():
         raise _fail(
             f"--only-failed: {output} does not exist (it re-runs the failed lines of an earlier OUTPUT)"
@@ -143,6 +145,8 @@ def score(
     show = console.is_terminal if progress is None else progress
     try:
         stats = _write(output, earlier, only_failed, entries, target, run_options, console, show)
+    except GatewayNotReachable as exc:
+        raise _fail(f"{exc}; is it running? (without --url the command runs a gateway itself)") from exc
     except KeyboardInterrupt:
         console.print(f"interrupted: the lines written to {output} are kept; --resume continues")
         raise typer.Exit(130) from None

@@ -15,6 +15,10 @@ from rewardfleet.services.rescore.report import progress_bar
 from rewardfleet.services.rescore.runner import Entry, RunOptions, RunStats, score_entries
 
 
+class GatewayNotReachable(RuntimeError):
+    """Nothing answers at `--url` when the command starts (nothing is sent)."""
+
+
 @dataclass(frozen=True)
 class Target:
     """Where to score: a running gateway (`url`), or the gateway of a fleet config run in-process."""
@@ -66,6 +70,8 @@ async def _run(
     async with AsyncRewardClient(
         url, max_concurrency=options.concurrency, api_key=api_key, timeout_s=options.timeout_s or 120.0
     ) as client:
+        if not await client.health():
+            raise GatewayNotReachable(f"no gateway answers GET {client.base_url}/health")
         if not show_progress:
             return await score_entries(client, entries, out, options)
         with progress_bar(console) as bar:

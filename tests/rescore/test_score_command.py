@@ -186,3 +186,15 @@ def test_in_process_gateway_with_bad_lines_written_as_failed(tmp_path: Path) -> 
     assert (
         lines[1]["error"]["type"] == "bad_input" and "line 3: not valid JSON" in lines[1]["error"]["message"]
     )
+
+
+def test_no_gateway_at_url_and_output_over_input_are_refused(tmp_path: Path) -> None:
+    from tests.support import free_port
+
+    src = write_jsonl(tmp_path / "in.jsonl", _slow_rows(2))
+    gone = run_score(src, "-o", tmp_path / "out.jsonl", "--url", f"http://127.0.0.1:{free_port()}")
+    assert gone.returncode == 2
+    assert "no gateway answers GET" in gone.stderr
+    same = run_score(src, "-o", src, "--url", "http://127.0.0.1:1")
+    assert same.returncode == 2 and "OUTPUT is INPUT" in same.stderr
+    assert len(read_jsonl(src)) == 2  # untouched
