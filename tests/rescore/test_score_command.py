@@ -198,3 +198,24 @@ def test_no_gateway_at_url_and_output_over_input_are_refused(tmp_path: Path) -> 
     same = run_score(src, "-o", src, "--url", "http://127.0.0.1:1")
     assert same.returncode == 2 and "OUTPUT is INPUT" in same.stderr
     assert len(read_jsonl(src)) == 2  # untouched
+
+
+def test_grpo_groups_are_never_split_across_requests(gateway: Gateway, tmp_path: Path) -> None:
+    """Groups of 4 with batches of 3 and one request at a time: a group split over two requests would wait
+    for itself until the gateway's group timeout (300 s, beyond this test's budget)."""
+    rows = [
+        {"data_source": "openai/gsm8k", "solution_str": f"#### {[1, 0, 1, 2][i % 4]}", "ground_truth": "1",
+         "group_id": f"{tmp_path.name}-g{i // 4}", "group_size": 4, "group_index": i % 4,
+         "group_fn": "rank_normalise"}
+        for i in range(8)
+    ]  # fmt: skip
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "out.jsonl"
+    done = run_score(
+        src, "-o", out, "--url", gateway.url, "--batch-size", "3", "--concurrency", "1", timeout_s=120
+    )
+    assert done.returncode == 0, done.stderr
+    lines = read_jsonl(out)
+    # per-sample 1, 0, 1, 0 -> rank-normalised: the zeros share rank 1/6, the ones 5/6
+    assert [r["score"] for r in lines] == pytest.approx([5 / 6, 1 / 6, 5 / 6, 1 / 6] * 2)
+    assert all(r["extra"]["group"]["size"] == 4 for r in lines)
