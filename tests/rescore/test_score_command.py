@@ -21,7 +21,7 @@ def _slow_rows(n: int) -> list[dict[str, object]]:
             "data_source": "test/slow",
             "solution_str": f"answer {i % 3}",
             "ground_truth": "1",
-            "extra_info": {"delay_s": 0.01 * (i % 4)},
+            "extra_info": {"delay_s": 0.01 * (i % 6)},
             "uid": f"u{i}",
         }
         for i in range(n)
@@ -33,7 +33,7 @@ def _line_count(path: Path) -> int:
 
 
 def test_killed_run_resumes_to_the_uninterrupted_output(gateway: Gateway, tmp_path: Path) -> None:
-    n = 120
+    n = 300  # with batches of 2, 3 in flight and 0-50 ms per line: seconds of margin for the kill
     src = write_jsonl(tmp_path / "in.jsonl", _slow_rows(n))
     full = tmp_path / "full.jsonl"
     done = run_score(src, "-o", full, "--url", gateway.url, "--batch-size", "2", "--concurrency", "3")
