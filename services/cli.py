@@ -7,6 +7,7 @@ import typer
 from rewardfleet.services.fleet.cli import status, up
 from rewardfleet.services.gateway.cli import gateway
 from rewardfleet.services.model_server.cli import serve_model
+from rewardfleet.services.rescore.cli import score
 
 app = typer.Typer(
     name="rewardfleet",
@@ -18,6 +19,7 @@ app.command("gateway")(gateway)
 app.command("serve-model")(serve_model)
 app.command("up")(up)
 app.command("status")(status)
+app.command("score")(score)
 
 
 if __name__ == "__main__":

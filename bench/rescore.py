@@ -1,0 +1,213 @@
+"""`rewardfleet score` against a bare client posting the same lines to `/score/batch` (goal: ≥ 0.9).
+
+One gateway (a trivial async function, so the gateway costs as little as it can and the command's own
+overhead shows the most), the same N lines, the same batch size and requests in flight. Alternating rounds:
+
+- baseline: a bare `AsyncRewardClient` that reads the same JSONL and posts its lines with `score_batch`
+  (nothing written, no ordering, no summary);
+- command: `rewardfleet score INPUT -o OUT --url ...` as a user runs it, a child process, timed end to end
+  (interpreter start, imports, reading, writing every line, the summary), against the bare client run as a
+  child process too (`BARE_SCRIPT`: interpreter start, imports, reading, posting); and the same work in this
+  process (`run_score` from reading INPUT to the last line written) against the bare client in this process.
+
+Prints samples/s of each and the ratios (medians of the rounds).
+
+    .venv/bin/python -m bench.rescore [--lines 20000] [--rounds 3] [--batch-size 64] [--concurrency 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.common import REPO_ROOT, BenchResult, Row, gateway, median, print_result, write_fn
+from rewardfleet.services.client import AsyncRewardClient
+from rewardfleet.services.rescore.inputs import ReadOptions, read_items
+from rewardfleet.services.rescore.runner import Entry, RunOptions
+from rewardfleet.services.rescore.session import Target, run_score
+from tests.support import rewardfleet_cmd
+
+TRIVIAL = """
+async def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    return 1.0 if ground_truth in solution_str else 0.0
+"""
+
+
+# The bare client as a script of its own, for the end-to-end (child process) comparison.
+BARE_SCRIPT = """
+import asyncio, json, sys
+from rewardfleet.services.client import AsyncRewardClient
+
+async def main(url, src, batch_size, concurrency):
+    with open(src, "rb") as f:
+        samples = [json.loads(line) for line in f]
+    async with AsyncRewardClient(url, max_concurrency=concurrency) as client:
+        semaphore = asyncio.Semaphore(concurrency)
+        async def one(chunk):
+            async with semaphore:
+                results = await client.score_batch(chunk)
+            if any(not r.ok for r in results):
+                raise RuntimeError("a sample failed")
+        chunks = [samples[i : i + batch_size] for i in range(0, len(samples), batch_size)]
+        await asyncio.gather(*(one(c) for c in chunks))
+
+asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+"""
+
+
+def _lines(n: int) -> list[dict[str, object]]:
+    return [
+        {
+            "data_source": "bench",
+            "reward_fn": "trivial",
+            "solution_str": f"The answer is {i % 7}.",
+            "ground_truth": "3",
+            "extra_info": {"index": i},
+            "uid": f"u{i}",
+        }
+        for i in range(n)
+    ]
+
+
+async def _bare(url: str, src: Path, batch_size: int, concurrency: int) -> float:
+    started = time.perf_counter()
+    with src.open("rb") as f:
+        samples = [json.loads(line) for line in f]
+    async with AsyncRewardClient(url, max_concurrency=concurrency) as client:
+        semaphore = asyncio.Semaphore(concurrency)
+
+        async def one(chunk: list[dict[str, object]]) -> None:
+            async with semaphore:
+                results = await client.score_batch(chunk)
+            if any(not r.ok for r in results):
+                raise RuntimeError("a sample failed in the baseline")
+
+        chunks = [samples[i : i + batch_size] for i in range(0, len(samples), batch_size)]
+        await asyncio.gather(*(one(c) for c in chunks))
+        return time.perf_counter() - started
+
+
+def _command_in_process(url: str, src: Path, out: Path, options: RunOptions) -> float:
+    started = time.perf_counter()
+    _, items = read_items(src, ReadOptions())
+    with out.open("w", encoding="utf-8") as f:
+        asyncio.run(run_score(Target(url=url), [Entry(i) for i in items], f, options))
+    return time.perf_counter() - started
+
+
+def _timed_child(cmd: list[str]) -> float:
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False)
+    took = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[:4]} exited {proc.returncode}: {proc.stderr[-2000:]}")
+    return took
+
+
+def _command_child(url: str, src: Path, out: Path, batch_size: int, concurrency: int) -> float:
+    return _timed_child(
+        rewardfleet_cmd(
+            "score",
+            str(src),
+            "-o",
+            str(out),
+            "--url",
+            url,
+            "--no-progress",
+            "--batch-size",
+            str(batch_size),
+            "--concurrency",
+            str(concurrency),
+        )
+    )
+
+
+def _bare_child(url: str, script: Path, src: Path, batch_size: int, concurrency: int) -> float:
+    return _timed_child([sys.executable, str(script), url, str(src), str(batch_size), str(concurrency)])
+
+
+def run(lines: int, rounds: int, batch_size: int, concurrency: int) -> BenchResult:
+    result = BenchResult("rescore")
+    samples = _lines(lines)
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        src = tmp / "in.jsonl"
+        src.write_text("".join(json.dumps(s) + "\n" for s in samples))
+        fns = write_fn(tmp / "fns", "trivial", TRIVIAL)
+        script = tmp / "bare_client.py"
+        script.write_text(BARE_SCRIPT)
+        # No result cache: every round must reach the function, not the previous round's answers.
+        config = {"workers": 1, "result_cache_size": 0, "idempotency": "off"}
+        options = RunOptions(batch_size=batch_size, concurrency=concurrency)
+        bare: list[float] = []
+        child: list[float] = []
+        bare_child: list[float] = []
+        inproc: list[float] = []
+        cpu: dict[str, list[float]] = {"bare": [], "inproc": []}
+        with gateway(tmp, config, [fns]) as url:
+            asyncio.run(_bare(url, src, batch_size, concurrency))  # warm-up
+            for r in range(rounds):
+                cpu_started = time.process_time()
+                bare.append(asyncio.run(_bare(url, src, batch_size, concurrency)))
+                cpu["bare"].append(time.process_time() - cpu_started)
+                bare_child.append(_bare_child(url, script, src, batch_size, concurrency))
+                child.append(_command_child(url, src, tmp / f"child-{r}.jsonl", batch_size, concurrency))
+                cpu_started = time.process_time()
+                inproc.append(_command_in_process(url, src, tmp / f"inproc-{r}.jsonl", options))
+                cpu["inproc"].append(time.process_time() - cpu_started)
+        written = (tmp / "child-0.jsonl").read_text().count("\n")
+        if written != lines:
+            raise RuntimeError(f"the command wrote {written} lines for {lines}")
+    rounds_by_name = {"bare": bare, "bare_child": bare_child, "child": child, "inproc": inproc}
+    rate = {name: lines / median(v) for name, v in rounds_by_name.items()}
+    detail = f"{lines} lines, batch {batch_size}, {concurrency} in flight, {rounds} rounds"
+    # On a 2-core host the client's CPU is taken from the gateway: the client-side CPU per sample explains
+    # most of the gap (a loaded machine turns every CPU second into wall time).
+    cpu_us = {k: 1e6 * median(v) / lines for k, v in cpu.items()}
+    result.rows += [
+        Row("rescore", "client CPU µs/sample: bare client", cpu_us["bare"], fmt="{:.0f}"),
+        Row(
+            "rescore", "client CPU µs/sample: rewardfleet score (in process)", cpu_us["inproc"], fmt="{:.0f}"
+        ),
+        Row("rescore", "bare client /score/batch samples/s", rate["bare"], fmt="{:.0f}", detail=detail),
+        Row("rescore", "bare client (child process) samples/s", rate["bare_child"], fmt="{:.0f}"),
+        Row("rescore", "rewardfleet score (child process) samples/s", rate["child"], fmt="{:.0f}"),
+        Row("rescore", "rewardfleet score (in process) samples/s", rate["inproc"], fmt="{:.0f}"),
+        Row(
+            "rescore",
+            "rewardfleet score ÷ bare client (both child processes, end to end)",
+            rate["child"] / rate["bare_child"],
+            target="≥ 0.9",
+            met=rate["child"] / rate["bare_child"] >= 0.9,
+        ),
+        Row(
+            "rescore",
+            "rewardfleet score ÷ bare client (in process, no start-up)",
+            rate["inproc"] / rate["bare"],
+            target="≥ 0.9",
+            met=rate["inproc"] / rate["bare"] >= 0.9,
+        ),
+    ]
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--lines", type=int, default=20000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--concurrency", type=int, default=8)
+    args = parser.parse_args()
+    print_result(run(args.lines, args.rounds, args.batch_size, args.concurrency))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""Send the items to a gateway and write each output line as soon as it and every line before it are known.
+
+Items go out in `/score/batch` requests of at most `batch_size` samples, at most `concurrency` requests in
+flight; the client's one retry loop honours 429/503 and `Retry-After`, resending each sample with its uid.
+Each item gets exactly one output line, in input order, whatever order the batches come back in:
+
+- a batch the gateway refuses as a whole (422, 404, 413: one bad sample in it) is sent again sample by sample,
+  so only the bad samples fail, each with the gateway's own error;
+- a batch still unanswered when the retry budget runs out (`GatewayUnavailable`) fails each of its samples
+  with that error; `--only-failed` sends them again later.
+
+`--repeat N` sends every item N times, each repeat under its own uid (`<run nonce>:<line>:<response>:r<k>`),
+so the gateway's result cache and in-flight dedupe (keyed by uid + inputs, `idempotency: uid`) cannot answer
+one repeat with another: nothing about the cache changes for trainers. A gateway keyed on inputs only
+(`idempotency: inputs`) would still answer repeats from its cache; those answers carry `cached: true` and are
+counted, so the report can say the repeats were not independent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from rewardfleet.services.client import (
+    AsyncRewardClient,
+    GatewayHTTPError,
+    GatewayUnavailable,
+    RewardFleetError,
+    RewardResult,
+)
+from rewardfleet.services.rescore.inputs import Item
+from rewardfleet.services.rescore.output import encode, result_line
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    batch_size: int = 64
+    concurrency: int = 8
+    repeat: int = 1
+    timeout_s: float | None = None  # per HTTP attempt; None: the client's
+
+
+@dataclass(slots=True)
+class Entry:
+    """One output line to write: already known (`text`: kept from an earlier OUTPUT, or a bad input line) or
+    to be scored."""
+
+    item: Item
+    text: str | None = None
+
+
+@dataclass
+class RunStats:
+    sent: int = 0  # samples sent (items × repeats)
+    failed: int = 0  # samples whose result is not ok
+    written: int = 0  # output lines written
+    cached_repeats: int = 0  # repeats the gateway answered from its cache (not independent)
+    total_s_by_fn: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+
+ProgressCallback = Callable[[int, int], None]  # (samples done now, of which failed)
+
+
+@dataclass(slots=True)
+class _Unit:
+    entry: int  # index into the entries
+    repeat: int
+    body: dict[str, Any]
+
+
+def _bodies(entries: list[Entry], repeat: int) -> list[_Unit]:
+    nonce = uuid.uuid4().hex[:12]
+    units: list[_Unit] = []
+    for index, entry in enumerate(entries):
+        if entry.text is not None or entry.item.sample is None:
+            continue
+        for k in range(repeat):
+            body = entry.item.sample  # the client copies it (sample_body) before adding a uid
+            if repeat > 1:
+                body = dict(body)
+                item = entry.item
+                body["uid"] = f"{nonce}:{item.line}:{item.response or 0}:r{k}"
+                if body.get("group_id") is not None:  # each repeat forms its own group
+                    body["group_id"] = f"{body['group_id']}#r{k}"
+            units.append(_Unit(index, k, body))
+    return units
+
+
+def _chunks(units: list[_Unit], size: int) -> list[list[_Unit]]:
+    """Batches of at most `size`, except that a GRPO group listed contiguously is never split: its members
+    wait for each other in the gateway, so two halves in different requests could each wait on the other."""
+    chunks: list[list[_Unit]] = []
+    current: list[_Unit] = []
+    for unit in units:
+        group = unit.body.get("group_id")
+        if len(current) >= size and (group is None or current[-1].body.get("group_id") != group):
+            chunks.append(current)
+            current = []
+        current.append(unit)
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+async def _score_chunk(
+    client: AsyncRewardClient, bodies: list[dict[str, Any]], timeout_s: float | None
+) -> list[RewardResult]:
+    try:
+        return await client.score_batch(bodies, timeout_s=timeout_s)
+    except GatewayUnavailable as exc:
+        logger.warning("%d samples not scored: %s", len(bodies), exc)
+        return [RewardResult.client_failure(str(b.get("uid") or ""), exc) for b in bodies]
+    except GatewayHTTPError as exc:
+        logger.info("batch refused (%s); sending its samples one by one", exc)
+
+    async def one(body: dict[str, Any]) -> RewardResult:
+        try:
+            return await client.score(body, timeout_s=timeout_s)
+        except RewardFleetError as exc:
+            return RewardResult.client_failure(str(body.get("uid") or ""), exc)
+
+    return list(await asyncio.gather(*(one(b) for b in bodies)))
+
+
+async def score_entries(
+    client: AsyncRewardClient,
+    entries: list[Entry],
+    out: TextIO,
+    options: RunOptions,
+    on_progress: ProgressCallback | None = None,
+) -> RunStats:
+    """Score every entry without a `text`, and write all entries' lines to `out` in order as they complete."""
+    stats = RunStats()
+    units = _bodies(entries, options.repeat)
+    results: list[list[RewardResult | None]] = [
+        [None] * options.repeat if e.text is None and e.item.sample is not None else [] for e in entries
+    ]
+    missing = [len(r) for r in results]
+    next_to_write = 0
+
+    def flush() -> None:
+        nonlocal next_to_write
+        texts: list[str] = []
+        while next_to_write < len(entries) and missing[next_to_write] == 0:
+            entry = entries[next_to_write]
+            if entry.text is not None:
+                texts.append(entry.text)
+            else:
+                done = [r for r in results[next_to_write] if r is not None]
+                texts.append(encode(result_line(entry.item, done)))
+                results[next_to_write] = []  # written: let the results go
+            next_to_write += 1
+        if texts:
+            out.write("".join(texts))  # whole lines only; a kill between writes leaves complete lines
+            out.flush()
+            stats.written += len(texts)
+
+    flush()  # lines known up front (kept or bad) before the first unscored one
+    semaphore = asyncio.Semaphore(options.concurrency)
+
+    async def run(chunk: list[_Unit]) -> None:
+        try:
+            answers = await _score_chunk(client, [u.body for u in chunk], options.timeout_s)
+        finally:
+            semaphore.release()
+        failed = 0
+        for unit, result in zip(chunk, answers, strict=True):
+            results[unit.entry][unit.repeat] = result
+            missing[unit.entry] -= 1
+            if not result.ok:
+                failed += 1
+            if result.cached and options.repeat > 1:
+                stats.cached_repeats += 1
+            if result.reward_fn and "total_s" in result.timings:
+                stats.total_s_by_fn[result.reward_fn].append(result.timings["total_s"])
+        stats.sent += len(chunk)
+        stats.failed += failed
+        if on_progress is not None:
+            on_progress(len(chunk), failed)
+        flush()
+
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        for chunk in _chunks(units, options.batch_size):
+            await semaphore.acquire()
+            tasks.append(asyncio.create_task(run(chunk)))
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+    flush()
+    if next_to_write != len(entries):  # every chunk answered, so every line must be out
+        raise RuntimeError(f"internal error: wrote {next_to_write} of {len(entries)} lines")
+    return stats
