@@ -6,8 +6,9 @@ Everything is built once, in one direction, each part complete before the parts 
     in the lifespan:
     reward functions   (core/registry.py)           loaded and checked; a broken file stops start-up
     state backend      (state_store/)               in-process, or Redis shared by every replica (state_url)
+    spend meter        (reliability/spend.py)       prices and caps, over the backend's ledger
     worker pool        (execution/pool.py)          when some function is sync
-    scorer             (core/scoring.py)            with its result cache and per-function gates (backend's)
+    scorer             (core/scoring.py)            with its result cache, gates (backend's) and spend meter
     catalog            (features/build.py)          composites, fallbacks, graders over the scorer; dispatch
     groups, reloader   (features/)                  over the scorer; the reloader owns the catalog
 
@@ -43,7 +44,8 @@ from rewardfleet.services.gateway.reliability.function_limits import function_ga
 from rewardfleet.services.gateway.reliability.idempotency import Results
 from rewardfleet.services.gateway.reliability.input_limits import SampleLimits
 from rewardfleet.services.gateway.reliability.middleware import BodySizeLimit, RequestMetrics
-from rewardfleet.services.gateway.routes import admin, graders, meta, pools, score
+from rewardfleet.services.gateway.reliability.spend import SpendMeter
+from rewardfleet.services.gateway.routes import admin, graders, meta, monitors, pools, score
 from rewardfleet.services.gateway.routes.deps import Gateway
 from rewardfleet.services.gateway.routes.error_handlers import install_error_handlers
 from rewardfleet.services.gateway.routes.protocols import (
@@ -88,19 +90,31 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Built here, connected below: the spend meter takes its ledger (in-process or Redis).
+        backend = build_backend(
+            config.state_url, metrics, config.state_key_prefix, config.state_timeout_s, config.state_lease_s
+        )
         try:
             loaded = load_functions(config)
             tokenizer = None
             if config.reward_model_tokenizer is not None:
                 tokenizer = await asyncio.to_thread(load_tokenizer, config.reward_model_tokenizer)
-            external = ExternalPools(config.external_pools, metrics.registry, metrics.pool_tokens)
+            spend = SpendMeter(
+                config.pool_prices,
+                backend.spend_ledger(),
+                metrics.registry,
+                known_pools=set(config.routers) | set(config.external_pools),
+                function_caps={
+                    name: fn.config.max_spend_usd
+                    for name, fn in loaded.items()
+                    if fn.config.max_spend_usd is not None
+                },
+            )
+            external = ExternalPools(config.external_pools, metrics.registry, metrics.pool_tokens, spend)
         except (LoadError, TokenizerUnavailable, ValueError) as exc:
             log.error("gateway start-up failed: %s", exc)
             # A short exception: uvicorn prints its traceback after the message above and exits non-zero.
             raise RuntimeError("gateway start-up failed; see the error above") from None
-        backend = build_backend(
-            config.state_url, metrics, config.state_key_prefix, config.state_timeout_s, config.state_lease_s
-        )
         try:
             await backend.start()
         except StateStoreUnavailable as exc:
@@ -147,6 +161,7 @@ def create_app(
                         config.state_lease_s,
                     ),
                 ),
+                spend=spend,
             )
             try:
                 catalog = build_catalog(config, loaded, scorer, http_client)
@@ -167,6 +182,7 @@ def create_app(
                 groups=backend.groups(config.groups, scorer),
                 reloader=Reloader(config, scorer, http_client, catalog),
                 external_pools=external,
+                spend=spend,
             )
             app.state.gateway = gateway
             drain = Drain(
@@ -202,6 +218,7 @@ def create_app(
     app.include_router(graders.router)
     app.include_router(admin.router)
     app.include_router(pools.router)
+    app.include_router(monitors.router)
     # OpenRLHF + slime
     app.include_router(make_protocol_router(gateway_score_one(app), check=gateway_check(app)))
     # Outermost first: metrics see the 413s the size limit sends.
@@ -209,7 +226,7 @@ def create_app(
     app.add_middleware(AdmissionMiddleware, admission=admission)  # after auth: refused keys take no slot
     keys = api_keys(config)
     if keys:
-        public = {"/health", "/metrics"} if config.auth_exempt_metrics else {"/health"}
+        public = {"/health", "/metrics", "/monitors"} if config.auth_exempt_metrics else {"/health"}
         app.add_middleware(
             ApiKeyAuth, keys=keys, public_paths=public, self_authenticated_prefixes=(pools.PREFIX,)
         )

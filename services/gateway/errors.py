@@ -26,6 +26,8 @@
     ComponentFailed               a composite's component or gate, or a fallback, failed (`type` names which;
                                   `result_extra` carries the components' reports)
     GraderError                   the sample does not fit a declarative grader
+    BudgetExhausted               the function's or its judge pool's `max_spend_usd` is reached (the call is
+                                  not made; reliability/spend.py)
 
     At config validation (a ValueError, so pydantic reports it under the key):
     FormulaError                  a multi grader's `calculate_output` is not a valid formula
@@ -182,6 +184,10 @@ class ComponentFailed(Exception):
         super().__init__(message)
         self.type = type_
         self.result_extra = result_extra
+
+
+class BudgetExhausted(Exception):
+    """A spend cap (`max_spend_usd` of the function or of a pool it uses) is reached: the call is not made."""
 
 
 class GraderError(Exception):

@@ -22,13 +22,14 @@ import pebble
 from rewardfleet.services.gateway.config import FunctionConfig
 from rewardfleet.services.gateway.core.failure_log import FailureLog
 from rewardfleet.services.gateway.core.registry import RewardFunction
-from rewardfleet.services.gateway.errors import ComponentFailed, InvalidReturn
+from rewardfleet.services.gateway.errors import BudgetExhausted, ComponentFailed, InvalidReturn
 from rewardfleet.services.gateway.execution.pool import WorkerPool
 from rewardfleet.services.gateway.execution.results import error_location, normalise_return
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.external_pools import for_function
 from rewardfleet.services.gateway.reliability.function_limits import Gate, estimate_tokens, reported_tokens
 from rewardfleet.services.gateway.reliability.idempotency import Results
+from rewardfleet.services.gateway.reliability.spend import SpendMeter
 from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
 
 
@@ -76,17 +77,19 @@ class Scorer:
         injectables: Injectables,
         cache: Results | None,
         gates: Mapping[str, Gate],
+        spend: SpendMeter | None = None,
     ) -> None:
         self.pool = pool
+        self.spend = spend
         self.metrics = metrics
         self.injectables = injectables
         self.cache = cache
         self.gates = dict(gates)
         self.failures = FailureLog()
 
-    def _count_pool_tokens(self, function: str, extra: dict[str, Any]) -> None:
-        """A judge's `usage` on a fleet pool, in `rewardfleet_pool_tokens_total` (only pools the gateway
-        routes to: the label stays bounded whatever a function returns)."""
+    async def _count_pool_tokens(self, function: str, extra: dict[str, Any]) -> None:
+        """A judge's `usage` on a fleet pool, in `rewardfleet_pool_tokens_total` and, for a priced pool, in
+        its spend (only pools the gateway routes to: the label stays bounded whatever a function returns)."""
         pool = extra.get("judge_pool")
         usage = extra.get("usage")
         if pool not in self.injectables.fleet_pools or not isinstance(usage, dict):
@@ -94,6 +97,18 @@ class Scorer:
         prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
         if isinstance(prompt, int) and isinstance(completion, int) and min(prompt, completion) >= 0:
             self.metrics.count_pool_tokens(function, str(pool), prompt, completion)
+            if self.spend is not None:
+                await self.spend.charge(function, str(pool), prompt, completion)
+
+    async def _admitted(self, fn: RewardFunction) -> _Outcome | None:
+        """None when the spend caps let `fn` run, else its `BudgetExhausted` outcome (reliability/spend)."""
+        if self.spend is None:
+            return None
+        try:
+            await self.spend.admit(fn.name, fn.config.max_spend_usd, fn.config.reward_kwargs.get("pool"))
+        except BudgetExhausted as exc:
+            return _Outcome("error", error=ErrorInfo(type="BudgetExhausted", message=str(exc)))
+        return None
 
     def build_kwargs(
         self, fn: RewardFunction, request: ScoreRequest, config: FunctionConfig | None = None
@@ -146,17 +161,18 @@ class Scorer:
         started = time.perf_counter()
         gate = self.gates.get(fn.name) if self.gates else None
         if gate is None:
-            outcome = await self._call(fn, request, label)
+            outcome = await self._admitted(fn) or await self._call(fn, request, label)
         else:
             async with gate.hold(
                 estimate_tokens(request.prompt, request.solution_str, request.ground_truth)
             ) as charge:
-                outcome = await self._call(fn, request, label)
+                # checked once the gate lets the call through, so waiting calls see the latest spend
+                outcome = await self._admitted(fn) or await self._call(fn, request, label)
                 used = reported_tokens(outcome.extra)
                 if used is not None:  # the judge said how many tokens it used: TPM counts those
                     charge.settle(used)
         total_s = time.perf_counter() - started
-        self._count_pool_tokens(fn.name, outcome.extra)
+        await self._count_pool_tokens(fn.name, outcome.extra)
         self.metrics.observe_call(fn.name, label, outcome.status, outcome.compute_s, outcome.score)
         if outcome.status != "ok":
             error = outcome.error
@@ -169,7 +185,9 @@ class Scorer:
                 uid=request.uid,
             )
         score, fallback = outcome.score, False
-        if outcome.status != "ok" and fn.config.on_error_score is not None:
+        # A refused budget is never turned into a score, not even a flagged fallback one.
+        exhausted = outcome.error is not None and outcome.error.type == "BudgetExhausted"
+        if outcome.status != "ok" and fn.config.on_error_score is not None and not exhausted:
             score, fallback = fn.config.on_error_score, True
         # model_construct: every field is built right here; validating them again is pure hot-path cost.
         return ScoreResult.model_construct(

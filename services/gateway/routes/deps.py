@@ -16,6 +16,7 @@ from rewardfleet.services.gateway.features.reload import Reloader
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.external_pools import ExternalPools
 from rewardfleet.services.gateway.reliability.input_limits import SampleLimits
+from rewardfleet.services.gateway.reliability.spend import SpendMeter
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from rewardfleet.services.gateway.state_store.base import Groups
 
@@ -30,6 +31,7 @@ class Gateway:
     groups: Groups  # in-process or fleet-wide (state_store/)
     reloader: Reloader  # owns the catalog being served
     external_pools: ExternalPools | None = None
+    spend: SpendMeter | None = None
     ready: bool = False
 
     @property
