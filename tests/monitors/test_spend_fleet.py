@@ -1,13 +1,13 @@
 """Spend counted fleet-wide: three gateway processes share a real redis-server behind a real round-robin
-HAProxy; their `judge` calls go to a real CPU model server (tiny random-weight Llama, constrained verdicts), whose
-`usage` is what is priced. Samples sent one after another must follow the cap rule exactly: a sample is scored
-while the spend before it is below the cap, and gets BudgetExhausted from then on, whatever replica takes it."""
+HAProxy; their `judge` calls go to a real CPU model server (tiny random-weight Llama, constrained verdicts),
+whose `usage` is what is priced. Samples sent one after another must follow the cap rule exactly: a sample
+is scored while the spend before it is below the cap, and gets BudgetExhausted from then on, whatever
+replica takes it."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -96,7 +96,7 @@ def run_until_refused(fleet: Fleet, fn: str, cap_usd: float, n: int = 12) -> flo
 
 def test_function_cap_stops_at_the_budget_across_three_replicas(fleet: Fleet) -> None:
     spent = run_until_refused(fleet, "fn_capped", FN_CAP_USD)
-    assert FN_CAP_USD <= spent
+    assert spent >= FN_CAP_USD
     per_replica = cost_metric(fleet, "fn_capped")
     assert sum(per_replica) == pytest.approx(spent, abs=1e-9)
     assert sum(1 for v in per_replica if v > 0) >= 2  # the calls really were spread over replicas
