@@ -1,4 +1,5 @@
-"""`rewardfleet status`: pools, replicas, health and addresses of the fleet that `rewardfleet up` runs."""
+"""`rewardfleet status`: pools, replicas, health and addresses of the fleet that `rewardfleet up` runs, and
+what the gateway's judge monitors report (`GET /monitors`: spend and caps, master-key probes)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,28 @@ def _probe(client: httpx.Client, url: str) -> tuple[str, Any]:
     return ("healthy" if resp.status_code == 200 else f"HTTP {resp.status_code}"), body
 
 
+def _usd(value: float | None) -> str:
+    return "no cap" if value is None else f"${value:,.4f}"
+
+
+def monitor_rows(monitors: Any) -> list[tuple[str, str, str, str]]:
+    """(part, address, health, detail) rows for the gateway's `GET /monitors` answer."""
+    if not isinstance(monitors, dict):
+        return []
+    rows = []
+    spend = monitors.get("spend") or {}
+    for name, pool in (spend.get("pools") or {}).items():
+        cap = pool.get("max_spend_usd")
+        health = "exhausted" if cap is not None and pool["spent_usd"] >= cap else "ok"
+        detail = f"spent {_usd(pool['spent_usd'])} of {_usd(cap)}"
+        rows.append((f"{name} spend", "", health, detail))
+    for name, fn in (spend.get("functions") or {}).items():
+        cap = fn.get("max_spend_usd")
+        health = "exhausted" if cap is not None and fn["spent_usd"] >= cap else "ok"
+        rows.append((f"{name} (function) spend", "", health, f"spent {_usd(fn['spent_usd'])} of {_usd(cap)}"))
+    return rows
+
+
 def status_table(state: dict[str, Any], timeout_s: float = 2.0) -> Table:
     table = Table(title=f"Reward Fleet (rewardfleet up pid {state['pid']})")
     for col in ("part", "address", "health", "detail"):
@@ -51,6 +74,11 @@ def status_table(state: dict[str, Any], timeout_s: float = 2.0) -> Table:
         health, _ = _probe(client, f"{gw}/health")
         ready, _ = _probe(client, f"{gw}/ready")
         table.add_row("gateway", gw, health, f"ready: {ready}")
+        monitors_health, monitors = _probe(client, f"{gw}/monitors")
+        if monitors_health == "HTTP 401":
+            table.add_row("monitors", f"{gw}/monitors", "needs an API key", "or set auth_exempt_metrics")
+        for row in monitor_rows(monitors):
+            table.add_row(*row)
         for name, pool in state["pools"].items():
             health, body = _probe(client, f"{pool['router']}/readiness")
             detail = f"{pool['kind']} ({pool['backend']})"

@@ -12,7 +12,9 @@ from typing import Any
 
 import httpx
 import pytest
+from rich.console import Console
 
+from rewardfleet.services.fleet.status import status_table
 from tests.model_server.conftest import RunningServer, start_server
 from tests.state_store.fleet import Fleet
 from tests.state_store.redis_server import RedisServer
@@ -113,3 +115,15 @@ def test_pool_cap_stops_at_the_budget_across_three_replicas(fleet: Fleet) -> Non
     spend = httpx.get(f"{fleet.url}/monitors", timeout=10).json()["spend"]
     assert spend["pools"]["judge_capped"]["spent_usd"] == pytest.approx(spent, abs=1e-9)
     assert spend["pools"]["judge_capped"]["max_spend_usd"] == POOL_CAP_USD
+
+
+def test_status_shows_spend_and_caps(fleet: Fleet) -> None:
+    """`rewardfleet status` reads /monitors through the balancer: fleet-wide spend against each cap."""
+    console = Console(width=200, record=True)
+    console.print(status_table({"pid": 1, "gateway": {"url": fleet.url}, "pools": {}}))
+    text = console.export_text()
+    spend = httpx.get(f"{fleet.url}/monitors", timeout=10).json()["spend"]
+    capped = spend["pools"]["judge_capped"]["spent_usd"]
+    assert re.search(rf"judge_capped spend\s.*exhausted\s.*spent \${capped:,.4f} of \$0\.0300", text), text
+    assert re.search(r"fn_capped \(function\) spend\s.*exhausted\s.*of \$0\.0200", text), text
+    assert re.search(r"judge spend\s.*ok\s.*of no cap", text), text
