@@ -52,6 +52,19 @@ def monitor_rows(monitors: Any) -> list[tuple[str, str, str, str]]:
     if not isinstance(monitors, dict):
         return []
     rows = []
+    for pool, probe in (monitors.get("probes") or {}).items():
+        if probe.get("ratio") is None:
+            waiting = f"no answered round yet ({probe['errors']} errors)"
+            rows.append((f"{pool} probes", "", "waiting", waiting))
+            continue
+        health = "degraded" if probe.get("degraded") else "ok"
+        detail = (
+            f"master keys accepted: {probe['false_positives']}/{probe['answered']} "
+            f"(false-positive ratio {probe['ratio']:.2f}, round {probe['rounds']})"
+        )
+        if probe.get("accepted"):
+            detail += ": " + ", ".join(repr(key) for key in probe["accepted"][:5])
+        rows.append((f"{pool} probes", "", health, detail))
     spend = monitors.get("spend") or {}
     for name, pool in (spend.get("pools") or {}).items():
         cap = pool.get("max_spend_usd")

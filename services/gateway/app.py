@@ -11,6 +11,7 @@ Everything is built once, in one direction, each part complete before the parts 
     scorer             (core/scoring.py)            with its result cache, gates (backend's) and spend meter
     catalog            (features/build.py)          composites, fallbacks, graders over the scorer; dispatch
     groups, reloader   (features/)                  over the scorer; the reloader owns the catalog
+    judge prober       (features/probes.py)         master-key probes over the scorer, started once ready
 
 Nothing happens at import time; the lifespan owns every resource (the aiohttp session, the worker pool) and
 closes it.
@@ -34,6 +35,7 @@ from rewardfleet.services.gateway.errors import LoadError, StateStoreUnavailable
 from rewardfleet.services.gateway.execution.pool import WorkerPool
 from rewardfleet.services.gateway.execution.tokenizer import load_tokenizer
 from rewardfleet.services.gateway.features.build import build_catalog
+from rewardfleet.services.gateway.features.probes import JudgeProber
 from rewardfleet.services.gateway.features.reload import Reloader
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.admission import Admission, AdmissionMiddleware, Backlog
@@ -165,7 +167,13 @@ def create_app(
             )
             try:
                 catalog = build_catalog(config, loaded, scorer, http_client)
-            except LoadError as exc:
+                reloader = Reloader(config, scorer, http_client, catalog)
+                prober = None
+                if config.judge_probes.functions:
+                    prober = JudgeProber(
+                        config.judge_probes, scorer, lambda: reloader.catalog.functions, metrics.registry
+                    )
+            except (LoadError, ValueError) as exc:
                 log.error("gateway start-up failed: %s", exc)
                 raise RuntimeError("gateway start-up failed; see the error above") from None
             gateway = Gateway(
@@ -180,9 +188,10 @@ def create_app(
                 ),
                 scorer=scorer,
                 groups=backend.groups(config.groups, scorer),
-                reloader=Reloader(config, scorer, http_client, catalog),
+                reloader=reloader,
                 external_pools=external,
                 spend=spend,
+                prober=prober,
             )
             app.state.gateway = gateway
             drain = Drain(
@@ -195,11 +204,15 @@ def create_app(
             drain.install()
             if freeze_startup:
                 _freeze_startup_objects()
+            if prober is not None:
+                prober.start()  # background rounds; the first as soon as the judge answers
             try:
                 yield
             finally:
                 drain.uninstall()
                 gateway.ready = False
+                if prober is not None:
+                    await prober.close()
         finally:
             await http_client.close()
             await backend.close()

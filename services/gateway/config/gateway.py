@@ -29,6 +29,7 @@ from pydantic_settings import (
 from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
 from rewardfleet.services.gateway.config.features import CompositeSpec, FallbackSpec, GroupsConfig
 from rewardfleet.services.gateway.config.graders import GraderSpec
+from rewardfleet.services.gateway.config.monitors import JudgeProbesConfig
 from rewardfleet.services.gateway.config.spend import PoolPrice
 
 # verl's four arguments. They are always passed, so reward_kwargs may not override them.
@@ -133,6 +134,10 @@ class GatewayConfig(BaseModel):
         default_factory=dict,
         description="Pool name (a router or an external pool) -> prices per million tokens and an optional "
         "spend cap; spend is counted from each answer's real `usage` (reliability/spend.py).",
+    )
+    judge_probes: JudgeProbesConfig = Field(
+        default_factory=JudgeProbesConfig,
+        description="Master-key probes of judge pools (features/probes.py, docs/judge_monitoring.md).",
     )
     default_router: str | None = Field(
         default=None, description="Router passed as reward_router_address; the only router if just one."

@@ -32,6 +32,9 @@ from rewardfleet.services.gateway.reliability.idempotency import Results
 from rewardfleet.services.gateway.reliability.spend import SpendMeter
 from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
 
+# Error types of calls the gateway refused to make (no score of any kind, not even on_error_score).
+REFUSALS = frozenset({"BudgetExhausted", "JudgePoolDegraded"})
+
 
 @dataclass
 class Injectables:
@@ -57,7 +60,7 @@ def _exit_description(exitcode: int | None) -> str:
 
 
 @dataclass
-class _Outcome:
+class Outcome:
     status: str
     score: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -81,6 +84,8 @@ class Scorer:
     ) -> None:
         self.pool = pool
         self.spend = spend
+        # pool -> why its samples are refused (a degraded judge pool: features/probes.py sets and clears it)
+        self.refused_pools: dict[str, str] = {}
         self.metrics = metrics
         self.injectables = injectables
         self.cache = cache
@@ -100,14 +105,19 @@ class Scorer:
             if self.spend is not None:
                 await self.spend.charge(function, str(pool), prompt, completion)
 
-    async def _admitted(self, fn: RewardFunction) -> _Outcome | None:
-        """None when the spend caps let `fn` run, else its `BudgetExhausted` outcome (reliability/spend)."""
+    async def _admitted(self, fn: RewardFunction) -> Outcome | None:
+        """None when `fn` may run, else its refusal: `JudgePoolDegraded` (features/probes.py) or
+        `BudgetExhausted` (reliability/spend.py)."""
+        if self.refused_pools:
+            why = self.refused_pools.get(fn.config.reward_kwargs.get("pool"))  # type: ignore[arg-type]
+            if why is not None:
+                return Outcome("error", error=ErrorInfo(type="JudgePoolDegraded", message=why))
         if self.spend is None:
             return None
         try:
             await self.spend.admit(fn.name, fn.config.max_spend_usd, fn.config.reward_kwargs.get("pool"))
         except BudgetExhausted as exc:
-            return _Outcome("error", error=ErrorInfo(type="BudgetExhausted", message=str(exc)))
+            return Outcome("error", error=ErrorInfo(type="BudgetExhausted", message=str(exc)))
         return None
 
     def build_kwargs(
@@ -152,7 +162,21 @@ class Scorer:
                 return await cache.run(key, request, lambda: self._score(request, fn, label))
         return await self._score(request, fn, label)
 
-    async def _call(self, fn: RewardFunction, request: ScoreRequest, label: str) -> _Outcome:
+    async def run_unrecorded(self, fn: RewardFunction, request: ScoreRequest) -> Outcome:
+        """One call for the gateway's own monitors (probes): no cache, gate or score metrics; its tokens
+        and spend are counted like any call's, and spend caps apply."""
+        outcome = None
+        if self.spend is not None:
+            try:
+                await self.spend.admit(fn.name, fn.config.max_spend_usd, fn.config.reward_kwargs.get("pool"))
+            except BudgetExhausted as exc:
+                outcome = Outcome("error", error=ErrorInfo(type="BudgetExhausted", message=str(exc)))
+        if outcome is None:
+            outcome = await self._call(fn, request, request.data_source)
+            await self._count_pool_tokens(fn.name, outcome.extra)
+        return outcome
+
+    async def _call(self, fn: RewardFunction, request: ScoreRequest, label: str) -> Outcome:
         if fn.is_async:
             return await self._call_async(fn, request, label)
         return await self._call_sync(fn, self.build_kwargs(fn, request))
@@ -185,9 +209,9 @@ class Scorer:
                 uid=request.uid,
             )
         score, fallback = outcome.score, False
-        # A refused budget is never turned into a score, not even a flagged fallback one.
-        exhausted = outcome.error is not None and outcome.error.type == "BudgetExhausted"
-        if outcome.status != "ok" and fn.config.on_error_score is not None and not exhausted:
+        # A refusal is never turned into a score, not even a flagged fallback one.
+        refused = outcome.error is not None and outcome.error.type in REFUSALS
+        if outcome.status != "ok" and fn.config.on_error_score is not None and not refused:
             score, fallback = fn.config.on_error_score, True
         # model_construct: every field is built right here; validating them again is pure hot-path cost.
         return ScoreResult.model_construct(
@@ -205,7 +229,7 @@ class Scorer:
             version=fn.version,
         )
 
-    async def _call_async(self, fn: RewardFunction, request: ScoreRequest, label: str) -> _Outcome:
+    async def _call_async(self, fn: RewardFunction, request: ScoreRequest, label: str) -> Outcome:
         timeout_s = fn.config.timeout_s
         # Built-from-config functions (composites, graders, fallbacks) take the request itself.
         if fn.takes_request:
@@ -218,33 +242,33 @@ class Scorer:
                 value = await call
             score, extra = normalise_return(value)
         except TimeoutError:
-            return _Outcome(
+            return Outcome(
                 "timeout",
                 error=ErrorInfo(type="Timeout", message=f"{fn.name} did not finish within {timeout_s}s"),
                 compute_s=time.perf_counter() - started,
             )
         except InvalidReturn as exc:
-            return _Outcome(
+            return Outcome(
                 "error",
                 error=ErrorInfo(type="InvalidReturn", message=str(exc)),
                 compute_s=time.perf_counter() - started,
             )
         except ComponentFailed as exc:  # keeps the components' reports (features/composites, fallbacks)
-            return _Outcome(
+            return Outcome(
                 "error",
                 extra=exc.result_extra,
                 error=ErrorInfo(type=exc.type, message=str(exc)),
                 compute_s=time.perf_counter() - started,
             )
         except Exception as exc:
-            return _Outcome(
+            return Outcome(
                 "error",
                 error=ErrorInfo(type=type(exc).__name__, message=f"{exc}{error_location(exc)}"),
                 compute_s=time.perf_counter() - started,
             )
-        return _Outcome("ok", score=score, extra=extra, compute_s=time.perf_counter() - started)
+        return Outcome("ok", score=score, extra=extra, compute_s=time.perf_counter() - started)
 
-    async def _call_sync(self, fn: RewardFunction, kwargs: dict[str, Any]) -> _Outcome:
+    async def _call_sync(self, fn: RewardFunction, kwargs: dict[str, Any]) -> Outcome:
         if self.pool is None:
             raise RuntimeError("the worker pool is not running")
         timeout_s = fn.config.timeout_s
@@ -256,7 +280,7 @@ class Scorer:
         try:
             kind, payload, t_start, t_end = await self.pool.submit(fn.ref, kwargs, timeout_s, tokenizer_path)
         except concurrent.futures.TimeoutError:
-            return _Outcome(
+            return Outcome(
                 "timeout",
                 error=ErrorInfo(
                     type="Timeout",
@@ -265,7 +289,7 @@ class Scorer:
                 compute_s=time.monotonic() - submitted,
             )
         except pebble.ProcessExpired as exc:
-            return _Outcome(
+            return Outcome(
                 "error",
                 error=ErrorInfo(
                     type="WorkerCrashed",
@@ -275,7 +299,7 @@ class Scorer:
                 compute_s=time.monotonic() - submitted,
             )
         except Exception as exc:  # e.g. an argument that does not pickle
-            return _Outcome(
+            return Outcome(
                 "error",
                 error=ErrorInfo(type=type(exc).__name__, message=str(exc)),
                 compute_s=time.monotonic() - submitted,
@@ -283,8 +307,8 @@ class Scorer:
         queue_s, compute_s = max(0.0, t_start - submitted), t_end - t_start
         if kind == "ok":
             score, extra = payload
-            return _Outcome("ok", score=score, extra=extra, queue_s=queue_s, compute_s=compute_s)
+            return Outcome("ok", score=score, extra=extra, queue_s=queue_s, compute_s=compute_s)
         err_type, message = payload
-        return _Outcome(
+        return Outcome(
             "error", error=ErrorInfo(type=err_type, message=message), queue_s=queue_s, compute_s=compute_s
         )

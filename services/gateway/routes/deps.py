@@ -12,6 +12,7 @@ from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.core.registry import RewardFunction
 from rewardfleet.services.gateway.core.scoring import Scorer
 from rewardfleet.services.gateway.features.build import Catalog
+from rewardfleet.services.gateway.features.probes import JudgeProber
 from rewardfleet.services.gateway.features.reload import Reloader
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.external_pools import ExternalPools
@@ -32,6 +33,7 @@ class Gateway:
     reloader: Reloader  # owns the catalog being served
     external_pools: ExternalPools | None = None
     spend: SpendMeter | None = None
+    prober: JudgeProber | None = None
     ready: bool = False
 
     @property

@@ -18,4 +18,5 @@ router = APIRouter(tags=["meta"])
 @router.get("/monitors")
 async def monitors(gateway: GatewayDep) -> dict[str, Any]:
     spend = await gateway.spend.summary() if gateway.spend is not None else {"pools": {}, "functions": {}}
-    return {"spend": spend}
+    probes = gateway.prober.summary() if gateway.prober is not None else {}
+    return {"spend": spend, "probes": probes}
