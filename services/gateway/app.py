@@ -12,6 +12,7 @@ Everything is built once, in one direction, each part complete before the parts 
     catalog            (features/build.py)          composites, fallbacks, graders over the scorer; dispatch
     groups, reloader   (features/)                  over the scorer; the reloader owns the catalog
     judge prober       (features/probes.py)         master-key probes over the scorer, started once ready
+    shadow judge       (features/shadow.py)         the scorer's after-answer hook: background re-scoring
 
 Nothing happens at import time; the lifespan owns every resource (the aiohttp session, the worker pool) and
 closes it.
@@ -37,6 +38,7 @@ from rewardfleet.services.gateway.execution.tokenizer import load_tokenizer
 from rewardfleet.services.gateway.features.build import build_catalog
 from rewardfleet.services.gateway.features.probes import JudgeProber
 from rewardfleet.services.gateway.features.reload import Reloader
+from rewardfleet.services.gateway.features.shadow import ShadowJudge
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.admission import Admission, AdmissionMiddleware, Backlog
 from rewardfleet.services.gateway.reliability.auth import ApiKeyAuth, read_keys_file
@@ -168,6 +170,12 @@ def create_app(
             try:
                 catalog = build_catalog(config, loaded, scorer, http_client)
                 reloader = Reloader(config, scorer, http_client, catalog)
+                shadows = {n: fn.config.shadow for n, fn in loaded.items() if fn.config.shadow is not None}
+                shadow = None
+                if shadows:
+                    known = set(config.routers) | set(config.external_pools)
+                    shadow = ShadowJudge(shadows, scorer, known, metrics.registry)
+                    scorer.on_scored = shadow.scored
                 prober = None
                 if config.judge_probes.functions:
                     prober = JudgeProber(
@@ -192,6 +200,7 @@ def create_app(
                 external_pools=external,
                 spend=spend,
                 prober=prober,
+                shadow=shadow,
             )
             app.state.gateway = gateway
             drain = Drain(
@@ -213,6 +222,8 @@ def create_app(
                 gateway.ready = False
                 if prober is not None:
                     await prober.close()
+                if shadow is not None:
+                    await shadow.close()
         finally:
             await http_client.close()
             await backend.close()

@@ -7,7 +7,7 @@ graders.py    `graders` (one model per grader type)
 formula.py    the little language of a multi grader's `calculate_output`
 external_pools.py  `external_pools.<name>`: OpenAI-compatible endpoints outside the fleet
 spend.py      `pool_prices.<pool>`: prices per million tokens and spend caps
-monitors.py   `judge_probes`: master-key probes of judge pools
+monitors.py   `judge_probes` and `functions.<name>.shadow`: the judge monitors
 """
 
 from rewardfleet.services.gateway.config.gateway import (

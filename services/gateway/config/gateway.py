@@ -29,7 +29,7 @@ from pydantic_settings import (
 from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
 from rewardfleet.services.gateway.config.features import CompositeSpec, FallbackSpec, GroupsConfig
 from rewardfleet.services.gateway.config.graders import GraderSpec
-from rewardfleet.services.gateway.config.monitors import JudgeProbesConfig
+from rewardfleet.services.gateway.config.monitors import JudgeProbesConfig, ShadowConfig
 from rewardfleet.services.gateway.config.spend import PoolPrice
 
 # verl's four arguments. They are always passed, so reward_kwargs may not override them.
@@ -72,6 +72,9 @@ class FunctionConfig(BaseModel):
     requests_per_minute: float | None = Field(default=None, gt=0, description="Calls per minute.")
     tokens_per_minute: float | None = Field(
         default=None, gt=0, description="Estimated tokens per minute: ceil(chars/4) of prompt+solution+truth."
+    )
+    shadow: ShadowConfig | None = Field(
+        default=None, description="A reference judge pool re-scoring a sample in the background (agreement)."
     )
     max_spend_usd: float | None = Field(
         default=None,

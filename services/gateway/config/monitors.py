@@ -1,8 +1,10 @@
-"""`judge_probes`: master-key probes of judge pools (features/probes.py; docs/judge_monitoring.md)."""
+"""Judge monitors (docs/judge_monitoring.md): `judge_probes`, master-key probes of judge pools
+(features/probes.py), and `functions.<name>.shadow`, a reference judge re-scoring some of a function's samples
+(features/shadow.py)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -58,3 +60,26 @@ class JudgeProbesConfig(BaseModel):
         if len(set(value)) != len(value):
             raise ValueError("judge_probes.functions lists a function twice")
         return value
+
+
+class ShadowConfig(BaseModel):
+    """`functions.<name>.shadow`: a reference judge pool that re-scores a sampled fraction of the function's
+    samples in the background (features/shadow.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pool: str = Field(description="The reference pool (a router or an external pool), e.g. a stronger judge.")
+    reward_kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Merged over the function's reward_kwargs for the shadow call (model, template...); "
+        "`pool` is set from `pool`.",
+    )
+    sample_rate: float = Field(default=0.05, gt=0, le=1, description="Fraction of ok samples re-scored.")
+    window: int = Field(default=500, ge=2, description="Pairs kept for agreement, kappa and drift.")
+    max_inflight: int = Field(
+        default=4, ge=1, description="Shadow calls at once; a sample drawn beyond this is skipped (counted)."
+    )
+    pass_score: float = Field(
+        default=0.5, description="Scores at or above are 'accept' for agreement and Cohen's kappa."
+    )
+    timeout_s: float = Field(default=120.0, gt=0, description="Longest wait for one shadow call.")

@@ -12,7 +12,7 @@ import asyncio
 import concurrent.futures
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +86,8 @@ class Scorer:
         self.spend = spend
         # pool -> why its samples are refused (a degraded judge pool: features/probes.py sets and clears it)
         self.refused_pools: dict[str, str] = {}
+        # called after each ok answer (features/shadow.py); must not block or raise
+        self.on_scored: Callable[[RewardFunction, ScoreRequest, Outcome], None] | None = None
         self.metrics = metrics
         self.injectables = injectables
         self.cache = cache
@@ -197,6 +199,8 @@ class Scorer:
                     charge.settle(used)
         total_s = time.perf_counter() - started
         await self._count_pool_tokens(fn.name, outcome.extra)
+        if outcome.status == "ok" and self.on_scored is not None:
+            self.on_scored(fn, request, outcome)
         self.metrics.observe_call(fn.name, label, outcome.status, outcome.compute_s, outcome.score)
         if outcome.status != "ok":
             error = outcome.error

@@ -14,6 +14,7 @@ from rewardfleet.services.gateway.core.scoring import Scorer
 from rewardfleet.services.gateway.features.build import Catalog
 from rewardfleet.services.gateway.features.probes import JudgeProber
 from rewardfleet.services.gateway.features.reload import Reloader
+from rewardfleet.services.gateway.features.shadow import ShadowJudge
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.external_pools import ExternalPools
 from rewardfleet.services.gateway.reliability.input_limits import SampleLimits
@@ -34,6 +35,7 @@ class Gateway:
     external_pools: ExternalPools | None = None
     spend: SpendMeter | None = None
     prober: JudgeProber | None = None
+    shadow: ShadowJudge | None = None
     ready: bool = False
 
     @property

@@ -19,4 +19,5 @@ router = APIRouter(tags=["meta"])
 async def monitors(gateway: GatewayDep) -> dict[str, Any]:
     spend = await gateway.spend.summary() if gateway.spend is not None else {"pools": {}, "functions": {}}
     probes = gateway.prober.summary() if gateway.prober is not None else {}
-    return {"spend": spend, "probes": probes}
+    shadow = gateway.shadow.summary() if gateway.shadow is not None else {}
+    return {"spend": spend, "probes": probes, "shadow": shadow}
