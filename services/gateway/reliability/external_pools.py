@@ -100,7 +100,7 @@ class ExternalPool:
                 await self.spend.admit_pool(function, self.name)
             except BudgetExhausted as exc:
                 # OpenAI's error shape, as the other refusals of the forwarding route.
-                error = {"error": {"message": str(exc), "type": "BudgetExhausted"}}
+                error = {"error": {"message": f"BudgetExhausted: {exc}", "type": "BudgetExhausted"}}
                 return Forwarded(402, json.dumps(error).encode(), "application/json")
         for attempt in range(self.config.max_retries + 1):
             waited = await budget.acquire()

@@ -16,9 +16,11 @@ saw the same spend below the cap, so the overshoot is at most one call's cost pe
 
 Which caps a call is checked against: its function's `max_spend_usd`, and the `max_spend_usd` of every capped
 pool the function is known to use: the pool its `reward_kwargs` name (`pool`), and every pool it has been
-charged for since start-up. A function's first call to a pool it does not name is therefore checked only by
-the pool itself: an external pool refuses to forward past its cap (the function's call fails); a fleet pool
-cannot refuse, so that one call is charged and the next is refused.
+charged for (or refused by) since start-up. A function's first call to a pool it does not name is therefore
+checked only by the pool itself: an external pool refuses to forward past its cap (HTTP 402, type
+BudgetExhausted: that one sample fails with the judge's call error, and the function's next samples get
+BudgetExhausted before running); a fleet pool cannot refuse, so that one call is charged and the next is
+refused.
 
 Amounts are integer nano-dollars in the ledger, so totals are exact in any order.
 """
@@ -160,6 +162,7 @@ class SpendMeter:
             return
         (nano,) = await self.ledger.read([f"pool:{pool}"])
         if usd(nano) >= price.max_spend_usd:
+            self._pools_of.setdefault(reward_fn, set()).add(pool)  # its next calls are refused before running
             self.metrics.refusals.labels(reward_fn, "pool").inc()
             raise BudgetExhausted(
                 f"pool {pool} has spent ${usd(nano):.6f} of its max_spend_usd ${price.max_spend_usd:g}"
