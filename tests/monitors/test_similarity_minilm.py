@@ -23,6 +23,7 @@ PARAPHRASES = [
     ("The answer is 42.", "The final answer: 42"),
     ("She bought a new car last week.", "Last week she purchased a new automobile."),
     ("The meeting was moved to Friday.", "They rescheduled the meeting for Friday."),
+    ("Paris is the capital of France.", "The capital of France is Paris."),  # tests/fleet/test_up_default.py
 ]
 # Pairs of sentences on unrelated topics, none of them in the baseline set.
 UNRELATED_PAIRS = [
