@@ -1,4 +1,5 @@
-"""`rewardfleet status`: pools, replicas, health and addresses of the fleet that `rewardfleet up` runs.
+"""`rewardfleet status`: pools, replicas, health and addresses of the fleet that `rewardfleet up` runs, and
+what the gateway's judge monitors report (`GET /monitors`: spend and caps, master-key probes).
 
 The probes use the standard library's HTTP client: `rewardfleet status` must work in a plain
 `pip install reward-fleet` (no extras), where httpx, a test dependency, is not installed.
@@ -56,6 +57,41 @@ def _probe(url: str, timeout_s: float) -> tuple[str, Any]:
     return ("healthy" if status == 200 else f"HTTP {status}"), body
 
 
+def _usd(value: float | None) -> str:
+    return "no cap" if value is None else f"${value:,.4f}"
+
+
+def monitor_rows(monitors: Any) -> list[tuple[str, str, str, str]]:
+    """(part, address, health, detail) rows for the gateway's `GET /monitors` answer."""
+    if not isinstance(monitors, dict):
+        return []
+    rows = []
+    for pool, probe in (monitors.get("probes") or {}).items():
+        if probe.get("ratio") is None:
+            waiting = f"no answered round yet ({probe['errors']} errors)"
+            rows.append((f"{pool} probes", "", "waiting", waiting))
+            continue
+        health = "degraded" if probe.get("degraded") else "ok"
+        detail = (
+            f"master keys accepted: {probe['false_positives']}/{probe['answered']} "
+            f"(false-positive ratio {probe['ratio']:.2f}, round {probe['rounds']})"
+        )
+        if probe.get("accepted"):
+            detail += ": " + ", ".join(repr(key) for key in probe["accepted"][:5])
+        rows.append((f"{pool} probes", "", health, detail))
+    spend = monitors.get("spend") or {}
+    for name, pool in (spend.get("pools") or {}).items():
+        cap = pool.get("max_spend_usd")
+        health = "exhausted" if cap is not None and pool["spent_usd"] >= cap else "ok"
+        detail = f"spent {_usd(pool['spent_usd'])} of {_usd(cap)}"
+        rows.append((f"{name} spend", "", health, detail))
+    for name, fn in (spend.get("functions") or {}).items():
+        cap = fn.get("max_spend_usd")
+        health = "exhausted" if cap is not None and fn["spent_usd"] >= cap else "ok"
+        rows.append((f"{name} (function) spend", "", health, f"spent {_usd(fn['spent_usd'])} of {_usd(cap)}"))
+    return rows
+
+
 def status_table(state: dict[str, Any], timeout_s: float = 2.0) -> Table:
     table = Table(title=f"Reward Fleet (rewardfleet up pid {state['pid']})")
     for col in ("part", "address", "health", "detail"):
@@ -64,6 +100,11 @@ def status_table(state: dict[str, Any], timeout_s: float = 2.0) -> Table:
     health, _ = _probe(f"{gw}/health", timeout_s)
     ready, _ = _probe(f"{gw}/ready", timeout_s)
     table.add_row("gateway", gw, health, f"ready: {ready}")
+    monitors_health, monitors = _probe(f"{gw}/monitors", timeout_s)
+    if monitors_health == "HTTP 401":
+        table.add_row("monitors", f"{gw}/monitors", "needs an API key", "or set auth_exempt_metrics")
+    for row in monitor_rows(monitors):
+        table.add_row(*row)
     for name, pool in state["pools"].items():
         health, body = _probe(f"{pool['router']}/readiness", timeout_s)
         detail = f"{pool['kind']} ({pool['backend']})"

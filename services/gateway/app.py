@@ -6,10 +6,13 @@ Everything is built once, in one direction, each part complete before the parts 
     in the lifespan:
     reward functions   (core/registry.py)           loaded and checked; a broken file stops start-up
     state backend      (state_store/)               in-process, or Redis shared by every replica (state_url)
+    spend meter        (reliability/spend.py)       prices and caps, over the backend's ledger
     worker pool        (execution/pool.py)          when some function is sync
-    scorer             (core/scoring.py)            with its result cache and per-function gates (backend's)
+    scorer             (core/scoring.py)            with its result cache, gates (backend's) and spend meter
     catalog            (features/build.py)          composites, fallbacks, graders over the scorer; dispatch
     groups, reloader   (features/)                  over the scorer; the reloader owns the catalog
+    judge prober       (features/probes.py)         master-key probes over the scorer, started once ready
+    shadow judge       (features/shadow.py)         the scorer's after-answer hook: background re-scoring
 
 Nothing happens at import time; the lifespan owns every resource (the aiohttp session, the worker pool) and
 closes it.
@@ -37,7 +40,9 @@ from rewardfleet.services.gateway.errors import LoadError, StateStoreUnavailable
 from rewardfleet.services.gateway.execution.pool import WorkerPool
 from rewardfleet.services.gateway.execution.tokenizer import load_tokenizer
 from rewardfleet.services.gateway.features.build import build_catalog
+from rewardfleet.services.gateway.features.probes import JudgeProber
 from rewardfleet.services.gateway.features.reload import Reloader
+from rewardfleet.services.gateway.features.shadow import ShadowJudge
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.admission import Admission, AdmissionMiddleware, Backlog
 from rewardfleet.services.gateway.reliability.drain import Drain
@@ -49,7 +54,8 @@ from rewardfleet.services.gateway.reliability.external_pools import (
 from rewardfleet.services.gateway.reliability.function_limits import function_gates
 from rewardfleet.services.gateway.reliability.idempotency import Results
 from rewardfleet.services.gateway.reliability.input_limits import SampleLimits
-from rewardfleet.services.gateway.routes import admin, graders, meta, openrlhf, pools, score, slime
+from rewardfleet.services.gateway.reliability.spend import SpendMeter
+from rewardfleet.services.gateway.routes import admin, graders, meta, monitors, openrlhf, pools, score, slime
 from rewardfleet.services.gateway.routes.deps import Gateway
 from rewardfleet.services.gateway.routes.error_handlers import install_error_handlers
 from rewardfleet.services.gateway.routes.trainer_protocol import gateway_backend
@@ -90,19 +96,31 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Built here, connected below: the spend meter takes its ledger (in-process or Redis).
+        backend = build_backend(
+            config.state_url, metrics, config.state_key_prefix, config.state_timeout_s, config.state_lease_s
+        )
         try:
             loaded = load_functions(config)
             tokenizer = None
             if config.reward_model_tokenizer is not None:
                 tokenizer = await asyncio.to_thread(load_tokenizer, config.reward_model_tokenizer)
-            external = ExternalPools(config.external_pools, metrics.registry, metrics.pool_tokens)
+            spend = SpendMeter(
+                config.pool_prices,
+                backend.spend_ledger(),
+                metrics.registry,
+                known_pools=set(config.routers) | set(config.external_pools),
+                function_caps={
+                    name: fn.config.max_spend_usd
+                    for name, fn in loaded.items()
+                    if fn.config.max_spend_usd is not None
+                },
+            )
+            external = ExternalPools(config.external_pools, metrics.registry, metrics.pool_tokens, spend)
         except (LoadError, TokenizerUnavailable, ValueError) as exc:
             log.error("gateway start-up failed: %s", exc)
             # A short exception: uvicorn prints its traceback after the message above and exits non-zero.
             raise RuntimeError("gateway start-up failed; see the error above") from None
-        backend = build_backend(
-            config.state_url, metrics, config.state_key_prefix, config.state_timeout_s, config.state_lease_s
-        )
         try:
             await backend.start()
         except StateStoreUnavailable as exc:
@@ -152,10 +170,23 @@ def create_app(
                         config.state_lease_s,
                     ),
                 ),
+                spend=spend,
             )
             try:
                 catalog = build_catalog(config, loaded, scorer, http_client)
-            except LoadError as exc:
+                reloader = Reloader(config, scorer, http_client, catalog)
+                shadows = {n: fn.config.shadow for n, fn in loaded.items() if fn.config.shadow is not None}
+                shadow = None
+                if shadows:
+                    known = set(config.routers) | set(config.external_pools)
+                    shadow = ShadowJudge(shadows, scorer, known, metrics.registry)
+                    scorer.on_scored = shadow.scored
+                prober = None
+                if config.judge_probes.functions:
+                    prober = JudgeProber(
+                        config.judge_probes, scorer, lambda: reloader.catalog.functions, metrics.registry
+                    )
+            except (LoadError, ValueError) as exc:
                 log.error("gateway start-up failed: %s", exc)
                 raise RuntimeError("gateway start-up failed; see the error above") from None
             gateway = Gateway(
@@ -165,8 +196,11 @@ def create_app(
                 limits=SampleLimits.from_config(config),
                 scorer=scorer,
                 groups=backend.groups(config.groups, scorer),
-                reloader=Reloader(config, scorer, http_client, catalog),
+                reloader=reloader,
                 external_pools=external,
+                spend=spend,
+                prober=prober,
+                shadow=shadow,
             )
             app.state.gateway = gateway
             drain = Drain(
@@ -182,12 +216,18 @@ def create_app(
             logging.getLogger(ACCESS_LOGGER).addFilter(redact)
             if freeze_startup:
                 _freeze_startup_objects()
+            if prober is not None:
+                prober.start()  # background rounds; the first as soon as the judge answers
             try:
                 yield
             finally:
                 logging.getLogger(ACCESS_LOGGER).removeFilter(redact)
                 drain.uninstall()
                 gateway.ready = False
+                if prober is not None:
+                    await prober.close()
+                if shadow is not None:
+                    await shadow.close()
         finally:
             await http_client.close()
             await backend.close()
@@ -206,6 +246,7 @@ def create_app(
     app.include_router(graders.router)
     app.include_router(admin.router)
     app.include_router(pools.router)
+    app.include_router(monitors.router)
     trainers = gateway_backend(app, config)  # OpenRLHF + slime, over the gateway's own scoring path
     app.include_router(openrlhf.make_router(trainers))
     app.include_router(slime.make_router(trainers))
@@ -220,7 +261,7 @@ def create_app(
     app.add_middleware(AdmissionMiddleware, admission=admission)  # after auth: refused keys take no slot
     keys = api_keys(config)
     if keys:
-        public = {"/health", "/metrics"} if config.auth_exempt_metrics else {"/health"}
+        public = {"/health", "/metrics", "/monitors"} if config.auth_exempt_metrics else {"/health"}
         # The external-pool forwarding route checks a path token of its own.
         app.add_middleware(ApiKeyMiddleware, keys=keys, public_paths=public, local_prefixes=(pools.PREFIX,))
     app.add_middleware(RequestMetrics, observer=metrics)  # outermost: every refusal above is counted

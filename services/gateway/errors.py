@@ -27,6 +27,8 @@
     ComponentFailed               a composite's component or gate, or a fallback, failed (`type` names which;
                                   `result_extra` carries the components' reports)
     GraderError                   the sample does not fit a declarative grader
+    BudgetExhausted               the function's or its judge pool's `max_spend_usd` is reached (the call is
+                                  not made; reliability/spend.py)
     (ResultTooLarge)              not an exception: the `error.type` of a call whose `extra` is over
                                   `max_result_extra_chars` (dropped, never cached)
 
@@ -190,6 +192,10 @@ class ComponentFailed(Exception):
         super().__init__(message)
         self.type = type_
         self.result_extra = result_extra
+
+
+class BudgetExhausted(Exception):
+    """A spend cap (`max_spend_usd` of the function or of a pool it uses) is reached: the call is not made."""
 
 
 class GraderError(Exception):

@@ -48,8 +48,8 @@ def result_line(item: Item, results: Sequence[RewardResult]) -> dict[str, Any]:
     line["status"] = failed.status if failed is not None else "ok"
     if len(results) == 1:
         line["score"] = first.score
-        if first.fallback:
-            line["fallback"] = True  # the function's configured on_error_score, not a real score
+        if first.fallback_score:
+            line["fallback_score"] = True  # the function's configured on_error_score, not a real score
     else:
         line["score"] = (
             statistics.fmean(r.score for r in results if r.score is not None) if not failed else None

@@ -3,8 +3,10 @@
 Prometheus (Debian's binary) runs deploy/prometheus/prometheus.yml with its targets pointed at 127.0.0.1 and
 the deploy alert rules loaded. Behind it: the gateway (`rewardfleet gateway`, loading deploy/reward_fns), one
 real sglang-router whose workers are our CPU model server (tiny random-weight reward model) and an SGLang
-stand-in that answers 503 (so retries and circuit-breaker outcomes happen). After some /score and
-/v1/embeddings traffic every expression must parse and return data — a panel that shows nothing fails.
+stand-in that answers 503 (so retries and circuit-breaker outcomes happen). For the judge-monitor panels the
+gateway also has an SGLang stand-in judge pool, priced, probed with master keys and shadowed by a reference
+pool. After some /score and /v1/embeddings traffic every expression must parse and return data — a panel
+that shows nothing fails.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ def test_dashboard_shape() -> None:
     assert mounts["./grafana/dashboards"] == provider["providers"][0]["options"]["path"]
     titles = " ".join(p["title"] for p in dashboard["panels"])
     for word in ("Requests/s", "p99", "outcomes", "Score distribution", "Worker health", "Retries",
-                 "Circuit-breaker", "Queued", "Batch size"):  # fmt: skip
+                 "Circuit-breaker", "Queued", "Batch size",
+                 "Master-key", "kappa", "drift", "spend"):  # fmt: skip
         assert word in titles, word
 
 
@@ -83,9 +86,26 @@ def _prometheus_config(tmp: Path, targets: dict[str, str]) -> Path:
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("dashboard")
     model = build_tiny_qwen2(tmp / "rm", kind="seq_cls")
-    gw_port, ms_port, standin_port, router_port, router_prom_port, prom_port = (free_port() for _ in range(6))
+    gw_port, ms_port, standin_port, router_port, router_prom_port, prom_port, judge_port = (
+        free_port() for _ in range(7)
+    )
+    judge = ChildProcess(
+        [sys.executable, "-m", "tests.sglang_standin", "--port", str(judge_port), "--mode", "judge",
+         "--canned-text", "Verdict: correct", "--health-delay-s", "0"],
+        tmp / "judge.log",
+    )  # fmt: skip
+    judge_address = f"127.0.0.1:{judge_port}"
+    gateway_config = tmp / "gateway.yaml"
+    gateway_config.write_text(yaml.safe_dump({
+        "routers": {"judge": judge_address, "reference": judge_address},
+        "pool_prices": {"judge": {"input_usd_per_million_tokens": 1.0, "output_usd_per_million_tokens": 4.0}},
+        "functions": {"judge": {"reward_kwargs": {"pool": "judge", "max_tokens": 32},
+                                "shadow": {"pool": "reference", "sample_rate": 1.0}}},
+        "judge_probes": {"functions": ["judge"], "answers": [":"], "interval_s": 5,
+                         "questions": [{"question": "What is 7 * 8?", "answer": "56"}]},
+    }))  # fmt: skip
     gateway = ChildProcess(
-        rewardfleet_cmd("gateway", "--port", str(gw_port), "--workers", "1",
+        rewardfleet_cmd("gateway", "--port", str(gw_port), "--workers", "1", "--config", str(gateway_config),
                         "--reward-fns", str(DEPLOY / "reward_fns")),
         tmp / "gateway.log",
     )  # fmt: skip
@@ -99,8 +119,9 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
          "--fail-rate", "1.0", "--fail-status", "503"],
         tmp / "standin.log",
     )  # fmt: skip
-    children = [gateway, model_server, standin]
+    children = [judge, gateway, model_server, standin]
     try:
+        judge.wait_http(f"http://127.0.0.1:{judge_port}/health", timeout_s=60)
         gateway.wait_http(f"http://127.0.0.1:{gw_port}/health", timeout_s=60)
         model_server.wait_http(f"http://127.0.0.1:{ms_port}/health", timeout_s=120)
         standin.wait_http(f"http://127.0.0.1:{standin_port}/health", timeout_s=60)
@@ -148,6 +169,11 @@ def _traffic(fleet: dict[str, Any], round_no: int) -> None:
                 "uid": f"{round_no}-{i}",
             })  # fmt: skip
             assert resp.status_code == 200 and resp.json()["status"] == "ok", resp.text
+        judged = client.post(f"{fleet['gateway']}/score", json={
+            "data_source": "x", "reward_fn": "judge", "solution_str": "56", "ground_truth": "56",
+            "extra_info": {"question": "What is 7 * 8?"}, "uid": f"judge-{round_no}",
+        })  # fmt: skip
+        assert judged.status_code == 200 and judged.json()["status"] == "ok", judged.text
         for i in range(4):
             client.post(f"{fleet['router']}/v1/embeddings", json={"model": "tiny-rm", "input": f"text {i}"})
 

@@ -290,22 +290,29 @@ async def test_similarity_cosine_of_encoder_embeddings(
     fleet: Fleet, http_client: aiohttp.ClientSession
 ) -> None:
     kwargs: dict[str, Any] = {"router_addresses": fleet.router_addresses, "http_client": http_client}
-    same = await similarity.compute_score("x", "the cat sat", "The cat sat", **kwargs)
-    assert same == {"score": pytest.approx(1.0), "cosine": pytest.approx(1.0), "empty_response": False}
+    raw = {**kwargs, "rescale": "none"}
+    same = await similarity.compute_score("x", "the cat sat", "The cat sat", **raw)
+    assert same == {
+        "score": pytest.approx(1.0), "cosine": pytest.approx(1.0), "baseline": 0.0, "empty_response": False
+    }  # fmt: skip
     response, reference = "the cat sat on the mat", "a dog sat on a log"
-    result = await similarity.compute_score("x", response, reference, **kwargs)
+    result = await similarity.compute_score("x", response, reference, **raw)
     expected = _cos(standin_embedding(response), standin_embedding(reference))
     assert result["cosine"] == pytest.approx(expected, abs=1e-9) and result["score"] == result["cosine"]
     rescaled = await similarity.compute_score("x", response, reference, **kwargs, rescale=True)
-    assert rescaled["score"] == pytest.approx((expected + 1) / 2)
-    via_extra = await similarity.compute_score("x", response, None, {"reference": reference}, **kwargs)
+    assert rescaled["score"] == pytest.approx((expected + 1) / 2) and rescaled["baseline"] == -1.0
+    given = await similarity.compute_score("x", response, reference, **kwargs, baseline=0.25)
+    assert given["score"] == pytest.approx((expected - 0.25) / 0.75) and given["cosine"] == result["cosine"]
+    via_extra = await similarity.compute_score("x", response, None, {"reference": reference}, **raw)
     assert via_extra["cosine"] == pytest.approx(expected)
 
 
 async def test_similarity_empty_inputs(fleet: Fleet) -> None:
     before = fleet.encoder.served().get("/v1/embeddings", 0)
-    empty = await similarity.compute_score("x", "  ", "ref", reward_router_address=fleet.encoder.address)
-    assert empty == {"score": 0.0, "cosine": 0.0, "empty_response": True}
+    empty = await similarity.compute_score(
+        "x", "  ", "ref", reward_router_address=fleet.encoder.address, baseline=0.5
+    )
+    assert empty == {"score": 0.0, "cosine": 0.0, "baseline": 0.5, "empty_response": True}
     assert fleet.encoder.served().get("/v1/embeddings", 0) == before  # no call made
     with pytest.raises(similarity.SimilarityInputError):
         await similarity.compute_score("x", "resp", "", reward_router_address=fleet.encoder.address)

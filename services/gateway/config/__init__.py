@@ -6,6 +6,8 @@ features.py   `composites`, `fallbacks`, `groups`
 graders.py    `graders` (one model per grader type)
 formula.py    the little language of a multi grader's `calculate_output`
 external_pools.py  `external_pools.<name>`: OpenAI-compatible endpoints outside the fleet
+spend.py      `pool_prices.<pool>`: prices per million tokens and spend caps
+monitors.py   `judge_probes` and `functions.<name>.shadow`: the judge monitors
 """
 
 from rewardfleet.services.gateway.config.gateway import (

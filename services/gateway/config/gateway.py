@@ -30,6 +30,8 @@ from rewardfleet.services.common.api_keys import check_api_keys, read_keys_file
 from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
 from rewardfleet.services.gateway.config.features import CompositeSpec, FallbackSpec, GroupsConfig
 from rewardfleet.services.gateway.config.graders import GraderSpec
+from rewardfleet.services.gateway.config.monitors import JudgeProbesConfig, ShadowConfig
+from rewardfleet.services.gateway.config.spend import PoolPrice
 
 # verl's four arguments. They are always passed, so reward_kwargs may not override them.
 BASE_PARAMS: tuple[str, ...] = ("data_source", "solution_str", "ground_truth", "extra_info")
@@ -71,6 +73,15 @@ class FunctionConfig(BaseModel):
     requests_per_minute: float | None = Field(default=None, gt=0, description="Calls per minute.")
     tokens_per_minute: float | None = Field(
         default=None, gt=0, description="Estimated tokens per minute: ceil(chars/4) of prompt+solution+truth."
+    )
+    shadow: ShadowConfig | None = Field(
+        default=None, description="A reference judge pool re-scoring a sample in the background (agreement)."
+    )
+    max_spend_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description="Hard cap on this function's judge spend in dollars (priced pools, `pool_prices`): a "
+        "call is admitted only while the spend so far is below it; past it, samples get BudgetExhausted.",
     )
 
     @field_validator("path")
@@ -128,6 +139,15 @@ class GatewayConfig(BaseModel):
     external_pools: dict[str, ExternalPoolConfig] = Field(
         default_factory=dict,
         description="OpenAI-compatible endpoints outside the fleet, reached via this gateway (no router).",
+    )
+    pool_prices: dict[str, PoolPrice] = Field(
+        default_factory=dict,
+        description="Pool name (a router or an external pool) -> prices per million tokens and an optional "
+        "spend cap; spend is counted from each answer's real `usage` (reliability/spend.py).",
+    )
+    judge_probes: JudgeProbesConfig = Field(
+        default_factory=JudgeProbesConfig,
+        description="Master-key probes of judge pools (features/probes.py, docs/judge_monitoring.md).",
     )
     default_router: str | None = Field(
         default=None, description="Router passed as reward_router_address; the only router if just one."

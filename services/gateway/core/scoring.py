@@ -12,7 +12,7 @@ import asyncio
 import concurrent.futures
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,7 @@ import pebble
 from rewardfleet.services.gateway.config import FunctionConfig
 from rewardfleet.services.gateway.core.failure_log import FailureLog
 from rewardfleet.services.gateway.core.registry import RewardFunction
-from rewardfleet.services.gateway.errors import ComponentFailed, InvalidReturn
+from rewardfleet.services.gateway.errors import BudgetExhausted, ComponentFailed, InvalidReturn
 from rewardfleet.services.gateway.execution.contain import UserCodeExit, awaited
 from rewardfleet.services.gateway.execution.pool import WorkerPool
 from rewardfleet.services.gateway.execution.results import error_location, extra_too_large, normalise_return
@@ -30,7 +30,11 @@ from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.external_pools import for_function, redact_token
 from rewardfleet.services.gateway.reliability.function_limits import Gate, estimate_tokens, reported_tokens
 from rewardfleet.services.gateway.reliability.idempotency import Results
+from rewardfleet.services.gateway.reliability.spend import SpendMeter
 from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
+
+# Error types of calls the gateway refused to make (no score of any kind, not even on_error_score).
+REFUSALS = frozenset({"BudgetExhausted", "JudgePoolDegraded"})
 
 
 @dataclass
@@ -59,7 +63,7 @@ def _exit_description(exitcode: int | None) -> str:
 
 
 @dataclass
-class _Outcome:
+class Outcome:
     status: str
     score: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -80,8 +84,14 @@ class Scorer:
         cache: Results | None,
         gates: Mapping[str, Gate],
         max_result_extra_chars: int | None = None,
+        spend: SpendMeter | None = None,
     ) -> None:
         self.pool = pool
+        self.spend = spend
+        # pool -> why its samples are refused (a degraded judge pool: features/probes.py sets and clears it)
+        self.refused_pools: dict[str, str] = {}
+        # called after each ok answer (features/shadow.py); must not block or raise
+        self.on_scored: Callable[[RewardFunction, ScoreRequest, Outcome], None] | None = None
         self.metrics = metrics
         self.injectables = injectables
         self.cache = cache
@@ -89,9 +99,9 @@ class Scorer:
         self.max_result_extra_chars = max_result_extra_chars
         self.failures = FailureLog()
 
-    def _count_pool_tokens(self, function: str, extra: dict[str, Any]) -> None:
-        """A judge's `usage` on a fleet pool, in `rewardfleet_pool_tokens_total` (only pools the gateway
-        routes to: the label stays bounded whatever a function returns)."""
+    async def _count_pool_tokens(self, function: str, extra: dict[str, Any]) -> None:
+        """A judge's `usage` on a fleet pool, in `rewardfleet_pool_tokens_total` and, for a priced pool, in
+        its spend (only pools the gateway routes to: the label stays bounded whatever a function returns)."""
         pool = extra.get("judge_pool")
         usage = extra.get("usage")
         if pool not in self.injectables.fleet_pools or not isinstance(usage, dict):
@@ -99,6 +109,23 @@ class Scorer:
         prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
         if isinstance(prompt, int) and isinstance(completion, int) and min(prompt, completion) >= 0:
             self.metrics.count_pool_tokens(function, str(pool), prompt, completion)
+            if self.spend is not None:
+                await self.spend.charge(function, str(pool), prompt, completion)
+
+    async def _admitted(self, fn: RewardFunction) -> Outcome | None:
+        """None when `fn` may run, else its refusal: `JudgePoolDegraded` (features/probes.py) or
+        `BudgetExhausted` (reliability/spend.py)."""
+        if self.refused_pools:
+            why = self.refused_pools.get(fn.config.reward_kwargs.get("pool"))  # type: ignore[arg-type]
+            if why is not None:
+                return Outcome("error", error=ErrorInfo(type="JudgePoolDegraded", message=why))
+        if self.spend is None:
+            return None
+        try:
+            await self.spend.admit(fn.name, fn.config.max_spend_usd, fn.config.reward_kwargs.get("pool"))
+        except BudgetExhausted as exc:
+            return Outcome("error", error=ErrorInfo(type="BudgetExhausted", message=str(exc)))
+        return None
 
     def build_kwargs(
         self, fn: RewardFunction, request: ScoreRequest, config: FunctionConfig | None = None
@@ -142,7 +169,21 @@ class Scorer:
                 return await cache.run(key, request, lambda: self._score(request, fn, label))
         return await self._score(request, fn, label)
 
-    async def _call(self, fn: RewardFunction, request: ScoreRequest, label: str) -> _Outcome:
+    async def run_unrecorded(self, fn: RewardFunction, request: ScoreRequest) -> Outcome:
+        """One call for the gateway's own monitors (probes): no cache, gate or score metrics; its tokens
+        and spend are counted like any call's, and spend caps apply."""
+        outcome = None
+        if self.spend is not None:
+            try:
+                await self.spend.admit(fn.name, fn.config.max_spend_usd, fn.config.reward_kwargs.get("pool"))
+            except BudgetExhausted as exc:
+                outcome = Outcome("error", error=ErrorInfo(type="BudgetExhausted", message=str(exc)))
+        if outcome is None:
+            outcome = await self._call(fn, request, request.data_source)
+            await self._count_pool_tokens(fn.name, outcome.extra)
+        return outcome
+
+    async def _call(self, fn: RewardFunction, request: ScoreRequest, label: str) -> Outcome:
         if fn.is_async:
             return await self._call_async(fn, request, label)
         return await self._call_sync(fn, self.build_kwargs(fn, request))
@@ -151,25 +192,28 @@ class Scorer:
         started = time.perf_counter()
         gate = self.gates.get(fn.name) if self.gates else None
         if gate is None:
-            outcome = await self._call(fn, request, label)
+            outcome = await self._admitted(fn) or await self._call(fn, request, label)
         else:
             async with gate.hold(
                 estimate_tokens(request.prompt, request.solution_str, request.ground_truth)
             ) as charge:
-                outcome = await self._call(fn, request, label)
+                # checked once the gate lets the call through, so waiting calls see the latest spend
+                outcome = await self._admitted(fn) or await self._call(fn, request, label)
                 used = reported_tokens(outcome.extra)
                 if used is not None:  # the judge said how many tokens it used: TPM counts those
                     charge.settle(used)
         total_s = time.perf_counter() - started
         too_large = extra_too_large(outcome.extra, self.max_result_extra_chars)
         if too_large is not None:  # an error result: logged below, never cached, never sent
-            outcome = _Outcome(
+            outcome = Outcome(
                 "error",
                 error=ErrorInfo(type="ResultTooLarge", message=f"{fn.name}: {too_large}"),
                 queue_s=outcome.queue_s,
                 compute_s=outcome.compute_s,
             )
-        self._count_pool_tokens(fn.name, outcome.extra)
+        await self._count_pool_tokens(fn.name, outcome.extra)
+        if outcome.status == "ok" and self.on_scored is not None:
+            self.on_scored(fn, request, outcome)
         self.metrics.observe_call(fn.name, label, outcome.status, outcome.compute_s, outcome.score)
         if outcome.status != "ok":
             error = outcome.error
@@ -186,7 +230,9 @@ class Scorer:
                 uid=request.uid,
             )
         score, fallback = outcome.score, False
-        if outcome.status != "ok" and fn.config.on_error_score is not None:
+        # A refusal is never turned into a score, not even a flagged fallback one.
+        refused = outcome.error is not None and outcome.error.type in REFUSALS
+        if outcome.status != "ok" and fn.config.on_error_score is not None and not refused:
             score, fallback = fn.config.on_error_score, True
         # model_construct: every field is built right here; validating them again is pure hot-path cost.
         return ScoreResult.model_construct(
@@ -204,7 +250,7 @@ class Scorer:
             version=fn.version,
         )
 
-    async def _call_async(self, fn: RewardFunction, request: ScoreRequest, label: str) -> _Outcome:
+    async def _call_async(self, fn: RewardFunction, request: ScoreRequest, label: str) -> Outcome:
         timeout_s = fn.config.timeout_s
         # Built-from-config functions (composites, graders, fallbacks) take the request itself.
         if fn.takes_request:
@@ -217,39 +263,39 @@ class Scorer:
                 value = await awaited(call)  # its SystemExit & co. fail this sample, not the loop
             score, extra = normalise_return(value)
         except TimeoutError:
-            return _Outcome(
+            return Outcome(
                 "timeout",
                 error=ErrorInfo(type="Timeout", message=f"{fn.name} did not finish within {timeout_s}s"),
                 compute_s=time.perf_counter() - started,
             )
         except InvalidReturn as exc:
-            return _Outcome(
+            return Outcome(
                 "error",
                 error=ErrorInfo(type="InvalidReturn", message=str(exc)),
                 compute_s=time.perf_counter() - started,
             )
         except UserCodeExit as exc:
-            return _Outcome(
+            return Outcome(
                 "error",
                 error=ErrorInfo(type=exc.type, message=str(exc)),
                 compute_s=time.perf_counter() - started,
             )
         except ComponentFailed as exc:  # keeps the components' reports (features/composites, fallbacks)
-            return _Outcome(
+            return Outcome(
                 "error",
                 extra=exc.result_extra,
                 error=ErrorInfo(type=exc.type, message=str(exc)),
                 compute_s=time.perf_counter() - started,
             )
         except Exception as exc:
-            return _Outcome(
+            return Outcome(
                 "error",
                 error=ErrorInfo(type=type(exc).__name__, message=f"{exc}{error_location(exc)}"),
                 compute_s=time.perf_counter() - started,
             )
-        return _Outcome("ok", score=score, extra=extra, compute_s=time.perf_counter() - started)
+        return Outcome("ok", score=score, extra=extra, compute_s=time.perf_counter() - started)
 
-    async def _call_sync(self, fn: RewardFunction, kwargs: dict[str, Any]) -> _Outcome:
+    async def _call_sync(self, fn: RewardFunction, kwargs: dict[str, Any]) -> Outcome:
         if self.pool is None:
             raise RuntimeError("the worker pool is not running")
         timeout_s = fn.config.timeout_s
@@ -261,7 +307,7 @@ class Scorer:
         try:
             kind, payload, t_start, t_end = await self.pool.submit(fn.ref, kwargs, timeout_s, tokenizer_path)
         except concurrent.futures.TimeoutError:
-            return _Outcome(
+            return Outcome(
                 "timeout",
                 error=ErrorInfo(
                     type="Timeout",
@@ -270,7 +316,7 @@ class Scorer:
                 compute_s=time.monotonic() - submitted,
             )
         except pebble.ProcessExpired as exc:
-            return _Outcome(
+            return Outcome(
                 "error",
                 error=ErrorInfo(
                     type="WorkerCrashed",
@@ -280,7 +326,7 @@ class Scorer:
                 compute_s=time.monotonic() - submitted,
             )
         except Exception as exc:  # e.g. an argument that does not pickle
-            return _Outcome(
+            return Outcome(
                 "error",
                 error=ErrorInfo(type=type(exc).__name__, message=str(exc)),
                 compute_s=time.monotonic() - submitted,
@@ -288,8 +334,8 @@ class Scorer:
         queue_s, compute_s = max(0.0, t_start - submitted), t_end - t_start
         if kind == "ok":
             score, extra = payload
-            return _Outcome("ok", score=score, extra=extra, queue_s=queue_s, compute_s=compute_s)
+            return Outcome("ok", score=score, extra=extra, queue_s=queue_s, compute_s=compute_s)
         err_type, message = payload
-        return _Outcome(
+        return Outcome(
             "error", error=ErrorInfo(type=err_type, message=message), queue_s=queue_s, compute_s=compute_s
         )

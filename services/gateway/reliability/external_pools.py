@@ -5,9 +5,11 @@ A reward function reaches a pool by the address it is given in `router_addresses
 address points back at the gateway, `host:port/pools/<token>/<pool>/<function>`, and the gateway forwards the
 call (`ExternalPool.forward`): it swaps in the provider's model name and the API key, keeps the function under
 its RPM/TPM budget, backs off on 429 (`Retry-After`, `x-ratelimit-*`), and counts each answer's real `usage`
-tokens per function and pool in `/metrics`. So the key never reaches reward-function code or worker
-processes, and a function needs no provider-specific code. The random `<token>` (new at every start) is what
-lets the forwarding route skip the gateway's own API keys: only addresses the gateway handed out work.
+tokens per function and pool in `/metrics` (and, for a pool in `pool_prices`, its cost: reliability/spend.py;
+past the pool's `max_spend_usd` the gateway answers 402 `BudgetExhausted` instead of forwarding). So the key
+never reaches reward-function code or worker processes, and a function needs no provider-specific code. The
+random `<token>` (new at every start) is what lets the forwarding route skip the gateway's own API keys: only
+addresses the gateway handed out work.
 
 There is no router: the provider balances its own load.
 """
@@ -28,8 +30,10 @@ from prometheus_client import CollectorRegistry, Counter
 
 from rewardfleet.services.common.router_http import redact_pool_tokens
 from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
+from rewardfleet.services.gateway.errors import BudgetExhausted
 from rewardfleet.services.gateway.metrics import ExternalPoolMetrics
 from rewardfleet.services.gateway.reliability.rate_limits import Budget, retry_delay_s
+from rewardfleet.services.gateway.reliability.spend import SpendMeter
 
 logger = logging.getLogger(__name__)
 
@@ -62,9 +66,16 @@ class ExternalPool:
     api_key: str | None = field(default=None, repr=False)
     budgets: dict[str, Budget] = field(default_factory=dict)
     paused_until: float = 0.0  # monotonic time before which no request is sent (set by a 429)
+    spend: SpendMeter | None = None
 
     @classmethod
-    def from_config(cls, name: str, config: ExternalPoolConfig, metrics: ExternalPoolMetrics) -> ExternalPool:
+    def from_config(
+        cls,
+        name: str,
+        config: ExternalPoolConfig,
+        metrics: ExternalPoolMetrics,
+        spend: SpendMeter | None = None,
+    ) -> ExternalPool:
         key = None
         if config.api_key_env:
             key = os.environ.get(config.api_key_env)
@@ -72,7 +83,7 @@ class ExternalPool:
                 raise ValueError(
                     f"external_pools.{name}.api_key_env: environment variable {config.api_key_env} is not set"
                 )
-        return cls(name, config, metrics, key)
+        return cls(name, config, metrics, key, spend=spend)
 
     def _payload(self, body: dict[str, Any]) -> dict[str, Any]:
         payload = {**body, "model": self.config.model}
@@ -92,6 +103,13 @@ class ExternalPool:
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         payload = self._payload(body)
         timeout = aiohttp.ClientTimeout(total=self.config.timeout_s)
+        if self.spend is not None:
+            try:
+                await self.spend.admit_pool(function, self.name)
+            except BudgetExhausted as exc:
+                # OpenAI's error shape, as the other refusals of the forwarding route.
+                error = {"error": {"message": f"BudgetExhausted: {exc}", "type": "BudgetExhausted"}}
+                return Forwarded(402, json.dumps(error).encode(), "application/json")
         for attempt in range(self.config.max_retries + 1):
             waited = await budget.acquire()
             pause = self.paused_until - time.monotonic()
@@ -118,19 +136,24 @@ class ExternalPool:
             )
         self.metrics.requests.labels(function, self.name, str(status)).inc()
         if 200 <= status < 300:
-            self._count_usage(function, budget, data)
+            usage = self._count_usage(function, budget, data)
+            if usage is not None and self.spend is not None:
+                await self.spend.charge(function, self.name, *usage)
         return Forwarded(status, data, content_type)
 
-    def _count_usage(self, function: str, budget: Budget, data: bytes) -> None:
+    def _count_usage(self, function: str, budget: Budget, data: bytes) -> tuple[int, int] | None:
         try:
             usage = json.loads(data).get("usage") or {}
             prompt = int(usage.get("prompt_tokens") or 0)
             completion = int(usage.get("completion_tokens") or 0)
         except (ValueError, AttributeError, TypeError):
-            return  # no usage reported: nothing to count
+            return None  # no usage reported: nothing to count
+        if min(prompt, completion) < 0:
+            return None
         self.metrics.tokens.labels(function, self.name, "prompt").inc(prompt)
         self.metrics.tokens.labels(function, self.name, "completion").inc(completion)
         budget.spend_tokens(prompt + completion)
+        return prompt, completion
 
 
 class ExternalPools:
@@ -141,9 +164,12 @@ class ExternalPools:
         configs: dict[str, ExternalPoolConfig],
         registry: CollectorRegistry,
         tokens: Counter | None = None,
+        spend: SpendMeter | None = None,
     ) -> None:
         metrics = ExternalPoolMetrics(registry, tokens)
-        self.pools = {name: ExternalPool.from_config(name, cfg, metrics) for name, cfg in configs.items()}
+        self.pools = {
+            name: ExternalPool.from_config(name, cfg, metrics, spend) for name, cfg in configs.items()
+        }
         self.token = secrets.token_urlsafe(24)
 
     def addresses(self, gateway_address: str) -> dict[str, str]:

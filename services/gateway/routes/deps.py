@@ -12,10 +12,13 @@ from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.core.registry import RewardFunction
 from rewardfleet.services.gateway.core.scoring import Scorer
 from rewardfleet.services.gateway.features.build import Catalog
+from rewardfleet.services.gateway.features.probes import JudgeProber
 from rewardfleet.services.gateway.features.reload import Reloader
+from rewardfleet.services.gateway.features.shadow import ShadowJudge
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.external_pools import ExternalPools
 from rewardfleet.services.gateway.reliability.input_limits import SampleLimits
+from rewardfleet.services.gateway.reliability.spend import SpendMeter
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from rewardfleet.services.gateway.state_store.base import Groups
 
@@ -30,6 +33,9 @@ class Gateway:
     groups: Groups  # in-process or fleet-wide (state_store/)
     reloader: Reloader  # owns the catalog being served
     external_pools: ExternalPools | None = None
+    spend: SpendMeter | None = None
+    prober: JudgeProber | None = None
+    shadow: ShadowJudge | None = None
     ready: bool = False
 
     @property

@@ -2,7 +2,8 @@
 
 A backend builds the three stateful parts of a gateway: the result cache with its in-flight join
 (`reliability/idempotency.py`), a per-function gate (`reliability/function_limits.py`: max_concurrency,
-RPM, TPM) and the group scorer (`features/groups.py`). `memory.py` keeps them in the process;
+RPM, TPM), the spend ledger (`reliability/spend.py`) and the group scorer (`features/groups.py`).
+`memory.py` keeps them in the process;
 `redis_backend.py` keeps them in Redis so that every replica of a fleet sees the same ones.
 
 A lost store is never papered over: a request whose state cannot be read or written gets
@@ -18,6 +19,7 @@ from typing import Any, Protocol
 
 from rewardfleet.services.gateway.reliability.function_limits import Gate
 from rewardfleet.services.gateway.reliability.idempotency import Results
+from rewardfleet.services.gateway.reliability.spend import SpendLedger
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 
 
@@ -48,3 +50,5 @@ class StateBackend(Protocol):
     ) -> Gate: ...
 
     def groups(self, config: Any, scorer: Any) -> Groups: ...
+
+    def spend_ledger(self) -> SpendLedger: ...

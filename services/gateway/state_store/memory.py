@@ -11,6 +11,7 @@ from rewardfleet.services.gateway.features.groups import GroupScorer
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.function_limits import FunctionGate, Gate
 from rewardfleet.services.gateway.reliability.idempotency import ResultCache, Results
+from rewardfleet.services.gateway.reliability.spend import MemorySpendLedger, SpendLedger
 from rewardfleet.services.gateway.state_store.base import Groups
 
 
@@ -41,3 +42,6 @@ class MemoryBackend:
 
     def groups(self, config: Any, scorer: Any) -> Groups:
         return GroupScorer(config, scorer)
+
+    def spend_ledger(self) -> SpendLedger:
+        return MemorySpendLedger()

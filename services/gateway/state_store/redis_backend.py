@@ -8,12 +8,14 @@ from typing import Any
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.function_limits import Gate
 from rewardfleet.services.gateway.reliability.idempotency import Results
+from rewardfleet.services.gateway.reliability.spend import SpendLedger
 from rewardfleet.services.gateway.state_store.base import Groups
 from rewardfleet.services.gateway.state_store.metrics import StateStoreMetrics
 from rewardfleet.services.gateway.state_store.redis_budget import RedisGate
 from rewardfleet.services.gateway.state_store.redis_cache import RedisResults
 from rewardfleet.services.gateway.state_store.redis_client import RedisSettings, RedisStore
 from rewardfleet.services.gateway.state_store.redis_groups import RedisGroupScorer
+from rewardfleet.services.gateway.state_store.redis_spend import RedisSpendLedger
 
 
 class RedisBackend:
@@ -55,3 +57,6 @@ class RedisBackend:
 
     def groups(self, config: Any, scorer: Any) -> Groups:
         return RedisGroupScorer(self.store, config, scorer, self.finished_keep_s)
+
+    def spend_ledger(self) -> SpendLedger:
+        return RedisSpendLedger(self.store)

@@ -285,3 +285,14 @@ redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[2]), 1000))
 redis.call('PUBLISH', ARGV[3], '1')
 return 1
 """
+
+# ---- spend in dollars (redis_spend.py) ---------------------------------------------------------------------
+# KEYS: the spend hash. ARGV: function field, pool field, nano-dollars. Both totals move together.
+SPEND_ADD = """
+redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[3])
+redis.call('HINCRBY', KEYS[1], ARGV[2], ARGV[3])
+return 1
+"""
+# KEYS: the spend hash. ARGV: fields. -> their values (nil for a field never charged)
+SPEND_READ = "return redis.call('HMGET', KEYS[1], unpack(ARGV))"
+SPEND_ALL = "return redis.call('HGETALL', KEYS[1])"

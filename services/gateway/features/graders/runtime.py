@@ -186,6 +186,7 @@ class GraderRuntime:
                 http_client=self.http_client,
                 pool=spec.pool,
                 model=spec.model,
+                rescale="none",  # OpenAI's `cosine` metric is the raw cosine
                 timeout_s=spec.timeout_s,
             )
             score = float(out["score"])
