@@ -45,8 +45,7 @@ DATA_SOURCES: tuple[str, ...] = ("codecontests", "apps", "codeforces", "taco")
 
 
 class _Run(Protocol):
-    async def first_pass(self) -> list[dict[str, Any]]: ...
-    async def retry_pass(self) -> list[dict[str, Any]]: ...
+    async def run_case(self, job: dict[str, Any], call_based: bool) -> dict[str, Any]: ...
     async def close(self) -> None: ...
 
 
@@ -96,12 +95,10 @@ def _verdict(result: dict[str, Any], expected: Any, call_based: bool) -> str:
     return "pass" if case_passes(result, expected, call_based) else "wrong_answer"
 
 
-def _start(
-    settings: SandboxSettings, job: dict[str, Any], slot: int, http_client: aiohttp.ClientSession | None
-) -> _Run:
+def _start(settings: SandboxSettings, slot: int, http_client: aiohttp.ClientSession | None) -> _Run:
     if settings.chosen_backend == "sandbox_fusion":
-        return FusionRun(settings, job, http_client)
-    return BubblewrapRun(settings, job, slot)
+        return FusionRun(settings, http_client)
+    return BubblewrapRun(settings, slot)
 
 
 async def compute_score(
@@ -130,13 +127,12 @@ async def compute_score(
         "case_timeout_s": settings.case_timeout_s,
         "retry_case_timeout_s": settings.retry_case_timeout_s,
         "each_cases": settings.retry_cases,
-        "max_output_bytes": settings.max_output_bytes,
     }
     async with pool_for(settings.chosen_backend, settings.slots).hold() as slot:
-        run = _start(settings, job, slot, http_client)
+        run = _start(settings, slot, http_client)
         try:
             async with asyncio.timeout(settings.sample_timeout_s):
-                return await judge(run, outputs, len(inputs), call_based, continuous)
+                return await judge(run, job, outputs, continuous)
         except TimeoutError:
             raise SandboxTimeout(
                 f"the sample did not finish within sample_timeout_s={settings.sample_timeout_s}; "
@@ -146,18 +142,37 @@ async def compute_score(
             await run.close()
 
 
-async def judge(
-    run: _Run, outputs: list[Any], cases: int, call_based: bool, continuous: bool
-) -> dict[str, Any]:
-    """prime_code's two passes over a started sandbox run: all cases at once, then one by one."""
-    first = await run.first_pass()
+async def _run_cases(
+    run: _Run, job: dict[str, Any], indices: list[int], fn_name: str | None, timeout_s: float, *, stop: bool
+) -> list[dict[str, Any]]:
+    """Each case in its own process; index -1 only loads the program. `stop`: end at the first error."""
+    results: list[dict[str, Any]] = []
+    for index in indices:
+        case_job: dict[str, Any] = {"solution": job["solution"], "fn_name": fn_name, "timeout_s": timeout_s}
+        if index >= 0:
+            case_job["input"] = job["inputs"][index]
+        # The case number is ours, never the sandbox's: the sandbox only gives us an output and an exit.
+        results.append({**(await run.run_case(case_job, fn_name is not None)), "case": index})
+        if stop and results[-1]["verdict"] != "ok":
+            break
+    return results
+
+
+async def judge(run: _Run, job: dict[str, Any], outputs: list[Any], continuous: bool) -> dict[str, Any]:
+    """prime_code's two passes: every case in order (stopping at the first error), then one by one."""
+    cases = len(job["inputs"])
+    call_based = job.get("fn_name") is not None
+    # With no cases the program is still loaded, and scores 1.0 when it loads (prime_code's all([])).
+    indices = list(range(cases)) or [-1]
+    first = await _run_cases(run, job, indices, job.get("fn_name"), job["case_timeout_s"], stop=True)
     verdicts = [_verdict(r, outputs[r["case"]] if r["case"] >= 0 else None, call_based) for r in first]
-    if len(first) == max(1, cases) and all(v in ("pass", "ok") for v in verdicts):
+    if len(first) == len(indices) and all(v in ("pass", "ok") for v in verdicts):
         return {"score": 1.0, "all_passed": True, "verdicts": verdicts if cases else []}
     if not continuous:
         return {"score": 0.0, "all_passed": False, "verdicts": verdicts}
     # The retry pass runs every program as a stdin program (prime_code's one-by-one cases carry no fn_name).
-    retry = await run.retry_pass()
+    retry_indices = list(range(min(cases, int(job["each_cases"]))))
+    retry = await _run_cases(run, job, retry_indices, None, job["retry_case_timeout_s"], stop=False)
     verdicts = [_verdict(r, outputs[r["case"]], False) for r in retry]
     passed = sum(v == "pass" for v in verdicts)
     return {"score": passed / max(1, len(verdicts)), "all_passed": False, "verdicts": verdicts}

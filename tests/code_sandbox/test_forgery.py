@@ -20,7 +20,8 @@ from rewardfleet.reward_fns import code
 from rewardfleet.reward_fns._sandbox.settings import SandboxSettings
 from tests.code_sandbox.fusion_standin import serving
 
-SANDBOX = {"case_timeout_s": 2.0, "retry_case_timeout_s": 2.0, "retry_cases": 3, "slots": 2}
+SANDBOX: dict[str, Any] = {"case_timeout_s": 2.0, "retry_case_timeout_s": 2.0, "retry_cases": 3, "slots": 2}
+SANDBOX["sample_timeout_s"] = 60.0
 SANDBOX["max_output_bytes"] = 1024 * 1024
 # Reports in the shapes this project's harness spoke before the fix: the inner pipe's "case -1 loaded"
 # line (counted as a pass), and the outer protocol's lines ending the first pass.
