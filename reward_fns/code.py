@@ -36,16 +36,20 @@ import aiohttp
 
 from rewardfleet.reward_fns._sandbox.apps_compare import case_passes
 from rewardfleet.reward_fns._sandbox.bubblewrap import BubblewrapRun, check_bubblewrap
-from rewardfleet.reward_fns._sandbox.errors import SandboxTimeout
+from rewardfleet.reward_fns._sandbox.errors import SandboxNotStarted, SandboxTimeout
 from rewardfleet.reward_fns._sandbox.fusion import FusionRun
 from rewardfleet.reward_fns._sandbox.settings import SandboxSettings, settings_from_kwargs
 from rewardfleet.reward_fns._sandbox.slots import pool_for
 
 DATA_SOURCES: tuple[str, ...] = ("codecontests", "apps", "codeforces", "taco")
+# Past sample_timeout_s the running case is killed (a verdict); this much more and the sample is an error.
+_KILL_GRACE_S = 10.0
+# A case with less of the sample's time left than this is not started (a sandbox needs ~0.1-0.5 s to start).
+_MIN_CASE_S = 0.5
 
 
 class _Run(Protocol):
-    async def run_case(self, job: dict[str, Any], call_based: bool) -> dict[str, Any]: ...
+    async def run_case(self, job: dict[str, Any], call_based: bool, deadline_s: float) -> dict[str, Any]: ...
     async def close(self) -> None: ...
 
 
@@ -119,7 +123,6 @@ async def compute_score(
     settings = settings_from_kwargs(sandbox, sandbox_fusion_url, memory_limit_mb)
     cases = parse_test_cases(ground_truth)
     inputs, outputs = cases["inputs"], cases["outputs"]
-    call_based = cases.get("fn_name") is not None
     job = {
         "solution": extract_program(solution_str),
         "fn_name": cases.get("fn_name"),
@@ -131,40 +134,67 @@ async def compute_score(
     async with pool_for(settings.chosen_backend, settings.slots).hold() as slot:
         run = _start(settings, slot, http_client)
         try:
-            async with asyncio.timeout(settings.sample_timeout_s):
-                return await judge(run, job, outputs, continuous)
+            # judge() keeps every case inside sample_timeout_s; this catches only a sandbox that will not die.
+            async with asyncio.timeout(settings.sample_timeout_s + _KILL_GRACE_S):
+                return await judge(run, job, outputs, continuous, settings.sample_timeout_s)
         except TimeoutError:
             raise SandboxTimeout(
-                f"the sample did not finish within sample_timeout_s={settings.sample_timeout_s}; "
-                "its sandbox was killed"
+                f"the sample did not finish within sample_timeout_s={settings.sample_timeout_s} "
+                f"(+{_KILL_GRACE_S} s to kill it); its sandbox was killed"
             ) from None
         finally:
             await run.close()
 
 
 async def _run_cases(
-    run: _Run, job: dict[str, Any], indices: list[int], fn_name: str | None, timeout_s: float, *, stop: bool
+    run: _Run,
+    job: dict[str, Any],
+    indices: list[int],
+    fn_name: str | None,
+    timeout_s: float,
+    *,
+    stop: bool,
+    sample_deadline: float,
 ) -> list[dict[str, Any]]:
-    """Each case in its own process; index -1 only loads the program. `stop`: end at the first error."""
+    """Each case in its own process; index -1 only loads the program. `stop`: end at the first error.
+
+    A case's wall deadline is its timer plus a second (prime_code's outer slack), cut to what is left of the
+    sample's `sample_timeout_s`: running out of it is the program's slowness, a `timeout` verdict like any
+    other (a typed error would let a program that cannot solve a problem trade its 0 for no score)."""
+    loop = asyncio.get_running_loop()
     results: list[dict[str, Any]] = []
     for index in indices:
         case_job: dict[str, Any] = {"solution": job["solution"], "fn_name": fn_name, "timeout_s": timeout_s}
         if index >= 0:
             case_job["input"] = job["inputs"][index]
+        full_s = timeout_s + 1.0
+        deadline_s = min(full_s, sample_deadline - loop.time())
+        outcome: dict[str, Any] = {"verdict": "timeout"}
+        if deadline_s >= _MIN_CASE_S:
+            try:
+                outcome = await run.run_case(case_job, fn_name is not None, deadline_s)
+            except SandboxNotStarted:
+                if deadline_s >= full_s:
+                    raise  # the sandbox was slow with the whole budget: not the program's doing
         # The case number is ours, never the sandbox's: the sandbox only gives us an output and an exit.
-        results.append({**(await run.run_case(case_job, fn_name is not None)), "case": index})
+        results.append({**outcome, "case": index})
         if stop and results[-1]["verdict"] != "ok":
             break
     return results
 
 
-async def judge(run: _Run, job: dict[str, Any], outputs: list[Any], continuous: bool) -> dict[str, Any]:
+async def judge(
+    run: _Run, job: dict[str, Any], outputs: list[Any], continuous: bool, sample_timeout_s: float
+) -> dict[str, Any]:
     """prime_code's two passes: every case in order (stopping at the first error), then one by one."""
     cases = len(job["inputs"])
     call_based = job.get("fn_name") is not None
+    deadline = asyncio.get_running_loop().time() + sample_timeout_s
     # With no cases the program is still loaded, and scores 1.0 when it loads (prime_code's all([])).
     indices = list(range(cases)) or [-1]
-    first = await _run_cases(run, job, indices, job.get("fn_name"), job["case_timeout_s"], stop=True)
+    first = await _run_cases(
+        run, job, indices, job.get("fn_name"), job["case_timeout_s"], stop=True, sample_deadline=deadline
+    )
     verdicts = [_verdict(r, outputs[r["case"]] if r["case"] >= 0 else None, call_based) for r in first]
     if len(first) == len(indices) and all(v in ("pass", "ok") for v in verdicts):
         return {"score": 1.0, "all_passed": True, "verdicts": verdicts if cases else []}
@@ -172,7 +202,9 @@ async def judge(run: _Run, job: dict[str, Any], outputs: list[Any], continuous: 
         return {"score": 0.0, "all_passed": False, "verdicts": verdicts}
     # The retry pass runs every program as a stdin program (prime_code's one-by-one cases carry no fn_name).
     retry_indices = list(range(min(cases, int(job["each_cases"]))))
-    retry = await _run_cases(run, job, retry_indices, None, job["retry_case_timeout_s"], stop=False)
+    retry = await _run_cases(
+        run, job, retry_indices, None, job["retry_case_timeout_s"], stop=False, sample_deadline=deadline
+    )
     verdicts = [_verdict(r, outputs[r["case"]], False) for r in retry]
     passed = sum(v == "pass" for v in verdicts)
     return {"score": passed / max(1, len(verdicts)), "all_passed": False, "verdicts": verdicts}

@@ -8,10 +8,9 @@ What the sandboxed program gets (and the gateway's process keeps to itself):
 
 - `bwrap --unshare-all`: its own user, pid, network (loopback only, down), IPC, UTS and cgroup namespaces;
   `--die-with-parent` and `--new-session` (no terminal injection); `--clearenv` (no gateway variables or API
-  keys) and an empty environment for bwrap itself. File descriptors: stdin, stdout and stderr pipes, nothing
-  else (asyncio closes every other descriptor; bwrap's `--info-fd`, which tells the host the sandbox was set
-  up, is closed before the program starts). The pid namespace's init is bwrap's, which ignores signals from
-  inside; when the program's process exits, the kernel kills every process it left behind.
+  keys) and an empty environment for bwrap itself. File descriptors: stdin, stdout and stderr pipes,
+  nothing else (asyncio closes every other descriptor). The pid namespace's init is bwrap's, which ignores
+  signals from inside; when the program's process exits, the kernel kills every process it left behind.
 - A file system of read-only binds of `/usr` (plus `/bin`, `/lib*`, `/sbin` as on the host) and of the
   interpreter's prefix, fresh `/proc` and `/dev`, a private size-capped tmpfs `/tmp`, and the harness file.
   Nothing else: not the gateway's working directory, config file, home or `/etc`. The host reads no file
@@ -41,8 +40,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rewardfleet.reward_fns._sandbox.errors import SandboxCrashed, SandboxUnavailable
-from rewardfleet.reward_fns._sandbox.outcome import case_outcome
+from rewardfleet.reward_fns._sandbox.errors import SandboxCrashed, SandboxNotStarted, SandboxUnavailable
+from rewardfleet.reward_fns._sandbox.outcome import STARTED, case_outcome, started_output
 from rewardfleet.reward_fns._sandbox.settings import MIB, SandboxSettings
 
 HARNESS = Path(__file__).with_name("harness.py")
@@ -82,9 +81,8 @@ def _interpreter_prefix(python: Path) -> Path:
     return prefix
 
 
-def bwrap_command(settings: SandboxSettings, slot: int, info_fd: int | None = None) -> list[str]:
-    """The argv that runs the harness in a sandbox for `slot`; bwrap writes its child's pid to `info_fd`
-    once the sandbox is set up (before the program can run, and on a descriptor the program never gets)."""
+def bwrap_command(settings: SandboxSettings, slot: int) -> list[str]:
+    """The argv that runs the harness in a sandbox for `slot`."""
     python = interpreter(settings)
     memory = settings.memory_limit_mb * MIB
     cpu_s = math.ceil(settings.sample_timeout_s) + 1
@@ -123,8 +121,6 @@ def bwrap_command(settings: SandboxSettings, slot: int, info_fd: int | None = No
         "--gid",
         "65534",
     ]
-    if info_fd is not None:
-        argv += ["--info-fd", str(info_fd)]
     return [*argv, str(python), "-I", SANDBOX_HARNESS]
 
 
@@ -196,24 +192,14 @@ class BubblewrapRun:
         self._slot = slot
         self._proc: asyncio.subprocess.Process | None = None
 
-    def command(self, info_fd: int) -> list[str]:
-        return bwrap_command(self._settings, self._slot, info_fd)
+    def command(self) -> list[str]:
+        return bwrap_command(self._settings, self._slot)
 
-    async def run_case(self, job: dict[str, Any], call_based: bool) -> dict[str, Any]:
-        """`{"verdict", "output"?}` of one case (`job` is the runner's job, see `harness.py`)."""
-        # The runner's timer covers loading and then the case; the extra second is prime_code's outer slack
-        # (here it also covers starting the sandbox). Past it the sandbox is killed: a timeout.
-        deadline_s = 2 * float(job["timeout_s"]) + 1.0
-        cap = self._settings.max_output_bytes
-        info_read, info_write = os.pipe()
-        try:
-            proc = await self._spawn(info_write)
-        except BaseException:
-            os.close(info_read)
-            raise
-        finally:
-            os.close(info_write)
-        self._proc = proc
+    async def run_case(self, job: dict[str, Any], call_based: bool, deadline_s: float) -> dict[str, Any]:
+        """`{"verdict", "output"?}` of one case (`job` is the runner's job, see `harness.py`); past
+        `deadline_s` wall seconds the sandbox is killed and the case is a timeout."""
+        cap = self._settings.max_output_bytes + len(STARTED)
+        proc = self._proc = await self._spawn()
         stderr = bytearray()
         stderr_task = asyncio.create_task(_keep(proc.stderr, stderr))
         stdout = bytearray()
@@ -237,12 +223,11 @@ class BubblewrapRun:
             stderr_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await stderr_task
-            started = _drain(info_read)
-        if not started and not timed_out and proc.returncode != 0:
-            # bwrap failed before the program could run (it writes the info only once the sandbox is up).
-            self._raise_setup_failure(bytes(stderr), proc.returncode)
+        output = started_output(bytes(stdout))
+        if output is None:
+            self._raise_setup_failure(bytes(stderr), proc.returncode, timed_out)
         return case_outcome(
-            proc.returncode, bytes(stdout), call_based=call_based, timed_out=timed_out, over_limit=over_limit
+            proc.returncode, output, call_based=call_based, timed_out=timed_out, over_limit=over_limit
         )
 
     async def close(self) -> None:
@@ -272,27 +257,33 @@ class BubblewrapRun:
         if killed and os.geteuid() == 0:
             await _wait_until_uid_is_idle(SLOT_UID_BASE + self._slot)
 
-    async def _spawn(self, info_fd: int) -> asyncio.subprocess.Process:
+    async def _spawn(self) -> asyncio.subprocess.Process:
         try:
             return await asyncio.create_subprocess_exec(
-                *self.command(info_fd),
+                *self.command(),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
                 env={"PATH": "/usr/bin:/bin"},
-                pass_fds=(info_fd,),
             )
         except FileNotFoundError as exc:
             raise SandboxUnavailable(
                 UNAVAILABLE_HELP.format(reason=f"{exc.filename} is not installed")
             ) from None
 
-    def _raise_setup_failure(self, stderr: bytes, returncode: int | None) -> None:
+    def _raise_setup_failure(self, stderr: bytes, returncode: int | None, timed_out: bool) -> None:
+        """The runner never started, so none of the program ran: the sandbox failed, not the program."""
         text = stderr.decode(errors="replace").strip()
         if text.startswith("bwrap:") and "Resource temporarily unavailable" not in text:
             raise SandboxUnavailable(UNAVAILABLE_HELP.format(reason=text[:300]))
-        raise SandboxCrashed(f"the sandbox did not start (exit status {returncode}): {text[-300:]}")
+        if timed_out:
+            raise SandboxNotStarted(
+                f"the sandbox had not started the runner at the case deadline: {text[-300:]}"
+            )
+        raise SandboxCrashed(
+            f"the sandbox exited with status {returncode} before running the program: {text[-300:]}"
+        )
 
 
 async def _send(proc: asyncio.subprocess.Process, data: bytes) -> None:
@@ -313,14 +304,3 @@ async def _keep(stream: asyncio.StreamReader | None, kept: bytearray) -> None:
     while chunk := await stream.read(65536):
         if len(kept) < _STDERR_KEPT:
             kept += chunk[: _STDERR_KEPT - len(kept)]
-
-
-def _drain(fd: int) -> bool:
-    """Whether anything was written to this pipe (bwrap's info), closing our end."""
-    try:
-        os.set_blocking(fd, False)
-        return bool(os.read(fd, 4096))
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)

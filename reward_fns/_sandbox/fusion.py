@@ -10,7 +10,9 @@ Response (`RunCodeResponse`): `{"status": "Success" | "Failed" | "SandboxError",
 As verl's own sandbox_fusion path, one request per test case: the runner (`harness.py`) as `code`, the
 case's job as `stdin`. The host judges the case itself from `run_result.stdout`, `return_code` and the
 status (`outcome.case_outcome`, as the bubblewrap backend does), so both score alike; the program's
-stdout is only ever its output, never a report. We speak the protocol with aiohttp on the gateway's shared session (declared `http_client`)
+stdout is only ever its output, never a report.
+
+We speak the protocol with aiohttp on the gateway's shared session (declared `http_client`)
 instead of the `sandbox-fusion` package: its async client opens a new session per request, retries every
 failure up to five times, and its request model has no `memory_limit_MB` (which verl sends).
 """
@@ -25,7 +27,7 @@ import aiohttp
 
 from rewardfleet.reward_fns._sandbox.bubblewrap import HARNESS
 from rewardfleet.reward_fns._sandbox.errors import SandboxFusionError
-from rewardfleet.reward_fns._sandbox.outcome import case_outcome
+from rewardfleet.reward_fns._sandbox.outcome import case_outcome, started_output
 from rewardfleet.reward_fns._sandbox.settings import SandboxSettings
 
 _RETRY_STATUSES = frozenset({502, 503, 504})
@@ -57,17 +59,19 @@ class FusionRun:
         self._session = session
         self._own_session: aiohttp.ClientSession | None = None
 
-    async def run_case(self, job: dict[str, Any], call_based: bool) -> dict[str, Any]:
-        """`{"verdict", "output"?}` of one case (`job` is the runner's job, see `harness.py`)."""
-        # As the bubblewrap backend: the runner's timer for loading and again for the case, plus a second.
-        run_timeout_s = 2 * float(job["timeout_s"]) + 1.0
-        run = _run_result_of(await self._run(json.dumps(job), run_timeout_s))
+    async def run_case(self, job: dict[str, Any], call_based: bool, deadline_s: float) -> dict[str, Any]:
+        """`{"verdict", "output"?}` of one case (`job` is the runner's job, see `harness.py`); the
+        service stops it at `deadline_s` (`run_timeout`), which is the verdict `timeout`."""
+        run = _run_result_of(await self._run(json.dumps(job), deadline_s))
         timed_out = run.get("status") == "TimeLimitExceeded"
         returncode = run.get("return_code")
         stdout = run.get("stdout")
         if not timed_out and (not isinstance(returncode, int) or not isinstance(stdout, str)):
             raise SandboxFusionError(f"run_code response without return_code and stdout: {str(run)[:200]}")
-        data = (stdout or "").encode("utf-8", "surrogatepass")
+        output = started_output((stdout or "").encode("utf-8", "surrogatepass"))
+        if output is None and not timed_out:
+            raise SandboxFusionError(f"the runner did not start in Sandbox Fusion: {str(run)[:300]}")
+        data = output or b""
         return case_outcome(
             returncode if isinstance(returncode, int) else None,
             data,
@@ -89,9 +93,7 @@ class FusionRun:
 
     async def _run(self, stdin: str, run_timeout_s: float) -> Any:
         body = run_code_request(self._settings, stdin, run_timeout_s)
-        timeout = aiohttp.ClientTimeout(
-            total=run_timeout_s + self._settings.fusion_request_timeout_s
-        )
+        timeout = aiohttp.ClientTimeout(total=run_timeout_s + self._settings.fusion_request_timeout_s)
         for attempt in range(_ATTEMPTS):
             try:
                 async with self._client().post(self._url, json=body, timeout=timeout) as response:

@@ -38,9 +38,11 @@ Deviation from prime_code: prime_code's first pass runs every case in one proces
 from case to case); here every case gets a fresh process, as in prime_code's one-by-one retry pass.
 
 Protocol: stdin is the job as JSON (`solution`, `fn_name`, `timeout_s`, and `input` unless the job only
-loads the program). stdout gets the captured output (stdin programs, UTF-8) or the returned value as tagged
-JSON (call-based). Exit status 0: the case ran; 3: the program did not load; 1: it raised; killed by
-SIGALRM/SIGXCPU: it ran out of time (`timeout_s` for loading, then again for the case).
+loads the program). stdout gets one byte `STARTED` once the job is read (before any of the program runs,
+so its absence means the sandbox itself failed, and a program cannot take it back), then the captured
+output (stdin programs, UTF-8) or the returned value as tagged JSON (call-based). Exit status 0: the
+case ran; 3: the program did not load; 1: it raised; killed by SIGALRM/SIGXCPU: it ran out of time
+(`timeout_s` for loading, then again for the case).
 """
 
 from __future__ import annotations
@@ -204,6 +206,8 @@ def _run_case(method: Any, job: dict[str, Any], raw_inputs: Any, timer_s: float)
 
 EXIT_ERROR = 1
 EXIT_COMPILE_ERROR = 3
+# Written before the solution is loaded: the host knows the runner started, and no program can unsend it.
+STARTED = b"\x06"
 
 
 def _isolate_descriptors() -> int:
@@ -239,6 +243,7 @@ def _write_all(fd: int, data: bytes) -> None:
 def main() -> None:
     job = json.loads(sys.stdin.buffer.read())
     timer_s = float(job["timeout_s"])
+    _write_all(1, STARTED)
     out_fd = _isolate_descriptors()
     _limit_cpu(timer_s)
     _disable_destructive_functions()

@@ -19,6 +19,7 @@ from rewardfleet.reward_fns._sandbox.apps_compare import decode
 
 EXIT_ERROR = 1
 EXIT_COMPILE_ERROR = 3
+STARTED = b"\x06"
 # Killed by its own per-case timer or by the CPU rlimit: the program ran out of time.
 _TIMER_SIGNALS = frozenset({signal.SIGALRM, signal.SIGXCPU})
 
@@ -48,6 +49,12 @@ def verdict_of(returncode: int | None, *, timed_out: bool, over_limit: bool) -> 
     return "timeout" if number in _TIMER_SIGNALS else "crashed"
 
 
+def started_output(stdout: bytes) -> bytes | None:
+    """The program's output after the runner's `STARTED` byte, or None when the runner never started (the
+    sandbox failed before any of the program could run: an infrastructure error, not a verdict)."""
+    return stdout[1:] if stdout.startswith(STARTED) else None
+
+
 def case_outcome(
     returncode: int | None, stdout: bytes, *, call_based: bool, timed_out: bool, over_limit: bool
 ) -> dict[str, Any]:
@@ -64,5 +71,5 @@ def case_outcome(
         value = json.loads(text)
         decode(value)
     except (ValueError, TypeError, KeyError, RecursionError):
-        return {"verdict": "error", "detail": "the output is not what the runner writes"}
+        return {"verdict": "error"}
     return {"verdict": "ok", "output": value}

@@ -33,13 +33,16 @@ FORGED_OUTER = (
 ).encode()
 
 WRONG = "print(0)\n"
-SPRAY = f"import posix\nfor fd in range(3, 1025):\n    try:\n        posix.write(fd, {FORGED!r})\n    except OSError:\n        pass\n"
+SPRAY = (
+    "import posix\nfor fd in range(3, 1025):\n    try:\n"
+    f"        posix.write(fd, {FORGED!r})\n    except OSError:\n        pass\n"
+)
 PROC_FDS = (
     "import glob\nfor path in glob.glob('/proc/*/fd/*') + glob.glob('/proc/self/fd/*'):\n"
-    "    for payload in ({FORGED!r}, {FORGED_OUTER!r}):\n        try:\n"
+    f"    for payload in ({FORGED!r}, {FORGED_OUTER!r}):\n        try:\n"
     "            with open(path, 'wb', buffering=0) as f:\n                f.write(payload)\n"
     "        except Exception:\n            pass\n"
-).format(FORGED=FORGED, FORGED_OUTER=FORGED_OUTER)
+)
 
 ATTACKS: dict[str, str] = {
     "honest_wrong": WRONG,
@@ -56,7 +59,7 @@ ATTACKS: dict[str, str] = {
     "spray_then_os_exit_0": SPRAY + "import posix\nposix._exit(0)\n",
     "exit_codes": WRONG + "import sys\nsys.exit(0)\n",
     "exit_code_after_spray": SPRAY + "import posix\nposix._exit(1)\n",
-    "atexit_hook": "import atexit\natexit.register(lambda: exec({SPRAY!r}))\n".format(SPRAY=SPRAY) + WRONG,
+    "atexit_hook": f"import atexit\natexit.register(lambda: exec({SPRAY!r}))\n" + WRONG,
     "kill_parent": "import posix\nposix.kill(posix.getppid(), 9)\n" + WRONG,
     "stop_parent": "import posix\nposix.kill(posix.getppid(), 19)\n" + WRONG,
     "kill_every_process": (
@@ -77,9 +80,8 @@ ATTACKS: dict[str, str] = {
     ),
     "huge_output": "import sys\nsys.stdout.write('0' * 5_000_000)\n",
     "timer_and_rlimits_off": (
-        "import signal\nsignal.setitimer(signal.ITIMER_REAL, 0)\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
-        + SPRAY
-        + WRONG
+        "import signal\nsignal.setitimer(signal.ITIMER_REAL, 0)\n"
+        "signal.signal(signal.SIGALRM, signal.SIG_IGN)\n" + SPRAY + WRONG
     ),
 }
 CALL_ATTACKS: dict[str, str] = {
@@ -134,3 +136,12 @@ async def test_a_forgery_scores_as_an_honest_wrong_program(attack: str, backend:
     print(attack, result)
     assert result["score"] == 0.0 and result["all_passed"] is False, (attack, result)
     assert "pass" not in result["verdicts"], (attack, result)
+
+
+async def test_running_out_the_sample_clock_is_a_zero_not_an_error(backend: dict[str, Any]) -> None:
+    """A program too slow everywhere uses up sample_timeout_s: it scores 0 (timeouts), never a sample
+    error, which a trainer may drop instead of counting."""
+    kwargs = {**backend, "sandbox": {**SANDBOX, "case_timeout_s": 1.0, "retry_case_timeout_s": 1.0}}
+    kwargs["sandbox"]["sample_timeout_s"] = 3.0
+    result = await _score("while True:\n    pass\n", _truth(call=False), kwargs)
+    assert result == {"score": 0.0, "all_passed": False, "verdicts": ["timeout"] * 3}, result
