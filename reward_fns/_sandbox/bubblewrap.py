@@ -38,7 +38,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from rewardfleet.reward_fns._sandbox.errors import SandboxCrashed, SandboxNotStarted, SandboxUnavailable
 from rewardfleet.reward_fns._sandbox.outcome import STARTED, case_outcome, started_output
@@ -272,7 +272,7 @@ class BubblewrapRun:
                 UNAVAILABLE_HELP.format(reason=f"{exc.filename} is not installed")
             ) from None
 
-    def _raise_setup_failure(self, stderr: bytes, returncode: int | None, timed_out: bool) -> None:
+    def _raise_setup_failure(self, stderr: bytes, returncode: int | None, timed_out: bool) -> NoReturn:
         """The runner never started, so none of the program ran: the sandbox failed, not the program."""
         text = stderr.decode(errors="replace").strip()
         if text.startswith("bwrap:") and "Resource temporarily unavailable" not in text:
