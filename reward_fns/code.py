@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import aiohttp
@@ -153,10 +154,10 @@ async def _run_cases(
     fn_name: str | None,
     timeout_s: float,
     *,
-    stop: bool,
+    stop: Callable[[dict[str, Any]], bool],
     sample_deadline: float,
 ) -> list[dict[str, Any]]:
-    """Each case in its own process; index -1 only loads the program. `stop`: end at the first error.
+    """Each case in its own process; index -1 only loads the program. Ends after a result `stop` accepts.
 
     A case's wall deadline is its timer plus a second (prime_code's outer slack), cut to what is left of the
     sample's `sample_timeout_s`: running out of it is the program's slowness, a `timeout` verdict like any
@@ -178,7 +179,7 @@ async def _run_cases(
                     raise  # the sandbox was slow with the whole budget: not the program's doing
         # The case number is ours, never the sandbox's: the sandbox only gives us an output and an exit.
         results.append({**outcome, "case": index})
-        if stop and results[-1]["verdict"] != "ok":
+        if stop(results[-1]):
             break
     return results
 
@@ -192,10 +193,20 @@ async def judge(
     deadline = asyncio.get_running_loop().time() + sample_timeout_s
     # With no cases the program is still loaded, and scores 1.0 when it loads (prime_code's all([])).
     indices = list(range(cases)) or [-1]
+
+    def verdict(result: dict[str, Any]) -> str:
+        return _verdict(result, outputs[result["case"]] if result["case"] >= 0 else None, call_based)
+
+    def first_pass_decided(result: dict[str, Any]) -> bool:
+        # prime_code stops at the first error. With `continuous`, the first case that does not pass already
+        # hands the score to the retry pass (whose verdicts are the ones reported): stop there too.
+        return verdict(result) not in ("pass", "ok") if continuous else result["verdict"] != "ok"
+
     first = await _run_cases(
-        run, job, indices, job.get("fn_name"), job["case_timeout_s"], stop=True, sample_deadline=deadline
-    )
-    verdicts = [_verdict(r, outputs[r["case"]] if r["case"] >= 0 else None, call_based) for r in first]
+        run, job, indices, job.get("fn_name"), job["case_timeout_s"], stop=first_pass_decided,
+        sample_deadline=deadline,
+    )  # fmt: skip
+    verdicts = [verdict(r) for r in first]
     if len(first) == len(indices) and all(v in ("pass", "ok") for v in verdicts):
         return {"score": 1.0, "all_passed": True, "verdicts": verdicts if cases else []}
     if not continuous:
@@ -203,8 +214,9 @@ async def judge(
     # The retry pass runs every program as a stdin program (prime_code's one-by-one cases carry no fn_name).
     retry_indices = list(range(min(cases, int(job["each_cases"]))))
     retry = await _run_cases(
-        run, job, retry_indices, None, job["retry_case_timeout_s"], stop=False, sample_deadline=deadline
-    )
+        run, job, retry_indices, None, job["retry_case_timeout_s"], stop=lambda _: False,
+        sample_deadline=deadline,
+    )  # fmt: skip
     verdicts = [_verdict(r, outputs[r["case"]], False) for r in retry]
     passed = sum(v == "pass" for v in verdicts)
     return {"score": passed / max(1, len(verdicts)), "all_passed": False, "verdicts": verdicts}
