@@ -13,13 +13,17 @@ Threat model (what a sampled program can and cannot do):
   the process exits), fill its private /tmp. Each of those is just a program printing something and exiting
   somehow: the host turns them into "the output was X" and "the case failed", never into a pass unless X is
   the expected output, which the program never sees.
-- It cannot reach a result channel, because there is none: the process gets exactly stdin (this case's job,
-  already read), stdout and stderr (both the host's pipes; stderr is /dev/null while the program runs);
-  every other descriptor of the host is closed before the sandbox starts, and nothing outside the sandbox
-  reads a file the program can write. There is no harness process whose reports the host trusts, so there
-  is nothing to impersonate, signal, ptrace or kill (the pid namespace's init, bwrap's, ignores its signals).
+- It cannot reach a result channel, because there is none: the process gets exactly the host's stdin (this
+  case's job, read before the program loads), stdout and stderr pipes (while the program runs, fds 0-2 are
+  /dev/null and the runner keeps one duplicate of stdout for the output: the same pipe, not another
+  channel); every other descriptor of the host is closed before the sandbox starts, and nothing outside the
+  sandbox reads a file the program can write. There is no harness process whose reports the host trusts,
+  so there is nothing to impersonate, signal, ptrace or kill (the pid namespace's init, bwrap's, ignores
+  signals from inside and holds only the same three pipes).
 - What it can fake is only a failure label: exiting 3 looks like a compile error, dying of SIGALRM looks
-  like a timeout. Every label but a clean exit with the expected output scores as a wrong answer.
+  like a timeout. Every label but a clean exit with the expected output scores as a wrong answer. It cannot
+  turn its sample into an error instead of a score either: the `STARTED` byte below is on the pipe before
+  the program exists, and running out of `sample_timeout_s` is a `timeout` verdict.
 
 It reproduces how verl 0.9.1's prime_code runner executes a solution, so that scores match verl's:
 
