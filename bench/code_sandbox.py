@@ -53,7 +53,7 @@ def samples(count: int) -> list[tuple[str, dict[str, Any]]]:
 
 
 class BareRun(BubblewrapRun):
-    """The same harness conversation, as a bare subprocess under the same rlimits (no namespaces)."""
+    """The same runner, one bare subprocess per case under the same rlimits (no namespaces)."""
 
     def command(self) -> list[str]:
         s = self._settings
@@ -70,7 +70,7 @@ class BareRun(BubblewrapRun):
         ]
 
     async def close(self) -> None:
-        # No namespace init to kill here: end the harness's process group (it started it in a new session).
+        # No namespace init to kill here: end the runner's process group (it started it in a new session).
         if self._proc is not None and self._proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._proc.pid, signal.SIGKILL)
@@ -89,14 +89,11 @@ async def bare_round(items: list[tuple[str, dict[str, Any]]], slots: int) -> flo
             "case_timeout_s": settings.case_timeout_s,
             "retry_case_timeout_s": settings.retry_case_timeout_s,
             "each_cases": settings.retry_cases,
-            "max_output_bytes": settings.max_output_bytes,
         }
         async with pool.hold() as slot:
-            run = BareRun(settings, job, slot)
+            run = BareRun(settings, slot)
             try:
-                result = await code.judge(
-                    run, cases["outputs"], len(cases["inputs"]), "fn_name" in cases, True
-                )
+                result = await code.judge(run, job, cases["outputs"], True, settings.sample_timeout_s)
             finally:
                 await run.close()
         return float(result["score"])

@@ -30,23 +30,27 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import aiohttp
 
 from rewardfleet.reward_fns._sandbox.apps_compare import case_passes
 from rewardfleet.reward_fns._sandbox.bubblewrap import BubblewrapRun, check_bubblewrap
-from rewardfleet.reward_fns._sandbox.errors import SandboxTimeout
+from rewardfleet.reward_fns._sandbox.errors import SandboxNotStarted, SandboxTimeout
 from rewardfleet.reward_fns._sandbox.fusion import FusionRun
 from rewardfleet.reward_fns._sandbox.settings import SandboxSettings, settings_from_kwargs
 from rewardfleet.reward_fns._sandbox.slots import pool_for
 
 DATA_SOURCES: tuple[str, ...] = ("codecontests", "apps", "codeforces", "taco")
+# Past sample_timeout_s the running case is killed (a verdict); this much more and the sample is an error.
+_KILL_GRACE_S = 10.0
+# A case with less of the sample's time left than this is not started (a sandbox needs ~0.1-0.5 s to start).
+_MIN_CASE_S = 0.5
 
 
 class _Run(Protocol):
-    async def first_pass(self) -> list[dict[str, Any]]: ...
-    async def retry_pass(self) -> list[dict[str, Any]]: ...
+    async def run_case(self, job: dict[str, Any], call_based: bool, deadline_s: float) -> dict[str, Any]: ...
     async def close(self) -> None: ...
 
 
@@ -96,12 +100,10 @@ def _verdict(result: dict[str, Any], expected: Any, call_based: bool) -> str:
     return "pass" if case_passes(result, expected, call_based) else "wrong_answer"
 
 
-def _start(
-    settings: SandboxSettings, job: dict[str, Any], slot: int, http_client: aiohttp.ClientSession | None
-) -> _Run:
+def _start(settings: SandboxSettings, slot: int, http_client: aiohttp.ClientSession | None) -> _Run:
     if settings.chosen_backend == "sandbox_fusion":
-        return FusionRun(settings, job, http_client)
-    return BubblewrapRun(settings, job, slot)
+        return FusionRun(settings, http_client)
+    return BubblewrapRun(settings, slot)
 
 
 async def compute_score(
@@ -122,7 +124,6 @@ async def compute_score(
     settings = settings_from_kwargs(sandbox, sandbox_fusion_url, memory_limit_mb)
     cases = parse_test_cases(ground_truth)
     inputs, outputs = cases["inputs"], cases["outputs"]
-    call_based = cases.get("fn_name") is not None
     job = {
         "solution": extract_program(solution_str),
         "fn_name": cases.get("fn_name"),
@@ -130,34 +131,92 @@ async def compute_score(
         "case_timeout_s": settings.case_timeout_s,
         "retry_case_timeout_s": settings.retry_case_timeout_s,
         "each_cases": settings.retry_cases,
-        "max_output_bytes": settings.max_output_bytes,
     }
     async with pool_for(settings.chosen_backend, settings.slots).hold() as slot:
-        run = _start(settings, job, slot, http_client)
+        run = _start(settings, slot, http_client)
         try:
-            async with asyncio.timeout(settings.sample_timeout_s):
-                return await judge(run, outputs, len(inputs), call_based, continuous)
+            # judge() keeps every case inside sample_timeout_s; this catches only a sandbox that will not die.
+            async with asyncio.timeout(settings.sample_timeout_s + _KILL_GRACE_S):
+                return await judge(run, job, outputs, continuous, settings.sample_timeout_s)
         except TimeoutError:
             raise SandboxTimeout(
-                f"the sample did not finish within sample_timeout_s={settings.sample_timeout_s}; "
-                "its sandbox was killed"
+                f"the sample did not finish within sample_timeout_s={settings.sample_timeout_s} "
+                f"(+{_KILL_GRACE_S} s to kill it); its sandbox was killed"
             ) from None
         finally:
             await run.close()
 
 
+async def _run_cases(
+    run: _Run,
+    job: dict[str, Any],
+    indices: list[int],
+    fn_name: str | None,
+    timeout_s: float,
+    *,
+    stop: Callable[[dict[str, Any]], bool],
+    sample_deadline: float,
+) -> list[dict[str, Any]]:
+    """Each case in its own process; index -1 only loads the program. Ends after a result `stop` accepts.
+
+    A case's wall deadline is its timer plus a second (prime_code's outer slack), cut to what is left of the
+    sample's `sample_timeout_s`: running out of it is the program's slowness, a `timeout` verdict like any
+    other (a typed error would let a program that cannot solve a problem trade its 0 for no score)."""
+    loop = asyncio.get_running_loop()
+    results: list[dict[str, Any]] = []
+    for index in indices:
+        case_job: dict[str, Any] = {"solution": job["solution"], "fn_name": fn_name, "timeout_s": timeout_s}
+        if index >= 0:
+            case_job["input"] = job["inputs"][index]
+        full_s = timeout_s + 1.0
+        deadline_s = min(full_s, sample_deadline - loop.time())
+        outcome: dict[str, Any] = {"verdict": "timeout"}
+        if deadline_s >= _MIN_CASE_S:
+            try:
+                outcome = await run.run_case(case_job, fn_name is not None, deadline_s)
+            except SandboxNotStarted:
+                if deadline_s >= full_s:
+                    raise  # the sandbox was slow with the whole budget: not the program's doing
+        # The case number is ours, never the sandbox's: the sandbox only gives us an output and an exit.
+        results.append({**outcome, "case": index})
+        if stop(results[-1]):
+            break
+    return results
+
+
 async def judge(
-    run: _Run, outputs: list[Any], cases: int, call_based: bool, continuous: bool
+    run: _Run, job: dict[str, Any], outputs: list[Any], continuous: bool, sample_timeout_s: float
 ) -> dict[str, Any]:
-    """prime_code's two passes over a started sandbox run: all cases at once, then one by one."""
-    first = await run.first_pass()
-    verdicts = [_verdict(r, outputs[r["case"]] if r["case"] >= 0 else None, call_based) for r in first]
-    if len(first) == max(1, cases) and all(v in ("pass", "ok") for v in verdicts):
+    """prime_code's two passes: every case in order (stopping at the first error), then one by one."""
+    cases = len(job["inputs"])
+    call_based = job.get("fn_name") is not None
+    deadline = asyncio.get_running_loop().time() + sample_timeout_s
+    # With no cases the program is still loaded, and scores 1.0 when it loads (prime_code's all([])).
+    indices = list(range(cases)) or [-1]
+
+    def verdict(result: dict[str, Any]) -> str:
+        return _verdict(result, outputs[result["case"]] if result["case"] >= 0 else None, call_based)
+
+    def first_pass_decided(result: dict[str, Any]) -> bool:
+        # prime_code stops at the first error. With `continuous`, the first case that does not pass already
+        # hands the score to the retry pass (whose verdicts are the ones reported): stop there too.
+        return verdict(result) not in ("pass", "ok") if continuous else result["verdict"] != "ok"
+
+    first = await _run_cases(
+        run, job, indices, job.get("fn_name"), job["case_timeout_s"], stop=first_pass_decided,
+        sample_deadline=deadline,
+    )  # fmt: skip
+    verdicts = [verdict(r) for r in first]
+    if len(first) == len(indices) and all(v in ("pass", "ok") for v in verdicts):
         return {"score": 1.0, "all_passed": True, "verdicts": verdicts if cases else []}
     if not continuous:
         return {"score": 0.0, "all_passed": False, "verdicts": verdicts}
     # The retry pass runs every program as a stdin program (prime_code's one-by-one cases carry no fn_name).
-    retry = await run.retry_pass()
+    retry_indices = list(range(min(cases, int(job["each_cases"]))))
+    retry = await _run_cases(
+        run, job, retry_indices, None, job["retry_case_timeout_s"], stop=lambda _: False,
+        sample_deadline=deadline,
+    )  # fmt: skip
     verdicts = [_verdict(r, outputs[r["case"]], False) for r in retry]
     passed = sum(v == "pass" for v in verdicts)
     return {"score": passed / max(1, len(verdicts)), "all_passed": False, "verdicts": verdicts}

@@ -1,19 +1,27 @@
-"""Local backend: one bubblewrap sandbox per sample, driven over pipes by asyncio.
+"""Local backend: one bubblewrap sandbox per test case, driven over pipes by asyncio.
+
+Each case of a sample runs in a fresh sandbox: the runner (`harness.py`) gets the case's job on stdin, and
+the host judges the case from what it observes from outside: the bytes on the sandbox's stdout (capped at
+`max_output_bytes`), the exit status, and its own deadline. There is no report to trust or forge.
 
 What the sandboxed program gets (and the gateway's process keeps to itself):
 
 - `bwrap --unshare-all`: its own user, pid, network (loopback only, down), IPC, UTS and cgroup namespaces;
   `--die-with-parent` and `--new-session` (no terminal injection); `--clearenv` (no gateway variables or API
-  keys) and an empty environment for bwrap itself; no inherited file descriptors (asyncio closes them).
+  keys) and an empty environment for bwrap itself. File descriptors: stdin, stdout and stderr pipes,
+  nothing else (asyncio closes every other descriptor). The pid namespace's init is bwrap's, which ignores
+  signals from inside; when the program's process exits, the kernel kills every process it left behind.
 - A file system of read-only binds of `/usr` (plus `/bin`, `/lib*`, `/sbin` as on the host) and of the
   interpreter's prefix, fresh `/proc` and `/dev`, a private size-capped tmpfs `/tmp`, and the harness file.
-  Nothing else: not the gateway's working directory, config file, home or `/etc`.
+  Nothing else: not the gateway's working directory, config file, home or `/etc`. The host reads no file
+  the program can write.
 - rlimits set with `prlimit` on the whole chain: CPU seconds, address space, processes, file size, no core
   files. When the gateway runs as root, `setpriv` first drops to an unprivileged uid per slot: Linux does
   not enforce `RLIMIT_NPROC` on root, and one uid per slot keeps one sample's fork bomb from using another
   sample's process budget.
-- At the sample deadline (or when the call is cancelled) the sandbox's pid namespace is SIGKILLed through
-  its init (which takes every process the program started with it), then bwrap's process group.
+- At the case deadline, at a flood of output, or when the call is cancelled, the sandbox's pid namespace is
+  SIGKILLed through its init (which takes every process the program started with it), then bwrap's process
+  group.
 
 `check_bubblewrap` runs a trivial sandbox once and, when this host cannot create the namespaces, raises
 `SandboxUnavailable` naming the options. Code is never run without the sandbox.
@@ -30,14 +38,10 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from rewardfleet.reward_fns._sandbox.errors import (
-    SandboxCrashed,
-    SandboxError,
-    SandboxOutputTooLarge,
-    SandboxUnavailable,
-)
+from rewardfleet.reward_fns._sandbox.errors import SandboxCrashed, SandboxNotStarted, SandboxUnavailable
+from rewardfleet.reward_fns._sandbox.outcome import STARTED, case_outcome, started_output
 from rewardfleet.reward_fns._sandbox.settings import MIB, SandboxSettings
 
 HARNESS = Path(__file__).with_name("harness.py")
@@ -86,7 +90,7 @@ def bwrap_command(settings: SandboxSettings, slot: int) -> list[str]:
         "prlimit",
         f"--cpu={cpu_s}",
         f"--as={memory}",
-        f"--nproc={settings.max_processes + _processes_of_this_user()}",
+        f"--nproc={settings.max_processes + _processes_of_uid(_sandbox_uid(slot))}",
         f"--fsize={settings.max_file_bytes}",
         "--core=0",
         "--",
@@ -120,11 +124,15 @@ def bwrap_command(settings: SandboxSettings, slot: int) -> list[str]:
     return [*argv, str(python), "-I", SANDBOX_HARNESS]
 
 
-def _processes_of_this_user() -> int:
-    """RLIMIT_NPROC counts every process of the real uid; as root we switch uid, otherwise count ours."""
-    if os.geteuid() == 0:
-        return 0
-    uid = os.getuid()
+def _sandbox_uid(slot: int) -> int:
+    """The outside uid the slot's sandboxes run as: the slot's own when we are root, else ours."""
+    return SLOT_UID_BASE + slot if os.geteuid() == 0 else os.getuid()
+
+
+def _processes_of_uid(uid: int) -> int:
+    """RLIMIT_NPROC counts every process of the real uid, zombies included: the processes still there
+    (ours when not root; the slot's previous sandbox on its way out when root: its namespace's init stays
+    a zombie until the host's init reaps it) are added, so each sandbox gets `max_processes` of its own."""
     count = 0
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
@@ -176,49 +184,59 @@ def check_bubblewrap(settings: SandboxSettings) -> None:
 
 
 class BubblewrapRun:
-    """One sandbox running the harness for one sample: the first pass, then (on request) the retry pass."""
+    """The test cases of one sample, each in a fresh sandbox: the job on stdin, the verdict derived here
+    from the process's stdout, exit status and our own deadline (`outcome.case_outcome`)."""
 
-    def __init__(self, settings: SandboxSettings, job: dict[str, Any], slot: int) -> None:
+    def __init__(self, settings: SandboxSettings, slot: int) -> None:
         self._settings = settings
-        self._job = job
         self._slot = slot
         self._proc: asyncio.subprocess.Process | None = None
-        self._stderr = bytearray()
-        self._stderr_task: asyncio.Task[None] | None = None
-        # A captured output is JSON-escaped on its line (up to 6 bytes a character for control bytes).
-        self._line_limit = 6 * settings.max_output_bytes + 65536
 
     def command(self) -> list[str]:
         return bwrap_command(self._settings, self._slot)
 
-    async def first_pass(self) -> list[dict[str, Any]]:
+    async def run_case(self, job: dict[str, Any], call_based: bool, deadline_s: float) -> dict[str, Any]:
+        """`{"verdict", "output"?}` of one case (`job` is the runner's job, see `harness.py`); past
+        `deadline_s` wall seconds the sandbox is killed and the case is a timeout."""
+        cap = self._settings.max_output_bytes + len(STARTED)
+        proc = self._proc = await self._spawn()
+        stderr = bytearray()
+        stderr_task = asyncio.create_task(_keep(proc.stderr, stderr))
+        stdout = bytearray()
+        timed_out = over_limit = False
         try:
-            self._proc = await asyncio.create_subprocess_exec(
-                *self.command(),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                env={"PATH": "/usr/bin:/bin"},
-                limit=self._line_limit,
-            )
-        except FileNotFoundError as exc:
-            raise SandboxUnavailable(
-                UNAVAILABLE_HELP.format(reason=f"{exc.filename} is not installed")
-            ) from None
-        self._stderr_task = asyncio.create_task(self._keep_stderr())
-        await self._send(json.dumps(self._job) + "\n")
-        return await self._read_until("all_done")
-
-    async def retry_pass(self) -> list[dict[str, Any]]:
-        await self._send("each\n")
-        return await self._read_until("done")
+            async with asyncio.timeout(deadline_s):
+                await _send(proc, json.dumps(job).encode())
+                if proc.stdout is None:
+                    raise RuntimeError("the sandbox has no stdout pipe")
+                while chunk := await proc.stdout.read(1 << 16):
+                    stdout += chunk
+                    if len(stdout) > cap:
+                        over_limit = True
+                        break
+                if not over_limit:
+                    await proc.wait()
+        except TimeoutError:
+            timed_out = True
+        finally:
+            await self.close()
+            stderr_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await stderr_task
+        output = started_output(bytes(stdout))
+        if output is None:
+            self._raise_setup_failure(bytes(stderr), proc.returncode, timed_out)
+        return case_outcome(
+            proc.returncode, output, call_based=call_based, timed_out=timed_out, over_limit=over_limit
+        )
 
     async def close(self) -> None:
-        proc = self._proc
+        """Kills the running case's sandbox (every process in it) and waits until it is gone."""
+        proc, self._proc = self._proc, None
         if proc is None:
             return
-        if proc.returncode is None:
+        killed = proc.returncode is None
+        if killed:
             # Kill the namespace's init (bwrap's child): the kernel kills every process in the namespace and
             # bwrap reaps them and exits. Killing bwrap first would orphan them to the host's init, whose
             # zombies keep counting against the slot's process limit until it gets round to reaping them.
@@ -236,70 +254,53 @@ class BubblewrapRun:
         if transport is not None:
             transport.close()
         await proc.wait()
-        if os.geteuid() == 0:
+        if killed and os.geteuid() == 0:
             await _wait_until_uid_is_idle(SLOT_UID_BASE + self._slot)
-        if self._stderr_task is not None:
-            self._stderr_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._stderr_task
 
-    def _process(self) -> asyncio.subprocess.Process:
-        if self._proc is None:
-            raise RuntimeError("the sandbox was not started")
-        return self._proc
-
-    async def _send(self, text: str) -> None:
-        stdin = self._process().stdin
-        if stdin is None:
-            raise RuntimeError("the sandbox has no stdin pipe")
+    async def _spawn(self) -> asyncio.subprocess.Process:
         try:
-            stdin.write(text.encode())
-            await stdin.drain()
-        except (BrokenPipeError, ConnectionResetError):
-            raise await self._crashed("the sandbox closed its input") from None
+            return await asyncio.create_subprocess_exec(
+                *self.command(),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                env={"PATH": "/usr/bin:/bin"},
+            )
+        except FileNotFoundError as exc:
+            raise SandboxUnavailable(
+                UNAVAILABLE_HELP.format(reason=f"{exc.filename} is not installed")
+            ) from None
 
-    async def _read_until(self, end: str) -> list[dict[str, Any]]:
-        stdout = self._process().stdout
-        if stdout is None:
-            raise RuntimeError("the sandbox has no stdout pipe")
-        results: list[dict[str, Any]] = []
-        while True:
-            try:
-                line = await stdout.readuntil(b"\n")
-            except asyncio.LimitOverrunError:
-                raise SandboxOutputTooLarge(
-                    f"the sandbox wrote a line over {self._line_limit} bytes (max_output_bytes "
-                    f"{self._settings.max_output_bytes})"
-                ) from None
-            except asyncio.IncompleteReadError:
-                raise await self._crashed(f"the sandbox stopped before {end!r}") from None
-            try:
-                record = json.loads(line)
-            except ValueError:
-                raise await self._crashed(
-                    f"the sandbox wrote a line that is not JSON: {line[:80]!r}"
-                ) from None
-            if not isinstance(record, dict):
-                raise await self._crashed(f"the sandbox wrote {line[:80]!r}")
-            if record.get("phase") == end:
-                return results
-            results.append(record)
+    def _raise_setup_failure(self, stderr: bytes, returncode: int | None, timed_out: bool) -> NoReturn:
+        """The runner never started, so none of the program ran: the sandbox failed, not the program."""
+        text = stderr.decode(errors="replace").strip()
+        if text.startswith("bwrap:") and "Resource temporarily unavailable" not in text:
+            raise SandboxUnavailable(UNAVAILABLE_HELP.format(reason=text[:300]))
+        if timed_out:
+            raise SandboxNotStarted(
+                f"the sandbox had not started the runner at the case deadline: {text[-300:]}"
+            )
+        raise SandboxCrashed(
+            f"the sandbox exited with status {returncode} before running the program: {text[-300:]}"
+        )
 
-    async def _crashed(self, what: str) -> SandboxError:
-        proc = self._process()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(proc.wait(), 1.0)
-        stderr = bytes(self._stderr).decode(errors="replace").strip()
-        if stderr.startswith("bwrap:") and "Resource temporarily unavailable" not in stderr:
-            # bwrap itself failed before the harness started (namespaces, mounts): nothing ran.
-            return SandboxUnavailable(UNAVAILABLE_HELP.format(reason=stderr[:300]))
-        status = proc.returncode
-        return SandboxCrashed(f"{what} (exit status {status}){': ' + stderr[-300:] if stderr else ''}")
 
-    async def _keep_stderr(self) -> None:
-        stderr = self._process().stderr
-        if stderr is None:
-            return
-        while chunk := await stderr.read(65536):
-            if len(self._stderr) < _STDERR_KEPT:
-                self._stderr += chunk[: _STDERR_KEPT - len(self._stderr)]
+async def _send(proc: asyncio.subprocess.Process, data: bytes) -> None:
+    """The job, then EOF. A process that died before reading it is judged by its exit status."""
+    stdin = proc.stdin
+    if stdin is None:
+        raise RuntimeError("the sandbox has no stdin pipe")
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        stdin.write(data)
+        await stdin.drain()
+        stdin.close()
+
+
+async def _keep(stream: asyncio.StreamReader | None, kept: bytearray) -> None:
+    """Reads a stream to its end, keeping its first bytes (bwrap's own error messages)."""
+    if stream is None:
+        return
+    while chunk := await stream.read(65536):
+        if len(kept) < _STDERR_KEPT:
+            kept += chunk[: _STDERR_KEPT - len(kept)]

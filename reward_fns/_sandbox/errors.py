@@ -4,9 +4,11 @@ sample's `error.type` (status "error"), never a silent 0.
 - `SandboxUnavailable`: the backend cannot run programs here (bubblewrap cannot create namespaces, no
   interpreter, Sandbox Fusion unreachable). Code is then not run at all — never unsandboxed.
 - `SandboxTimeout`: the whole sample ran past `sample_timeout_s`; everything it started was killed.
-- `SandboxOutputTooLarge`: the sandbox wrote more than `max_output_bytes`; it was killed.
-- `SandboxCrashed`: the sandboxed harness died or broke its protocol (for example the program killed its own
-  parent process).
+- `SandboxCrashed`: a sandbox never started its runner (so none of the program ran). A program cannot cause
+  it: what a program does is a verdict (an output over `max_output_bytes` is the verdict `output_limit`).
+- `SandboxNotStarted` (a `SandboxCrashed`): a case's sandbox had not started its runner at the case's
+  deadline. When that deadline was cut short by the sample's `sample_timeout_s` (which the program's
+  slowness used up), `code` scores the case as a timeout instead.
 - `SandboxFusionError`: Sandbox Fusion answered with an error status or a body that is not its protocol.
 """
 
@@ -25,11 +27,11 @@ class SandboxTimeout(SandboxError):
     pass
 
 
-class SandboxOutputTooLarge(SandboxError):
+class SandboxCrashed(SandboxError):
     pass
 
 
-class SandboxCrashed(SandboxError):
+class SandboxNotStarted(SandboxCrashed):
     pass
 
 

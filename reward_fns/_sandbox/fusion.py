@@ -7,9 +7,12 @@ Response (`RunCodeResponse`): `{"status": "Success" | "Failed" | "SandboxError",
 "compile_result", "run_result": {"status": "Finished" | "Error" | "TimeLimitExceeded", "execution_time",
 "return_code", "stdout", "stderr"}}`.
 
-The harness's stdout is parsed exactly as the bubblewrap backend parses it, so both score alike. Sandbox
-Fusion runs a program to completion (no conversation over stdin), so the first pass and the retry pass are
-two requests. We speak the protocol with aiohttp on the gateway's shared session (declared `http_client`)
+As verl's own sandbox_fusion path, one request per test case: the runner (`harness.py`) as `code`, the
+case's job as `stdin`. The host judges the case itself from `run_result.stdout`, `return_code` and the
+status (`outcome.case_outcome`, as the bubblewrap backend does), so both score alike; the program's
+stdout is only ever its output, never a report.
+
+We speak the protocol with aiohttp on the gateway's shared session (declared `http_client`)
 instead of the `sandbox-fusion` package: its async client opens a new session per request, retries every
 failure up to five times, and its request model has no `memory_limit_MB` (which verl sends).
 """
@@ -23,7 +26,8 @@ from typing import Any
 import aiohttp
 
 from rewardfleet.reward_fns._sandbox.bubblewrap import HARNESS
-from rewardfleet.reward_fns._sandbox.errors import SandboxCrashed, SandboxFusionError, SandboxTimeout
+from rewardfleet.reward_fns._sandbox.errors import SandboxFusionError
+from rewardfleet.reward_fns._sandbox.outcome import case_outcome, started_output
 from rewardfleet.reward_fns._sandbox.settings import SandboxSettings
 
 _RETRY_STATUSES = frozenset({502, 503, 504})
@@ -44,42 +48,37 @@ def run_code_request(settings: SandboxSettings, stdin: str, run_timeout_s: float
     }
 
 
-def parse_harness_stdout(stdout: str, end: str) -> list[dict[str, Any]]:
-    """The harness's result lines up to the `end` marker; SandboxCrashed if the marker never came."""
-    results: list[dict[str, Any]] = []
-    for line in stdout.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            raise SandboxCrashed(f"the sandbox wrote a line that is not JSON: {line[:80]!r}") from None
-        if not isinstance(record, dict):
-            raise SandboxCrashed(f"the sandbox wrote {line[:80]!r}")
-        if record.get("phase") == end:
-            return results
-        if record.get("phase") != "all_done":
-            results.append(record)
-    raise SandboxCrashed(f"the sandbox stopped before {end!r}")
-
-
 class FusionRun:
-    """One sample on Sandbox Fusion: up to two run_code requests."""
+    """One sample on Sandbox Fusion: one run_code request per test case."""
 
-    def __init__(self, settings: SandboxSettings, job: dict[str, Any], session: aiohttp.ClientSession | None):
+    def __init__(self, settings: SandboxSettings, session: aiohttp.ClientSession | None):
         if not settings.sandbox_fusion_url:
             raise ValueError("sandbox.sandbox_fusion_url is required for the sandbox_fusion backend")
         self._settings = settings
         self._url = settings.sandbox_fusion_url
-        self._job = job
         self._session = session
         self._own_session: aiohttp.ClientSession | None = None
 
-    async def first_pass(self) -> list[dict[str, Any]]:
-        stdout = await self._run(json.dumps({**self._job, "first_pass": True}) + "\n")
-        return parse_harness_stdout(stdout, "all_done")
-
-    async def retry_pass(self) -> list[dict[str, Any]]:
-        stdout = await self._run(json.dumps({**self._job, "first_pass": False}) + "\neach\n")
-        return parse_harness_stdout(stdout, "done")
+    async def run_case(self, job: dict[str, Any], call_based: bool, deadline_s: float) -> dict[str, Any]:
+        """`{"verdict", "output"?}` of one case (`job` is the runner's job, see `harness.py`); the
+        service stops it at `deadline_s` (`run_timeout`), which is the verdict `timeout`."""
+        run = _run_result_of(await self._run(json.dumps(job), deadline_s))
+        timed_out = run.get("status") == "TimeLimitExceeded"
+        returncode = run.get("return_code")
+        stdout = run.get("stdout")
+        if not timed_out and (not isinstance(returncode, int) or not isinstance(stdout, str)):
+            raise SandboxFusionError(f"run_code response without return_code and stdout: {str(run)[:200]}")
+        output = started_output((stdout or "").encode("utf-8", "surrogatepass"))
+        if output is None and not timed_out:
+            raise SandboxFusionError(f"the runner did not start in Sandbox Fusion: {str(run)[:300]}")
+        data = output or b""
+        return case_outcome(
+            returncode if isinstance(returncode, int) else None,
+            data,
+            call_based=call_based,
+            timed_out=timed_out,
+            over_limit=len(data) > self._settings.max_output_bytes,
+        )
 
     async def close(self) -> None:
         if self._own_session is not None:
@@ -92,11 +91,9 @@ class FusionRun:
             self._own_session = aiohttp.ClientSession()
         return self._own_session
 
-    async def _run(self, stdin: str) -> str:
-        body = run_code_request(self._settings, stdin, self._settings.sample_timeout_s)
-        timeout = aiohttp.ClientTimeout(
-            total=self._settings.sample_timeout_s + self._settings.fusion_request_timeout_s
-        )
+    async def _run(self, stdin: str, run_timeout_s: float) -> Any:
+        body = run_code_request(self._settings, stdin, run_timeout_s)
+        timeout = aiohttp.ClientTimeout(total=run_timeout_s + self._settings.fusion_request_timeout_s)
         for attempt in range(_ATTEMPTS):
             try:
                 async with self._client().post(self._url, json=body, timeout=timeout) as response:
@@ -109,28 +106,22 @@ class FusionRun:
                     payload = await response.json(content_type=None)
             except aiohttp.ClientError as exc:
                 raise SandboxFusionError(f"Sandbox Fusion at {self._url} is unreachable: {exc}") from None
-            return _stdout_of(payload)
+            return payload
         raise SandboxFusionError(
             f"Sandbox Fusion kept answering {_RETRY_STATUSES} after {_ATTEMPTS} attempts"
         )
 
 
-def _stdout_of(payload: Any) -> str:
+def _run_result_of(payload: Any) -> dict[str, Any]:
+    """The response's `run_result`; SandboxFusionError when the service, not the program, failed."""
     if not isinstance(payload, dict) or "status" not in payload:
         raise SandboxFusionError(f"not a run_code response: {str(payload)[:200]}")
-    status = payload["status"]
-    run = payload.get("run_result") or {}
-    if status == "SandboxError":
+    if payload["status"] == "SandboxError":
         raise SandboxFusionError(f"Sandbox Fusion reported SandboxError: {payload.get('message', '')[:200]}")
-    if run.get("status") == "TimeLimitExceeded":
-        raise SandboxTimeout("Sandbox Fusion stopped the sample at its run_timeout")
-    if status != "Success":
-        stderr = str(run.get("stderr") or "")[-300:]
-        raise SandboxCrashed(
-            f"the harness failed in Sandbox Fusion ({run.get('status')}, "
-            f"return code {run.get('return_code')}): {stderr}"
-        )
-    stdout = run.get("stdout")
-    if not isinstance(stdout, str):
-        raise SandboxFusionError("run_code response without run_result.stdout")
-    return stdout
+    run = payload.get("run_result")
+    if not isinstance(run, dict):
+        raise SandboxFusionError(f"run_code response without run_result: {str(payload)[:200]}")
+    if run.get("status") not in ("Finished", "TimeLimitExceeded"):
+        # "Error": the service could not run the process at all.
+        raise SandboxFusionError(f"Sandbox Fusion could not run the program: {str(run)[:200]}")
+    return run

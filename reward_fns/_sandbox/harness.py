@@ -1,30 +1,52 @@
-"""The program that runs *inside* the sandbox: it executes one solution against test-case inputs.
+"""The runner that executes *inside* the sandbox: one solution, one test case, one process.
 
 Standard library only, and nothing from the fleet: the sandbox sees this file and a Python interpreter,
-nothing else. It never sees the expected outputs: it reports what the program printed or returned, and the
-caller (`rewardfleet.reward_fns._sandbox.apps_compare`, outside the sandbox) decides pass/fail. A program that
-forges this harness's output therefore gains nothing it could not get by printing the right answer.
+nothing else. The runner is not trusted, and it trusts nothing either: it runs in the same process as the
+untrusted program, so the program can read or rewrite anything the runner holds. That is why it reports
+nothing. Its whole result is what the process writes on its stdout and its exit status, which the host
+observes from outside the sandbox (`rewardfleet.reward_fns._sandbox.outcome`) and judges against expected
+outputs that never enter the sandbox (`rewardfleet.reward_fns._sandbox.apps_compare`).
+
+Threat model (what a sampled program can and cannot do):
+- It can do anything this process can: rewrite this runner, write any bytes to its stdout (the pipe the host
+  reads), exit with any status, kill itself, fork children (they die with the sandbox's pid namespace when
+  the process exits), fill its private /tmp. Each of those is just a program printing something and exiting
+  somehow: the host turns them into "the output was X" and "the case failed", never into a pass unless X is
+  the expected output, which the program never sees.
+- It cannot reach a result channel, because there is none: the process gets exactly the host's stdin (this
+  case's job, read before the program loads), stdout and stderr pipes (while the program runs, fds 0-2 are
+  /dev/null and the runner keeps one duplicate of stdout for the output: the same pipe, not another
+  channel); every other descriptor of the host is closed before the sandbox starts, and nothing outside the
+  sandbox reads a file the program can write. There is no harness process whose reports the host trusts,
+  so there is nothing to impersonate, signal, ptrace or kill (the pid namespace's init, bwrap's, ignores
+  signals from inside and holds only the same three pipes).
+- What it can fake is only a failure label: exiting 3 looks like a compile error, dying of SIGALRM looks
+  like a timeout. Every label but a clean exit with the expected output scores as a wrong answer. It cannot
+  turn its sample into an error instead of a score either: the `STARTED` byte below is on the pipe before
+  the program exists, and running out of `sample_timeout_s` is a `timeout` verdict.
 
 It reproduces how verl 0.9.1's prime_code runner executes a solution, so that scores match verl's:
 
 - the same import preamble (`from math import *`, ...) and recursion limit before the solution;
 - stdin programs: a trailing `if __name__ == '__main__':` block is unwrapped, leading import lines stay at
-  module level and the rest becomes the body of `def code():` (indented with a tab), called once per case
+  module level and the rest becomes the body of `def code():` (indented with a tab), called for the case
   with `open`, `sys.stdin` and its `read`/`readline`/`readlines` patched exactly as prime_code patches
   them; `SystemExit` ends the case normally; what went to `sys.stdout` is the output;
 - call-based programs (`fn_name`): each input line is JSON, the function (or `Solution().<fn_name>`) is
   called with them; a result `json.dumps` cannot encode is a runtime error (as in prime_code);
 - the same destructive functions are disabled before the solution is loaded (`os.kill`, `os.fork`,
   `subprocess`, ... — not a security measure, the sandbox is; they are disabled because verl disables them
-  and a program that calls them must score the same);
-- phase `all`: one process runs every case in order with a per-case timer and stops at the first error;
-  phase `each` (only when the caller asks): the first cases again, each in a fresh process and, as in
-  prime_code, as a stdin program even when the job names a `fn_name`.
+  and a program that calls them must score the same).
 
-Protocol: stdin line 1 is the job as JSON (`solution`, `fn_name`, `inputs`, `case_timeout_s`,
-`retry_case_timeout_s`, `each_cases`, `max_output_bytes`, optional `first_pass: false`); stdout gets one
-JSON line per case result, then
-`{"phase": "all_done"}`; a second stdin line `each` starts phase `each`, ended by `{"phase": "done"}`.
+Deviation from prime_code: prime_code's first pass runs every case in one process (module state carries
+from case to case); here every case gets a fresh process, as in prime_code's one-by-one retry pass.
+
+Protocol: stdin is the job as JSON (`solution`, `fn_name`, `timeout_s`, and `input` unless the job only
+loads the program). stdout gets one byte `STARTED` once the job is read (before any of the program runs,
+so its absence means the sandbox itself failed, and a program cannot take it back), then the captured
+output (stdin programs, UTF-8) or the returned value as tagged JSON (call-based). Exit status 0: the
+case ran; 3: the program did not load; 1: it raised; killed by SIGALRM/SIGXCPU: it ran out of time
+(`timeout_s` for loading, then again for the case).
 """
 
 from __future__ import annotations
@@ -36,10 +58,8 @@ import json
 import math
 import os
 import resource
-import select
 import signal
 import sys
-import time
 from typing import Any
 from unittest.mock import mock_open, patch
 
@@ -60,7 +80,6 @@ _DISABLED_OS = (
     *("chroot", "lchflags", "lchmod", "lchown", "getcwd", "chdir"),
 )
 _HIDDEN_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter", "subprocess", "ctypes")
-_DETAIL_CHARS = 300
 
 
 def _disable_destructive_functions() -> None:
@@ -165,7 +184,8 @@ def _load(job: dict[str, Any], timer_s: float) -> Any:
     return target[name] if isinstance(target, dict) else getattr(target, name)
 
 
-def _run_case(method: Any, job: dict[str, Any], raw_inputs: Any, timer_s: float) -> dict[str, Any]:
+def _run_case(method: Any, job: dict[str, Any], raw_inputs: Any, timer_s: float) -> Any:
+    """The case's output: the captured text (stdin programs) or the tagged returned value (call-based)."""
     signal.setitimer(signal.ITIMER_REAL, timer_s)
     try:
         if not isinstance(raw_inputs, str):
@@ -174,7 +194,7 @@ def _run_case(method: Any, job: dict[str, Any], raw_inputs: Any, timer_s: float)
         if job.get("fn_name") is None:
             with _Capture() as captured:
                 _call_with_stdin(method, raw_inputs)
-            return {"verdict": "ok", "output": captured[0]}
+            return captured[0]
         args = [json.loads(line) for line in raw_inputs.split("\n")]
         if args and isinstance(args[0], dict):
             with contextlib.suppress(Exception):  # JSON keys back to ints where they all are
@@ -183,157 +203,70 @@ def _run_case(method: Any, job: dict[str, Any], raw_inputs: Any, timer_s: float)
         json.dumps(result)  # prime_code serialises the result first; what it cannot encode is an error
         if isinstance(result, tuple):
             result = list(result)
-        return {"verdict": "ok", "output": _encode(result)}
+        return _encode(result)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def _child(job: dict[str, Any], indices: list[int], timer_s: float, write_fd: int) -> None:
-    """Runs in a forked process: loads the solution once, runs `indices` in order, one line per case."""
-    os.setpgid(0, 0)
+EXIT_ERROR = 1
+EXIT_COMPILE_ERROR = 3
+# Written before the solution is loaded: the host knows the runner started, and no program can unsend it.
+STARTED = b"\x06"
+
+
+def _isolate_descriptors() -> int:
+    """Point fds 0-2 at /dev/null for the program and keep one duplicate of stdout for the result.
+
+    The duplicate is the same pipe as fd 1 (reachable by the program either way): it is not a separate
+    channel, only a way to keep stray `os.write(1, ...)` out of the output, as prime_code ignores them."""
+    out_fd = os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
+    os.close(devnull)
     sys.stdin = open(os.devnull)  # noqa: SIM115 - the solution's `stdin` global is this object, as in prime_code
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
-    # The phase ends at timer_s + 1 wall seconds anyway; CPU time cannot exceed that.
-    cpu_s = math.ceil(timer_s) + 2
+    return out_fd
+
+
+def _limit_cpu(timer_s: float) -> None:
+    # Loading and the case each get timer_s; CPU time cannot exceed that (the host's wall deadline ends it).
+    cpu_s = math.ceil(2 * timer_s) + 2
     _, hard = resource.getrlimit(resource.RLIMIT_CPU)
     if hard != resource.RLIM_INFINITY:
         cpu_s = min(cpu_s, hard)  # never above the sandbox's own limit (raising it is not allowed)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
-    _disable_destructive_functions()
-
-    def send(case: int, result: dict[str, Any]) -> None:
-        os.write(write_fd, (json.dumps({"case": case, **result}) + "\n").encode())
-
-    try:
-        method = _load(job, timer_s)
-    except BaseException as exc:
-        send(indices[0] if indices else -1, {"verdict": "compile_error", "detail": repr(exc)[:_DETAIL_CHARS]})
-        os._exit(0)
-    if not indices:
-        send(-1, {"verdict": "ok", "detail": "loaded"})
-    for index in indices:
-        try:
-            send(index, _run_case(method, job, job["inputs"][index], timer_s))
-        except BaseException as exc:
-            send(index, {"verdict": "error", "detail": repr(exc)[:_DETAIL_CHARS]})
-            os._exit(0)
-    os._exit(0)
 
 
-def _signal_name(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        return signal.Signals(os.WTERMSIG(status)).name
-    return f"exit {os.waitstatus_to_exitcode(status)}"
-
-
-def _collect(pid: int, read_fd: int, expected: list[int], deadline: float, cap: int) -> list[dict[str, Any]]:
-    """Result lines from the child until it is done, dies, floods or runs past `deadline`.
-
-    Stops at the first result that is not "ok" (the child stops there too) and never waits for the pipe to
-    close: a grandchild the program left behind may hold it open.
-    """
-    results: list[dict[str, Any]] = []
-    buffer = b""
-    status: int | None = None
-    while len(results) < len(expected):
-        case = expected[len(results)]
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            results.append({"case": case, "verdict": "timeout", "detail": "phase deadline"})
-            break
-        ready, _, _ = select.select([read_fd], [], [], min(remaining, 0.05))
-        chunk = os.read(read_fd, 1 << 20) if ready else b""
-        buffer += chunk
-        while b"\n" in buffer and len(results) < len(expected):
-            line, buffer = buffer.split(b"\n", 1)
-            results.append(json.loads(line))
-            if results[-1]["verdict"] != "ok":
-                return results
-        if len(buffer) > cap:
-            results.append({"case": case, "verdict": "output_limit", "detail": f"over {cap} bytes"})
-            break
-        if chunk or len(results) == len(expected):
-            continue
-        if status is not None:  # exited earlier and the pipe holds nothing more
-            detail = _signal_name(status)
-            verdict = "timeout" if detail in ("SIGALRM", "SIGXCPU") else "crashed"
-            results.append({"case": case, "verdict": verdict, "detail": detail})
-            break
-        waited, wait_status = os.waitpid(pid, os.WNOHANG)
-        if waited:
-            status = wait_status
-    return results
-
-
-def _fork(patience_s: float) -> int | None:
-    """fork(), waiting out EAGAIN for a while: after a fork bomb the killed processes take a moment to be
-    reaped by the namespace's init, and until then they still count against the process limit."""
-    deadline = time.monotonic() + patience_s
-    while True:
-        try:
-            return os.fork()
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                return None
-            time.sleep(0.05)
-
-
-def _run_phase(job: dict[str, Any], indices: list[int], timer_s: float) -> list[dict[str, Any]]:
-    read_fd, write_fd = os.pipe()
-    pid = _fork(patience_s=timer_s + 1)
-    if pid is None:
-        os.close(read_fd)
-        os.close(write_fd)
-        case = indices[0] if indices else -1
-        return [
-            {"case": case, "verdict": "crashed", "detail": "fork failed: the process limit is still in use"}
-        ]
-    if pid == 0:
-        os.close(read_fd)
-        try:
-            _child(job, indices, timer_s, write_fd)
-        finally:
-            os._exit(70)
-    os.close(write_fd)
-    # prime_code's outer timeout: the per-case timer plus one second, for the whole phase.
-    deadline = time.monotonic() + timer_s + 1
-    try:
-        # With no cases the child still loads the program and reports that (case -1).
-        return _collect(pid, read_fd, indices or [-1], deadline, int(job["max_output_bytes"]))
-    finally:
-        os.close(read_fd)
-        _kill_group(pid)
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def main() -> None:
-    job = json.loads(sys.stdin.readline())
-    count = len(job["inputs"])
-    emit = sys.stdout.write
-    if job.get("first_pass", True):
-        for result in _run_phase(job, list(range(count)), float(job["case_timeout_s"])):
-            emit(json.dumps({"phase": "all", **result}) + "\n")
-    emit(json.dumps({"phase": "all_done"}) + "\n")
-    sys.stdout.flush()
-    if sys.stdin.readline().strip() != "each":
-        return
-    # prime_code's one-by-one pass builds its cases without `fn_name`: every program runs as a stdin program.
-    retry_job = {**job, "fn_name": None}
-    for index in range(min(count, int(job["each_cases"]))):
-        for result in _run_phase(retry_job, [index], float(job["retry_case_timeout_s"])):
-            emit(json.dumps({"phase": "each", **result}) + "\n")
-        sys.stdout.flush()
-    emit(json.dumps({"phase": "done"}) + "\n")
-    sys.stdout.flush()
+    job = json.loads(sys.stdin.buffer.read())
+    timer_s = float(job["timeout_s"])
+    _write_all(1, STARTED)
+    out_fd = _isolate_descriptors()
+    _limit_cpu(timer_s)
+    _disable_destructive_functions()
+    try:
+        method = _load(job, timer_s)
+    except BaseException:
+        os._exit(EXIT_COMPILE_ERROR)
+    if "input" not in job:
+        os._exit(0)
+    try:
+        output = _run_case(method, job, job["input"], timer_s)
+    except BaseException:
+        os._exit(EXIT_ERROR)
+    if job.get("fn_name") is None:
+        data = output.encode("utf-8", "surrogatepass")
+    else:
+        data = json.dumps(output).encode()
+    _write_all(out_fd, data)
+    os._exit(0)
 
 
 if __name__ == "__main__":

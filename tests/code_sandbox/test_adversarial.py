@@ -3,8 +3,9 @@ fails only its own sample with a typed outcome; the well-behaved samples sent al
 gateway stays up, /health keeps answering (latency reported, not asserted), and no sandbox process is left.
 
 Typed outcomes: a per-case verdict in `extra.verdicts` (`timeout`, `error`, `crashed`, `output_limit`) with
-score 0 — the program ran and failed, as verl would score it — or the sample's `status: "error"` with a
-`Sandbox*` error type when the sandbox itself could not judge it (its harness was killed).
+score 0 — the program ran and failed, as verl would score it. Nothing a program does inside its sandbox
+turns into a sample error (no trusted process shares the sandbox; see test_forgery.py for the attempts to
+forge a pass).
 """
 
 from __future__ import annotations
@@ -58,10 +59,11 @@ def _hostile(port: int, config: Path) -> dict[str, tuple[str, str]]:
             f"print('SECRET' if {SECRET!r} in seen else 'NO_SECRET', config)",
             "NO_SECRET NO_CONFIG",
         ),
-        "kill_parent": ("import posix\nposix.kill(posix.getppid(), 9)\nprint(42)", ""),
+        # The parent is the pid namespace's init (bwrap's), which ignores signals from inside: no effect.
+        "kill_parent": ("import posix\nposix.kill(posix.getppid(), 9)\nprint(42)", "42"),
         "stdout_100mb": ("import sys\nsys.stdout.write('x' * 100_000_000)", ""),
-        # Past the harness, straight into the sandbox's own stdout pipe (which the gateway reads): the kernel
-        # refuses /proc/<harness>/fd to the program, so this fails inside the program.
+        # Through the namespace init's copy of the sandbox's stdout pipe: the same pipe as the program's own
+        # stdout, so at most a flood of output (the case's output limit); here the program fails first.
         "flood_sandbox_stdout": (
             "import io, posix\nio.open(f'/proc/{posix.getppid()}/fd/1', 'wb').write(b'x' * 100_000_000)",
             "",
@@ -144,7 +146,7 @@ def test_hostile_programs_fail_only_their_own_samples(gateway: Any) -> None:
             f"good_{i}"
         ]
     # The isolation proofs: the program itself reports what it saw, and scores 1.0 only if isolated.
-    for name in ("connect_gateway", "read_env_and_config", "sleeping_child"):
+    for name in ("connect_gateway", "read_env_and_config", "sleeping_child", "kill_parent"):
         assert answers[name]["status"] == "ok" and answers[name]["score"] == 1.0, (name, answers[name])
     expected_verdicts = {
         "infinite_loop": {"timeout"},
@@ -153,14 +155,12 @@ def test_hostile_programs_fail_only_their_own_samples(gateway: Any) -> None:
         # Python ignores SIGXFSZ, so the write past RLIMIT_FSIZE raises OSError (EFBIG) in the program.
         "write_10gib": {"error", "crashed"},
         "stdout_100mb": {"output_limit", "error", "timeout"},
-        "flood_sandbox_stdout": {"error"},
+        "flood_sandbox_stdout": {"error", "output_limit"},
     }
     for name, verdicts in expected_verdicts.items():
         answer = answers[name]
         assert answer["status"] == "ok" and answer["score"] == 0.0, (name, answer)
         assert set(answer["extra"]["verdicts"]) <= verdicts, (name, answer)
-    assert answers["kill_parent"]["status"] == "error", answers["kill_parent"]
-    assert answers["kill_parent"]["error"]["type"] == "SandboxCrashed", answers["kill_parent"]
 
     assert httpx.get(f"{url}/health", timeout=5).status_code == 200
     assert child.proc.poll() is None

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from rewardfleet.reward_fns import code
-from rewardfleet.reward_fns._sandbox.errors import SandboxFusionError, SandboxTimeout
+from rewardfleet.reward_fns._sandbox.errors import SandboxFusionError
 from rewardfleet.reward_fns._sandbox.settings import SandboxSettings
 from tests.code_sandbox.fusion_standin import serving
 from tests.reward_fns import verl_reference
@@ -50,16 +50,18 @@ async def test_service_failures_are_typed(fault: dict[str, Any], error: type[Exc
             await _score("print(1)", {"inputs": ["1"], "outputs": ["1"]}, sandbox_fusion_url=url)
 
 
-async def test_run_timeout_is_a_sandbox_timeout() -> None:
-    async with serving(SandboxSettings()) as (url, _, _):
-        with pytest.raises(SandboxTimeout):
-            # The harness's own timers are longer than the run_timeout the service enforces.
-            await _score(
-                "while True: pass",
-                {"inputs": ["1"], "outputs": ["1"]},
-                sandbox_fusion_url=url,
-                sandbox={"case_timeout_s": 30, "sample_timeout_s": 2.0},
-            )
+async def test_run_timeout_is_a_timeout_verdict() -> None:
+    async with serving(SandboxSettings()) as (url, requests, _):
+        # The runner's own timer is longer than the run_timeout we ask for (what is left of the sample).
+        result = await code.compute_score(
+            data_source="apps",
+            solution_str="while True: pass",
+            ground_truth={"inputs": ["1"], "outputs": ["1"]},
+            sandbox_fusion_url=url,
+            sandbox={"case_timeout_s": 30, "sample_timeout_s": 2.0},
+        )
+    assert result == {"score": 0.0, "all_passed": False, "verdicts": ["timeout"]}
+    assert requests[0]["run_timeout"] <= 2.0
 
 
 async def test_unreachable_service_is_typed() -> None:
