@@ -1,0 +1,80 @@
+"""The one `GroupScorer` over its `GroupStore` (features/group_store.py), in-process (group_memory.py): what
+the scorer asks of the store, repeated posts during a timeout, late retries, and no finished group kept. The
+same scorer over Redis: tests/state_store/test_redis_groups.py."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from rewardfleet.services.gateway.config.features import GroupsConfig
+from rewardfleet.services.gateway.features.group_memory import MemoryGroupStore
+from rewardfleet.services.gateway.features.groups import GroupScorer
+from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
+from tests.gateway.units import async_function, sample, scorer
+
+scored: list[str] = []
+
+
+async def _length(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any) -> float:
+    scored.append(solution_str)
+    return float(len(solution_str))
+
+
+LENGTH = async_function("length", _length)
+
+
+class RecordingStore(MemoryGroupStore):
+    """The in-process store, counting the calls the scorer makes."""
+
+    def __init__(self, config: GroupsConfig) -> None:
+        super().__init__(config)
+        self.calls: list[str] = []
+
+    async def report(
+        self, group_id: str | int, member: str, request: ScoreRequest, result: ScoreResult, lease_s: float
+    ) -> str:
+        self.calls.append("report")
+        return await super().report(group_id, member, request, result, lease_s)
+
+    async def finish(self, group_id: str | int, answers: dict[str, ScoreResult]) -> None:
+        self.calls.append("finish")
+        await super().finish(group_id, answers)
+
+
+def config(**fields: Any) -> GroupsConfig:
+    return GroupsConfig.model_validate({"builtin_package": None, **fields})
+
+
+def member(gid: str, index: int, text: str, size: int) -> Any:
+    return sample(group_id=gid, group_size=size, group_index=index, solution_str=text)
+
+
+async def test_each_member_is_reported_once_and_the_group_finished_once() -> None:
+    store = RecordingStore(config())
+    g = GroupScorer(store.config, scorer(), store)
+    posts = [member("r", i, "x" * (i + 1), 3) for i in (0, 1, 0, 2, 1)]  # members 0 and 1 posted twice
+    answers = await asyncio.gather(*(g.submit(p, LENGTH, "d", {}) for p in posts))
+    assert sorted(store.calls) == ["finish", "report", "report", "report"]
+    assert [a.score for a in answers] == [1.0, 2.0, 1.0, 3.0, 2.0]
+    assert answers[0] == answers[2] and answers[1] == answers[4]
+
+
+async def test_a_repeat_during_a_timeout_gets_its_members_own_answer() -> None:
+    scored.clear()
+    g = GroupScorer(config(timeout_s=0.1), scorer())
+    first, repeat = await asyncio.gather(
+        g.submit(member("t", 0, "abc", 3), LENGTH, "d", {}),
+        g.submit(member("t", 0, "abc", 3), LENGTH, "d", {}),
+    )
+    assert first.status == "group_timeout" and first == repeat and scored == ["abc"]
+    assert first.extra["group"]["received"] == 1 and first.extra["sample_score"] == 3.0
+    late = await g.submit(member("t", 0, "abc", 3), LENGTH, "d", {})  # a retry after the answer
+    assert late == first and scored == ["abc"]
+
+
+async def test_every_waiter_is_answered_when_no_finished_group_is_kept() -> None:
+    g = GroupScorer(config(finished_groups_kept=0), scorer())
+    answers = await asyncio.gather(*(g.submit(member("k", i, "ab", 2), LENGTH, "d", {}) for i in (0, 0, 1)))
+    assert [a.status for a in answers] == ["ok"] * 3 and answers[0] == answers[1]
+    assert answers[2].extra["group"]["received"] == 2
