@@ -3,7 +3,8 @@
 The same state machine as the Redis scripts (state_store/redis_scripts.py GROUP_*), on the event loop's clock:
 a group is open until `size` members reported (then completing, for its completer's lease) or its deadline;
 done or timed out, it is retired: the `finished_groups_kept` most recent stay answerable for late retries,
-and a retired group stays readable while one of its waiters still listens.
+a retired group stays readable while one of its waiters still listens, and one with members still being
+scored stays until they report (as Redis keeps a group's keys for the finished-group window).
 """
 
 from __future__ import annotations
@@ -56,10 +57,15 @@ class MemoryGroupStore:
         self._groups: dict[GroupId, _Group] = {}  # open or completing
         self._open: dict[GroupId, float] = {}  # group -> when it stops counting as open
         self._done: OrderedDict[GroupId, _Group] = OrderedDict()
+        self._unreported: dict[GroupId, _Group] = {}  # retired, some members still being scored
         self._listened: weakref.WeakValueDictionary[GroupId, _Group] = weakref.WeakValueDictionary()
 
     def _find(self, gid: GroupId) -> _Group | None:
-        return self._groups.get(gid) or self._done.get(gid) or self._listened.get(gid)
+        for found in (self._groups, self._done, self._unreported, self._listened):
+            group = found.get(gid)
+            if group is not None:
+                return group
+        return None
 
     @staticmethod
     def _now() -> float:
@@ -120,6 +126,8 @@ class MemoryGroupStore:
             return ""
         group.members[member] = (request, result)
         if group.state != "open":
+            if None not in group.members.values():
+                self._unreported.pop(group_id, None)
             return group.state
         if sum(payload is not None for payload in group.members.values()) >= group.size:
             group.state, group.until = "completing", self._now() + lease_s
@@ -134,6 +142,8 @@ class MemoryGroupStore:
     def _retire(self, gid: GroupId, group: _Group) -> None:
         self._groups.pop(gid, None)
         self._open.pop(gid, None)
+        if None in group.members.values():
+            self._unreported[gid] = group
         kept = self.config.finished_groups_kept
         if kept <= 0:
             return

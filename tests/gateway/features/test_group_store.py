@@ -78,3 +78,26 @@ async def test_every_waiter_is_answered_when_no_finished_group_is_kept() -> None
     answers = await asyncio.gather(*(g.submit(member("k", i, "ab", 2), LENGTH, "d", {}) for i in (0, 0, 1)))
     assert [a.status for a in answers] == ["ok"] * 3 and answers[0] == answers[1]
     assert answers[2].extra["group"]["received"] == 2
+
+
+async def _slow_length(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any) -> float:
+    if solution_str == "slow":
+        await release.wait()
+    return float(len(solution_str))
+
+
+SLOW = async_function("slow_length", _slow_length)
+release = asyncio.Event()
+
+
+async def test_a_member_still_scoring_when_its_group_times_out_gets_its_timeout_answer() -> None:
+    release.clear()
+    g = GroupScorer(config(timeout_s=0.1, finished_groups_kept=0), scorer())
+    slow = asyncio.create_task(g.submit(member("s", 0, "slow", 2), SLOW, "d", {}))
+    async with asyncio.timeout(30):  # a guard only: the answer comes at the group's 0.1 s deadline
+        fast = await g.submit(member("s", 1, "ab", 2), SLOW, "d", {})  # times the group out, answered
+    assert fast.status == "group_timeout" and not slow.done()
+    release.set()  # the slow member reports after its group was answered and forgotten
+    late = await slow
+    assert late.status == "group_timeout" and late.extra["sample_score"] == 4.0
+    assert late.extra["group"]["received"] == 2
