@@ -43,9 +43,11 @@ class _Wake:
 
     async def wait(self, timeout_s: float) -> None:
         if not self.event.is_set():
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout_s):
-                    await self.event.wait()
+            timer = asyncio.get_running_loop().call_later(timeout_s, self.event.set)
+            try:
+                await self.event.wait()
+            finally:
+                timer.cancel()
         self.event.clear()
 
 
