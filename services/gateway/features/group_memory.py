@@ -38,6 +38,8 @@ class _Group:
 
 @dataclass(eq=False)
 class _Wake:
+    """A waiter's wake-up; it holds its group, so a retired group stays readable while someone listens."""
+
     group: _Group | None
     event: asyncio.Event = field(default_factory=asyncio.Event)
 
