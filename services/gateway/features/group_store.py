@@ -17,20 +17,29 @@ every replica of a fleet, its Lua scripts atomic in Redis). Both follow the same
     listen    a waiter's wake-up for a group (`Waiter.wait(timeout_s)`); waiters re-read at least every
               `poll_s`
 
-Members are named by strings (the JSON of the member key), so the same name is used in every store. The
+A group is named by its key, `group_key(group_id)`: a digest, so a client's group_id is never a key itself
+(JSON first, so the string "1" and the integer 1 stay two groups). Members are named by strings (the JSON of
+the member key), so the same names are used in every store. The
 protocol speaks only in plain values and the request/result schemas: storage sits below the features (the
 layers contract in pyproject.toml) and implements it without importing it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 
-GroupId = str | int
+GroupId = str  # group_key(group_id)
 Reported = tuple[str, ScoreRequest, ScoreResult]  # a reported member: its name, request, per-sample result
+
+
+def group_key(group_id: str | int) -> str:
+    """What the stores key a group by (see the module docstring)."""
+    return hashlib.blake2b(json.dumps(group_id).encode(), digest_size=16).hexdigest()
 
 
 class Waiter(Protocol):

@@ -52,7 +52,7 @@ from rewardfleet.services.gateway.execution.contain import UserCodeExit, awaited
 from rewardfleet.services.gateway.execution.loader import load_module, resolve
 from rewardfleet.services.gateway.execution.results import as_score
 from rewardfleet.services.gateway.features.group_memory import MemoryGroupStore
-from rewardfleet.services.gateway.features.group_store import GroupStore, Waiter
+from rewardfleet.services.gateway.features.group_store import GroupStore, Waiter, group_key
 from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult
 
 log = logging.getLogger(__name__)
@@ -145,6 +145,7 @@ class GroupSpec:
     """One group as its members name it."""
 
     group_id: str | int
+    key: str  # group_key(group_id): what the store knows the group by
     size: int
     fn: GroupFunction | None
     lease_s: float  # the completer's lease: the group function's timeout + COMPLETER_GRACE_S
@@ -205,9 +206,9 @@ class GroupScorer:
         gfn = self._group_fn(request, functions)
         size = request.group_size or 1
         lease_s = (gfn.timeout_s if gfn else 0.0) + COMPLETER_GRACE_S
-        spec = GroupSpec(gid, size, gfn, lease_s)
+        spec = GroupSpec(gid, group_key(gid), size, gfn, lease_s)
         member = json.dumps(list(key))
-        status, value = await self.store.join(gid, member, size, gfn.name if gfn else None)
+        status, value = await self.store.join(spec.key, member, size, gfn.name if gfn else None)
         if status == "open_full":
             raise TooManyOpenGroups(f"{int(value)} groups are open (max_open_groups); retry later")
         if status == "size":
@@ -227,7 +228,7 @@ class GroupScorer:
             task.add_done_callback(self._background.discard)
             task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved if nobody waits
             return await asyncio.shield(task)  # a client that goes away must not cancel the group's answer
-        async with self.store.listen(gid) as waiter:
+        async with self.store.listen(spec.key) as waiter:
             return await self._wait(spec, member, deadline, waiter, None)
 
     async def _own(
@@ -241,8 +242,8 @@ class GroupScorer:
     ) -> ScoreResult:
         """Score a new member, report it; complete the group if it was the last, else wait for the answer."""
         result = await self.scorer.score(request, fn, label)
-        async with self.store.listen(spec.group_id) as waiter:
-            state = await self.store.report(spec.group_id, member, request, result, spec.lease_s)
+        async with self.store.listen(spec.key) as waiter:
+            state = await self.store.report(spec.key, member, request, result, spec.lease_s)
             if state == "complete":
                 return (await self._complete(spec))[member]
             if not state:
@@ -265,12 +266,12 @@ class GroupScorer:
         poll_s = self.store.poll_s
         give_up = deadline + spec.lease_s + poll_s
         while True:
-            answer = await self.store.read(spec.group_id, member)
+            answer = await self.store.read(spec.key, member)
             if answer is not None:
                 return answer
             now = loop.time()
             if now >= deadline:
-                state, received = await self.store.expire(spec.group_id)
+                state, received = await self.store.expire(spec.key)
                 if state == "timeout" and own is not None:
                     return await self._timeout_answer(spec, member, received, own)
                 if not state:
@@ -289,13 +290,13 @@ class GroupScorer:
         )
         error = ErrorInfo(type="GroupTimeout", message=message)
         answer = self._final(own, spec, received, None, "group_timeout", error)
-        await self.store.answer(spec.group_id, member, answer)
+        await self.store.answer(spec.key, member, answer)
         return answer
 
     async def _complete(self, spec: GroupSpec) -> dict[str, ScoreResult]:
         """Run the group function once over every member (in member order) and write every answer."""
         gfn = spec.fn
-        members = sorted(await self.store.collect(spec.group_id), key=lambda r: _member_order(r[0]))
+        members = sorted(await self.store.collect(spec.key), key=lambda r: _member_order(r[0]))
         per_sample = [result for _, _, result in members]
         scores = [r.score if r.status == "ok" else None for r in per_sample]
         finals: list[float | None] = scores
@@ -310,7 +311,7 @@ class GroupScorer:
         for (name, _, result), final in zip(members, finals, strict=True):
             status = "error" if error is not None else result.status
             answers[name] = self._final(result, spec, len(members), final, status, error or result.error)
-        await self.store.finish(spec.group_id, answers)
+        await self.store.finish(spec.key, answers)
         return answers
 
     async def _run_group_fn(

@@ -36,7 +36,7 @@ from rewardfleet.services.gateway.state_store.redis_scripts import (
     GROUP_REPORT,
 )
 
-GroupId = str | int
+GroupId = str  # group_key(group_id) of features/group_store.py: a digest, never the client's text
 
 
 @dataclass(frozen=True)
@@ -68,9 +68,8 @@ class RedisGroupStore:
         self._collect = store.script(GROUP_COLLECT)
 
     def _keys(self, gid: GroupId) -> _Keys:
-        encoded = json.dumps(gid)
-        base = self.prefix + "{" + encoded + "}"
-        return _Keys(encoded, base + ":meta", base + ":m", base + ":f", base)
+        base = self.prefix + "{" + gid + "}"
+        return _Keys(gid, base + ":meta", base + ":m", base + ":f", base)
 
     async def _run(self, op: str, script: Any, keys: list[str], args: list[Any]) -> Any:
         return await self.store.call(op, self.store.eval(script, keys, args))

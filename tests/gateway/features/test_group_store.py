@@ -101,3 +101,18 @@ async def test_a_member_still_scoring_when_its_group_times_out_gets_its_timeout_
     late = await slow
     assert late.status == "group_timeout" and late.extra["sample_score"] == 4.0
     assert late.extra["group"]["received"] == 2
+
+
+async def test_the_store_keys_groups_by_digest_and_1_is_not_the_string_1() -> None:
+    store = MemoryGroupStore(config())
+    g = GroupScorer(store.config, scorer(), store)
+    long_id = "G" * 500
+    answers = await asyncio.gather(
+        *(
+            g.submit(sample(group_id=gid, group_size=1, group_index=0), LENGTH, "d", {})
+            for gid in ("1", 1, long_id)
+        )
+    )
+    assert [a.extra["group"]["id"] for a in answers] == ["1", 1, long_id]  # answers name the client's id
+    keys = list(store._done)
+    assert len(set(keys)) == 3 and all(len(k) == 32 and "GGG" not in k for k in keys)
