@@ -19,7 +19,9 @@ Read it in this order:
                     (its middlewares, shared with the model server, are in rewardfleet.services.common)
     features/       composites, fallbacks, groups, graders, hot reload
 
-Dependencies point one way: app -> routes -> state_store -> features -> core -> reliability | execution ->
+Dependencies point one way: app -> routes -> features -> core -> state_store -> reliability | execution ->
 config | schemas | metrics -> errors | sizes; nothing imports upwards, no folder has a cycle (import-linter
-checks it: pyproject.toml).
+checks it: pyproject.toml). Storage implements small protocols the logic above it owns
+(features/group_store.py `GroupStore`, reliability's `Gate` / `Charge` / `Results`); only the backends'
+`groups()` assemble the group scorer over their store.
 """

@@ -92,8 +92,9 @@ async def test_in_process_tables_key_by_digests() -> None:
     (cache_key,) = results.cache._data  # type: ignore[attr-defined]
     assert "UUUU" not in repr(cache_key) and len(repr(cache_key)) < 120, cache_key
     assert isinstance(groups, GroupScorer)
-    (group_key,) = groups._finished
-    assert isinstance(group_key, bytes) and len(group_key) == 16
+    (group_key,) = groups.store._done  # type: ignore[attr-defined]
+    assert isinstance(group_key, str) and len(group_key) == 32 and "GGGG" not in group_key, group_key
+    int(group_key, 16)  # a hex digest, not the client's string
 
 
 def test_dispatcher_memo_keys_by_digest() -> None:

@@ -11,6 +11,14 @@ group (a client retry) does not score again: it waits for, and gets, the same an
 remembered (bounded) so a retry arriving after the answer gets it too. At most `max_open_groups` groups are
 open; beyond that a new group is refused with 503, so memory stays bounded.
 
+The logic lives here, over a `GroupStore` (features/group_store.py) that keeps each group's state and wakes
+its waiters: in-process by default (features/group_memory.py), fleet-wide with `state_url`
+(state_store/redis_groups.py). A new member is scored in a background task of the request that brought it
+(a client that goes away does not take the group's answer with it) and reported to the store; the report
+that completes the group makes its request the completer, which runs the group function once and writes
+every member's answer. Past the deadline any waiter times the group out (once), and each member's own
+request writes that member's `group_timeout` answer; a repeated post waits for it.
+
 Group functions: modules of `groups.builtin_package` (default `rewardfleet.reward_fns.groups`) defining
 `compute_group_score(samples, scores, **kwargs)`, plus `groups.functions.<name>.path` entries. Async ones are
 awaited, sync ones run in a thread; both under the entry's `timeout_s`.
@@ -19,14 +27,12 @@ awaited, sync ones run in a thread; both under the entry's `timeout_s`.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
 import json
 import logging
 import pkgutil
-from collections import OrderedDict
-from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,21 +40,24 @@ from rewardfleet.services.gateway.config.features import GroupFunctionConfig, Gr
 from rewardfleet.services.gateway.core.registry import RewardFunction
 from rewardfleet.services.gateway.core.scoring import Scorer
 from rewardfleet.services.gateway.core.versioning import function_version
-from rewardfleet.services.gateway.errors import GroupRequestError, InvalidReturn, LoadError, TooManyOpenGroups
+from rewardfleet.services.gateway.errors import (
+    GroupAnswerLost,
+    GroupRequestError,
+    InvalidReturn,
+    LoadError,
+    StateStoreUnavailable,
+    TooManyOpenGroups,
+)
 from rewardfleet.services.gateway.execution.contain import UserCodeExit, awaited, in_thread
 from rewardfleet.services.gateway.execution.loader import load_module, resolve
 from rewardfleet.services.gateway.execution.results import as_score
+from rewardfleet.services.gateway.features.group_memory import MemoryGroupStore
+from rewardfleet.services.gateway.features.group_store import GroupStore, Waiter, group_key
 from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult
 
 log = logging.getLogger(__name__)
 GROUP_ENTRY_POINT = "compute_group_score"
 MemberKey = tuple[str, str | int]
-
-
-def group_digest(group_id: str | int) -> bytes:
-    """What the group tables are keyed by (here and in Redis): a client's group_id is never a key itself.
-    JSON first, so the string "1" and the integer 1 stay two groups."""
-    return hashlib.blake2b(json.dumps(group_id).encode(), digest_size=16).digest()
 
 
 @dataclass(frozen=True)
@@ -128,30 +137,33 @@ def group_fn_error(name: str, exc: Exception) -> ErrorInfo:
     return ErrorInfo(type="GroupFunctionError", message=f"{name}: {raised}: {exc}")
 
 
-def _name(fn: GroupFunction | None) -> str | None:
-    return fn.name if fn is not None else None
+COMPLETER_GRACE_S = 10.0  # a completer's lease: the group function's timeout plus this
 
 
-@dataclass
-class _Group:
+@dataclass(frozen=True)
+class GroupSpec:
+    """One group as its members name it."""
+
     group_id: str | int
-    key: bytes  # group_digest(group_id)
+    key: str  # group_key(group_id): what the store knows the group by
     size: int
     fn: GroupFunction | None
-    members: dict[MemberKey, tuple[ScoreRequest, asyncio.Task[ScoreResult]]] = field(default_factory=dict)
-    done: asyncio.Future[dict[MemberKey, ScoreResult]] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future()
-    )
-    completing: bool = False
-    timer: asyncio.TimerHandle | None = None
+    lease_s: float  # the completer's lease: the group function's timeout + COMPLETER_GRACE_S
+
+
+def _member_order(member: str) -> tuple[str, Any]:
+    key = json.loads(member)[1]
+    return (str(type(key)), key)
 
 
 class GroupScorer:
-    def __init__(self, config: GroupsConfig, scorer: Scorer) -> None:
+    """The group logic over a `GroupStore` (features/group_store.py): in-process by default, or fleet-wide
+    (state_store/redis_groups.py), with the same answers."""
+
+    def __init__(self, config: GroupsConfig, scorer: Scorer, store: GroupStore | None = None) -> None:
         self.config = config
         self.scorer = scorer
-        self._open: dict[bytes, _Group] = {}
-        self._finished: OrderedDict[bytes, dict[MemberKey, ScoreResult]] = OrderedDict()
+        self.store: GroupStore = store if store is not None else MemoryGroupStore(config)
         self._background: set[asyncio.Task[Any]] = set()
 
     def _member_key(self, request: ScoreRequest) -> MemberKey:
@@ -186,104 +198,121 @@ class GroupScorer:
         functions: Mapping[str, GroupFunction],
     ) -> ScoreResult:
         """Score a group member and wait for its group's answer. `functions` are the group functions being
-        served now (a group keeps the one it started with)."""
+        served now (a group keeps the one it started with, by name: a reload makes new objects)."""
         key = self._member_key(request)
         gid = request.group_id
         if gid is None:
             raise GroupRequestError("not a group member: group_id is null")
-        gkey = group_digest(gid)
-        finished = self._finished.get(gkey)
-        if finished is not None:
-            if key in finished:
-                return finished[key]
+        gfn = self._group_fn(request, functions)
+        size = request.group_size or 1
+        lease_s = (gfn.timeout_s if gfn else 0.0) + COMPLETER_GRACE_S
+        spec = GroupSpec(gid, group_key(gid), size, gfn, lease_s)
+        member = json.dumps(list(key))
+        status, value = await self.store.join(spec.key, member, size, gfn.name if gfn else None)
+        if status == "open_full":
+            raise TooManyOpenGroups(f"{int(value)} groups are open (max_open_groups); retry later")
+        if status == "size":
+            raise GroupRequestError(f"group {gid!r} has group_size {int(value)}, this sample says {size}")
+        if status == "fn":
+            raise GroupRequestError(f"group {gid!r} members name different group functions")
+        if status == "full":
+            raise GroupRequestError(f"group {gid!r} already has {size} members")
+        if status == "answered" and not value:
             raise GroupRequestError(
                 f"group {gid!r} is already answered; {key[0]} {key[1]!r} is not one of it"
             )
-        group = self._open.get(gkey)
-        if group is None:
-            if len(self._open) >= self.config.max_open_groups:
-                raise TooManyOpenGroups(f"{len(self._open)} groups are open (max_open_groups); retry later")
-            group = _Group(
-                group_id=gid, key=gkey, size=request.group_size or 1, fn=self._group_fn(request, functions)
-            )
-            group.timer = asyncio.get_running_loop().call_later(self.config.timeout_s, self._expire, group)
-            self._open[gkey] = group
-        elif request.group_size != group.size:
-            raise GroupRequestError(
-                f"group {gid!r} has group_size {group.size}, this sample says {request.group_size}"
-            )
-        elif _name(self._group_fn(request, functions)) != _name(
-            group.fn
-        ):  # by name: a reload makes new objects
-            raise GroupRequestError(f"group {gid!r} members name different group functions")
-        if key not in group.members:
-            if group.completing:
-                raise GroupRequestError(f"group {gid!r} already has {group.size} members")
-            task = asyncio.create_task(self.scorer.score(request, fn, label))
-            group.members[key] = (request, task)
-            if len(group.members) == group.size:
-                group.completing = True
-                self._spawn(self._complete(group))
-        # shield: a client that goes away must not cancel the group's answer for the others.
-        results = await asyncio.shield(group.done)
-        return results[key]
+        deadline = asyncio.get_running_loop().time() + (value if status != "answered" else 0.0)
+        if status == "new":
+            task = asyncio.create_task(self._own(request, fn, label, spec, member, deadline))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved if nobody waits
+            return await asyncio.shield(task)  # a client that goes away must not cancel the group's answer
+        async with self.store.listen(spec.key) as waiter:
+            return await self._wait(spec, member, deadline, waiter, None)
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+    async def _own(
+        self,
+        request: ScoreRequest,
+        fn: RewardFunction,
+        label: str,
+        spec: GroupSpec,
+        member: str,
+        deadline: float,
+    ) -> ScoreResult:
+        """Score a new member, report it; complete the group if it was the last, else wait for the answer."""
+        result = await self.scorer.score(request, fn, label)
+        async with self.store.listen(spec.key) as waiter:
+            state = await self.store.report(spec.key, member, request, result, spec.lease_s)
+            if state == "complete":
+                return (await self._complete(spec))[member]
+            if not state:
+                raise StateStoreUnavailable(
+                    f"group {spec.group_id!r}: its state was lost (the store restarted?)"
+                )
+            return await self._wait(spec, member, deadline, waiter, result)
 
-    def _close(self, group: _Group, results: dict[MemberKey, ScoreResult]) -> None:
-        if group.timer is not None:
-            group.timer.cancel()
-        self._open.pop(group.key, None)
-        if self.config.finished_groups_kept:
-            self._finished[group.key] = results
-            while len(self._finished) > self.config.finished_groups_kept:
-                self._finished.popitem(last=False)
-        if not group.done.done():
-            group.done.set_result(results)
+    async def _wait(
+        self,
+        spec: GroupSpec,
+        member: str,
+        deadline: float,
+        waiter: Waiter,
+        own: ScoreResult | None,
+    ) -> ScoreResult:
+        """Wait for this member's answer; past the deadline, time the group out and (if this request scored
+        the member) write its `group_timeout` answer."""
+        loop = asyncio.get_running_loop()
+        poll_s = self.store.poll_s
+        give_up = deadline + spec.lease_s + poll_s
+        while True:
+            answer = await self.store.read(spec.key, member)
+            if answer is not None:
+                return answer
+            now = loop.time()
+            if now >= deadline:
+                state, received = await self.store.expire(spec.key)
+                if state == "timeout" and own is not None:
+                    return await self._timeout_answer(spec, member, received, own)
+                if not state:
+                    raise StateStoreUnavailable(
+                        f"group {spec.group_id!r}: its state was lost (the store restarted?)"
+                    )
+                if own is None and now >= give_up:
+                    raise GroupAnswerLost(f"group {spec.group_id!r}: no answer for this member; retry it")
+            await waiter.wait(max(poll_s if now >= deadline else min(poll_s, deadline - now), 0.001))
 
-    def _expire(self, group: _Group) -> None:
-        if not group.completing:
-            group.completing = True
-            self._spawn(self._answer_timeout(group))
-
-    async def _answer_timeout(self, group: _Group) -> None:
-        keys = list(group.members)
-        per_sample = await asyncio.gather(*(task for _, task in group.members.values()))
+    async def _timeout_answer(
+        self, spec: GroupSpec, member: str, received: int, own: ScoreResult
+    ) -> ScoreResult:
         message = (
-            f"group {group.group_id!r}: {len(keys)} of {group.size} members within {self.config.timeout_s}s"
+            f"group {spec.group_id!r}: {received} of {spec.size} members within {self.config.timeout_s}s"
         )
-        results = {
-            key: self._final(r, group, None, "group_timeout", ErrorInfo(type="GroupTimeout", message=message))
-            for key, r in zip(keys, per_sample, strict=True)
-        }
-        self._close(group, results)
+        error = ErrorInfo(type="GroupTimeout", message=message)
+        answer = self._final(own, spec, received, None, "group_timeout", error)
+        await self.store.answer(spec.key, member, answer)
+        return answer
 
-    async def _complete(self, group: _Group) -> None:
-        keys = sorted(group.members, key=lambda k: (str(type(k[1])), k[1]))
-        try:
-            per_sample = await asyncio.gather(*(group.members[k][1] for k in keys))
-            scores = [r.score if r.status == "ok" else None for r in per_sample]
-            finals: list[float | None] = scores
-            error: ErrorInfo | None = None
-            if group.fn is not None:
-                try:
-                    finals = await self._run_group_fn(group.fn, [group.members[k][0] for k in keys], scores)
-                except Exception as exc:
-                    finals = [None] * len(keys)
-                    error = group_fn_error(group.fn.name, exc)
-            results = {}
-            for key, result, final in zip(keys, per_sample, finals, strict=True):
-                status = "error" if error is not None else result.status
-                results[key] = self._final(result, group, final, status, error or result.error)
-        except BaseException:
-            if not group.done.done():
-                group.done.set_exception(RuntimeError(f"group {group.group_id!r} could not be answered"))
-            self._open.pop(group.key, None)
-            raise
-        self._close(group, results)
+    async def _complete(self, spec: GroupSpec) -> dict[str, ScoreResult]:
+        """Run the group function once over every member (in member order) and write every answer."""
+        gfn = spec.fn
+        members = sorted(await self.store.collect(spec.key), key=lambda r: _member_order(r[0]))
+        per_sample = [result for _, _, result in members]
+        scores = [r.score if r.status == "ok" else None for r in per_sample]
+        finals: list[float | None] = scores
+        error: ErrorInfo | None = None
+        if gfn is not None:
+            try:
+                finals = await self._run_group_fn(gfn, [request for _, request, _ in members], scores)
+            except Exception as exc:
+                finals = [None] * len(members)
+                error = group_fn_error(gfn.name, exc)
+        answers: dict[str, ScoreResult] = {}
+        for (name, _, result), final in zip(members, finals, strict=True):
+            status = "error" if error is not None else result.status
+            answers[name] = self._final(result, spec, len(members), final, status, error or result.error)
+        await self.store.finish(spec.key, answers)
+        return answers
 
     async def _run_group_fn(
         self, gfn: GroupFunction, requests: list[ScoreRequest], scores: list[float | None]
@@ -309,19 +338,25 @@ class GroupScorer:
             raise InvalidReturn(f"expected a list of {len(scores)} scores, got {type(value).__name__}")
         return [None if v is None else as_score(v, f"score {i}") for i, v in enumerate(value)]
 
+    @staticmethod
     def _final(
-        self, result: ScoreResult, group: _Group, score: float | None, status: str, error: ErrorInfo | None
+        result: ScoreResult,
+        spec: GroupSpec,
+        received: int,
+        score: float | None,
+        status: str,
+        error: ErrorInfo | None,
     ) -> ScoreResult:
         extra = {
             **result.extra,
             "sample_score": result.score,
             "sample_status": result.status,
             "group": {
-                "id": group.group_id,
-                "size": group.size,
-                "received": len(group.members),
-                "fn": group.fn.name if group.fn else None,
-                "fn_version": group.fn.version if group.fn else None,
+                "id": spec.group_id,
+                "size": spec.size,
+                "received": received,
+                "fn": spec.fn.name if spec.fn else None,
+                "fn_version": spec.fn.version if spec.fn else None,
             },
         }
         return result.model_copy(update={"score": score, "status": status, "error": error, "extra": extra})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rewardfleet.services.gateway.features.groups import GroupScorer
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.function_limits import Gate
 from rewardfleet.services.gateway.reliability.idempotency import Results
@@ -14,7 +15,7 @@ from rewardfleet.services.gateway.state_store.metrics import StateStoreMetrics
 from rewardfleet.services.gateway.state_store.redis_budget import RedisGate
 from rewardfleet.services.gateway.state_store.redis_cache import RedisResults
 from rewardfleet.services.gateway.state_store.redis_client import RedisSettings, RedisStore
-from rewardfleet.services.gateway.state_store.redis_groups import RedisGroupScorer
+from rewardfleet.services.gateway.state_store.redis_groups import RedisGroupStore
 from rewardfleet.services.gateway.state_store.redis_spend import RedisSpendLedger
 
 
@@ -56,7 +57,7 @@ class RedisBackend:
         )
 
     def groups(self, config: Any, scorer: Any) -> Groups:
-        return RedisGroupScorer(self.store, config, scorer, self.finished_keep_s)
+        return GroupScorer(config, scorer, RedisGroupStore(self.store, config, self.finished_keep_s))
 
     def spend_ledger(self) -> SpendLedger:
         return RedisSpendLedger(self.store)

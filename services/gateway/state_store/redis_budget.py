@@ -31,23 +31,20 @@ from rewardfleet.services.gateway.state_store.redis_scripts import (
 
 
 class RedisCharge:
+    """`Charge` (reliability/function_limits.py) over the gate's Redis TPM bucket: `settle` asks the gate to
+    correct the bucket by the difference between the reported and the estimated tokens."""
+
     def __init__(self, gate: RedisGate, estimated: int) -> None:
         self.gate = gate
         self.estimated = estimated
         self.pending: asyncio.Task[object] | None = None
 
     def settle(self, real_tokens: int) -> None:
-        gate = self.gate
-        if gate.tpm is None or real_tokens == self.estimated:
+        if self.gate.tpm is None or real_tokens == self.estimated:
             return
-        delta = real_tokens - min(self.estimated, int(gate.tpm))
+        delta = real_tokens - min(self.estimated, int(self.gate.tpm))
         self.estimated = real_tokens
-        store = gate.store
-        self.pending = asyncio.get_running_loop().create_task(
-            store.call("bucket_settle", gate.store.eval(gate._settle, [gate.tpm_key], [gate.tpm or 0, delta]))
-        )
-        # a failed correction is counted by the store; the answer to the caller does not wait for it
-        self.pending.add_done_callback(lambda t: t.cancelled() or t.exception())
+        self.pending = self.gate.correct_tokens(delta)
 
 
 class RedisGate:
@@ -74,6 +71,17 @@ class RedisGate:
         self._take = store.script(BUCKETS_TAKE)
         self._settle = store.script(BUCKET_SETTLE)
         self._turn = asyncio.Lock()  # this replica's waiters ask the buckets one at a time, in order
+
+    def correct_tokens(self, delta: int) -> asyncio.Task[object]:
+        """Charge the TPM bucket `delta` more tokens (a refund when negative), in the background: a failed
+        correction is counted by the store; the answer to the caller does not wait for it."""
+        task: asyncio.Task[object] = asyncio.get_running_loop().create_task(
+            self.store.call(
+                "bucket_settle", self.store.eval(self._settle, [self.tpm_key], [self.tpm or 0, delta])
+            )
+        )
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return task
 
     def hold(self, tokens: int) -> AbstractAsyncContextManager[RedisCharge]:
         return self._hold(tokens)

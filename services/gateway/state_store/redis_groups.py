@@ -1,5 +1,5 @@
-"""Fleet-wide group scoring: the members of one `group_id` may arrive at any replica (the semantics of
-features/groups.py).
+"""`RedisGroupStore`: the fleet-wide `GroupStore` (features/group_store.py) under the one `GroupScorer`
+(features/groups.py), so the members of one `group_id` may arrive at any replica.
 
 A member's arrival runs `GROUP_JOIN`, which opens the group (bounded fleet-wide by `max_open_groups`, its
 deadline `timeout_s` from the first member on Redis' clock) or adds the member; a repeated member is told so
@@ -18,26 +18,13 @@ answer. The order of samples given to the group function, and so every score, eq
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from rewardfleet.services.gateway.errors import (
-    GroupAnswerLost,
-    GroupRequestError,
-    StateStoreUnavailable,
-    TooManyOpenGroups,
-)
-from rewardfleet.services.gateway.features.groups import (
-    GroupFunction,
-    GroupScorer,
-    MemberKey,
-    group_digest,
-    group_fn_error,
-)
-from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult
+from rewardfleet.services.gateway.config.features import GroupsConfig
+from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from rewardfleet.services.gateway.state_store.redis_client import Inbox, RedisStore
 from rewardfleet.services.gateway.state_store.redis_scripts import (
     GROUP_ANSWER,
@@ -49,247 +36,105 @@ from rewardfleet.services.gateway.state_store.redis_scripts import (
     GROUP_REPORT,
 )
 
-COMPLETER_GRACE_S = 10.0  # a completer's lease: the group function's timeout plus this
+GroupId = str  # group_key(group_id) of features/group_store.py: a digest, never the client's text
 
 
 @dataclass(frozen=True)
 class _Keys:
-    group_id: str | int
-    gid: str  # group_digest(group_id), hex: what the keys and the open/done sets hold
+    gid: str
     meta: str
     members: str
     final: str
     channel: str
 
 
-@dataclass
-class _View:
-    """What `GroupScorer._final` reads of a group."""
+class RedisGroupStore:
+    """Implements `GroupStore` (features/group_store.py) with the GROUP_* scripts and the store's notifier;
+    `keep_s` bounds how long an answered group stays readable."""
 
-    group_id: str | int
-    size: int
-    fn: GroupFunction | None
-    members: dict[str, None]
-
-
-def _member_order(key: MemberKey) -> tuple[str, Any]:
-    return (str(type(key[1])), key[1])  # the in-process order (features/groups.py `_complete`)
-
-
-class RedisGroupScorer(GroupScorer):
-    def __init__(self, store: RedisStore, config: Any, scorer: Any, keep_s: float) -> None:
-        super().__init__(config, scorer)
+    def __init__(self, store: RedisStore, config: GroupsConfig, keep_s: float) -> None:
         self.store = store
+        self.config = config
+        self.poll_s = store.settings.poll_s
         self.keep_ms = max(1000, int(keep_s * 1000))
         self.prefix = store.key("g", "")
         self.open_key, self.done_key = store.key("groups", "open"), store.key("groups", "done")
         self._join = store.script(GROUP_JOIN)
         self._report = store.script(GROUP_REPORT)
         self._finish = store.script(GROUP_FINISH)
-        self._expire_script = store.script(GROUP_EXPIRE)
+        self._expire = store.script(GROUP_EXPIRE)
         self._answer = store.script(GROUP_ANSWER)
         self._read = store.script(GROUP_READ)
         self._collect = store.script(GROUP_COLLECT)
 
-    def _keys(self, group_id: str | int) -> _Keys:
-        gid = group_digest(group_id).hex()
+    def _keys(self, gid: GroupId) -> _Keys:
         base = self.prefix + "{" + gid + "}"
-        return _Keys(group_id, gid, base + ":meta", base + ":m", base + ":f", base)
+        return _Keys(gid, base + ":meta", base + ":m", base + ":f", base)
 
-    async def submit(
-        self, request: ScoreRequest, fn: Any, label: str, functions: Mapping[str, GroupFunction]
-    ) -> ScoreResult:
-        """As `GroupScorer.submit`, fleet-wide; `functions` are the group functions served now."""
-        key = self._member_key(request)
-        gid = request.group_id
-        if gid is None:
-            raise GroupRequestError("not a group member: group_id is null")
-        gfn = self._group_fn(request, functions)
-        size = request.group_size or 1
-        keys = self._keys(gid)
-        member = json.dumps(list(key))
+    async def _run(self, op: str, script: Any, keys: list[str], args: list[Any]) -> Any:
+        return await self.store.call(op, self.store.eval(script, keys, args))
+
+    async def join(self, group_id: GroupId, member: str, size: int, fn_name: str | None) -> tuple[str, float]:
+        k = self._keys(group_id)
         args: list[str | int] = [
-            keys.gid,
+            k.gid,
             member,
             size,
-            gfn.name if gfn else "",
+            fn_name or "",
             int(self.config.timeout_s * 1000),
             self.config.max_open_groups,
             self.keep_ms,
         ]
-        reply = await self.store.call(
-            "group_join", self.store.eval(self._join, [keys.meta, keys.members, self.open_key], args)
-        )
+        reply = await self._run("group_join", self._join, [k.meta, k.members, self.open_key], args)
         status = reply[0].decode()
-        if status == "open_full":
-            raise TooManyOpenGroups(f"{reply[1]} groups are open (max_open_groups); retry later")
-        if status == "size":
-            raise GroupRequestError(
-                f"group {gid!r} has group_size {reply[1].decode()}, this sample says {size}"
-            )
-        if status == "fn":
-            raise GroupRequestError(f"group {gid!r} members name different group functions")
-        if status == "full":
-            raise GroupRequestError(f"group {gid!r} already has {size} members")
-        if status == "answered" and not reply[1]:
-            raise GroupRequestError(
-                f"group {gid!r} is already answered; {key[0]} {key[1]!r} is not one of it"
-            )
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + (int(reply[1]) / 1000 if status != "answered" else 0.0)
-        if status == "new":
-            task = loop.create_task(self._own(request, fn, label, keys, member, size, gfn, deadline))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
-            task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved if nobody waits
-            return await asyncio.shield(task)  # a client that goes away must not cancel the group's answer
-        async with self.store.notifier.listen(keys.channel) as inbox:
-            return await self._wait(keys, member, size, gfn, deadline, inbox, None)
+        if status in ("new", "dup"):
+            return status, int(reply[1]) / 1000
+        if status in ("answered", "open_full", "size"):
+            return status, float(reply[1])
+        return status, 0.0
 
-    async def _own(
-        self,
-        request: ScoreRequest,
-        fn: Any,
-        label: str,
-        keys: _Keys,
-        member: str,
-        size: int,
-        gfn: GroupFunction | None,
-        deadline: float,
-    ) -> ScoreResult:
-        result = await self.scorer.score(request, fn, label)
+    def listen(self, group_id: GroupId) -> AbstractAsyncContextManager[Inbox]:
+        return self.store.notifier.listen(self._keys(group_id).channel)
+
+    async def report(
+        self, group_id: GroupId, member: str, request: ScoreRequest, result: ScoreResult, lease_s: float
+    ) -> str:
+        k = self._keys(group_id)
         payload = json.dumps(
             {"request": request.model_dump(mode="json"), "result": result.model_dump(mode="json")}
         )
-        lease_ms = int(((gfn.timeout_s if gfn else 0.0) + COMPLETER_GRACE_S) * 1000)
-        async with self.store.notifier.listen(keys.channel) as inbox:
-            reply = await self.store.call(
-                "group_report",
-                self.store.eval(self._report, [keys.meta, keys.members], [member, payload, lease_ms]),
-            )
-            state = reply[0].decode()
-            if state == "complete":
-                return (await self._finish_group(keys, size, gfn))[member]
-            if not state:
-                raise StateStoreUnavailable(
-                    f"group {keys.group_id!r}: its state was lost (the store restarted?)"
-                )
-            return await self._wait(keys, member, size, gfn, deadline, inbox, result)
+        args = [member, payload, int(lease_s * 1000)]
+        reply = await self._run("group_report", self._report, [k.meta, k.members], args)
+        return str(reply[0].decode())
 
-    async def _wait(
-        self,
-        keys: _Keys,
-        member: str,
-        size: int,
-        gfn: GroupFunction | None,
-        deadline: float,
-        inbox: Inbox,
-        own: ScoreResult | None,
-    ) -> ScoreResult:
-        """Wait for this member's answer; past the deadline, time the group out and (if this replica holds
-        the member) write its `group_timeout` answer."""
-        loop = asyncio.get_running_loop()
-        give_up = deadline + (gfn.timeout_s if gfn else 0.0) + COMPLETER_GRACE_S + self.store.settings.poll_s
-        while True:
-            raw = await self.store.call("group_read", self.store.eval(self._read, [keys.final], [member]))
-            if raw is not None:
-                return ScoreResult.model_validate_json(raw)
-            now = loop.time()
-            if now >= deadline:
-                state, received = await self._time_out(keys)
-                if state == "timeout" and own is not None:
-                    return await self._timeout_answer(keys, member, size, gfn, received, own)
-                if not state:
-                    raise StateStoreUnavailable(
-                        f"group {keys.group_id!r}: its state was lost (the store restarted?)"
-                    )
-                if own is None and now >= give_up:
-                    raise GroupAnswerLost(f"group {keys.group_id!r}: no answer for this member; retry it")
-            wait_s = (
-                self.store.settings.poll_s
-                if now >= deadline
-                else min(self.store.settings.poll_s, deadline - now)
-            )
-            await inbox.wait(max(wait_s, 0.001))
+    async def collect(self, group_id: GroupId) -> list[tuple[str, ScoreRequest, ScoreResult]]:
+        flat = await self._run("group_collect", self._collect, [self._keys(group_id).members], [])
+        members = []
+        for name, raw in zip(flat[::2], flat[1::2], strict=True):
+            if raw:  # joined, not reported yet
+                payload = json.loads(raw)
+                request = ScoreRequest.model_validate(payload["request"])
+                members.append((name.decode(), request, ScoreResult.model_validate(payload["result"])))
+        return members
 
-    async def _time_out(self, keys: _Keys) -> tuple[str, int]:
-        reply = await self.store.call(
-            "group_expire",
-            self.store.eval(
-                self._expire_script,
-                [keys.meta, keys.members, self.open_key, self.done_key],
-                [keys.gid, self.config.finished_groups_kept, self.prefix, keys.channel],
-            ),
-        )
+    async def finish(self, group_id: GroupId, answers: dict[str, ScoreResult]) -> None:
+        k = self._keys(group_id)
+        pairs = [part for m, a in answers.items() for part in (m, a.model_dump_json())]
+        args = [k.gid, self.config.finished_groups_kept, self.prefix, k.channel, *pairs]
+        await self._run("group_finish", self._finish, [k.meta, k.final, self.open_key, self.done_key], args)
+
+    async def expire(self, group_id: GroupId) -> tuple[str, int]:
+        k = self._keys(group_id)
+        args = [k.gid, self.config.finished_groups_kept, self.prefix, k.channel]
+        keys = [k.meta, k.members, self.open_key, self.done_key]
+        reply = await self._run("group_expire", self._expire, keys, args)
         return reply[0].decode(), int(reply[1])
 
-    def _answer_of(
-        self,
-        keys: _Keys,
-        size: int,
-        gfn: GroupFunction | None,
-        received: int,
-        result: ScoreResult,
-        **final: Any,
-    ) -> ScoreResult:
-        view = _View(keys.group_id, size, gfn, dict.fromkeys(str(i) for i in range(received)))
-        return self._final(result, cast(Any, view), final["score"], final["status"], final["error"])
+    async def answer(self, group_id: GroupId, member: str, answer: ScoreResult) -> None:
+        k = self._keys(group_id)
+        args = [member, answer.model_dump_json(), k.channel]
+        await self._run("group_answer", self._answer, [k.final, k.meta], args)
 
-    async def _timeout_answer(
-        self, keys: _Keys, member: str, size: int, gfn: GroupFunction | None, received: int, own: ScoreResult
-    ) -> ScoreResult:
-        message = f"group {keys.group_id!r}: {received} of {size} members within {self.config.timeout_s}s"
-        answer = self._answer_of(
-            keys,
-            size,
-            gfn,
-            received,
-            own,
-            score=None,
-            status="group_timeout",
-            error=ErrorInfo(type="GroupTimeout", message=message),
-        )
-        await self.store.call(
-            "group_answer",
-            self.store.eval(
-                self._answer, [keys.final, keys.meta], [member, answer.model_dump_json(), keys.channel]
-            ),
-        )
-        return answer
-
-    async def _finish_group(
-        self, keys: _Keys, size: int, gfn: GroupFunction | None
-    ) -> dict[str, ScoreResult]:
-        flat = await self.store.call("group_collect", self.store.eval(self._collect, [keys.members], []))
-        stored = dict(zip(flat[::2], flat[1::2], strict=True))
-        members = sorted(
-            ((tuple(json.loads(m)), json.loads(p)) for m, p in stored.items()),
-            key=lambda item: _member_order(cast(MemberKey, item[0])),
-        )
-        requests = [ScoreRequest.model_validate(p["request"]) for _, p in members]
-        per_sample = [ScoreResult.model_validate(p["result"]) for _, p in members]
-        scores = [r.score if r.status == "ok" else None for r in per_sample]
-        finals: list[float | None] = scores
-        error: ErrorInfo | None = None
-        if gfn is not None:
-            try:
-                finals = await self._run_group_fn(gfn, requests, scores)
-            except Exception as exc:
-                finals = [None] * len(members)
-                error = group_fn_error(gfn.name, exc)
-        answers: dict[str, ScoreResult] = {}
-        for (mkey, _), result, final in zip(members, per_sample, finals, strict=True):
-            status = "error" if error is not None else result.status
-            answers[json.dumps(list(mkey))] = self._answer_of(
-                keys, size, gfn, len(members), result, score=final, status=status, error=error or result.error
-            )
-        pairs = [part for m, a in answers.items() for part in (m, a.model_dump_json())]
-        await self.store.call(
-            "group_finish",
-            self.store.eval(
-                self._finish,
-                [keys.meta, keys.final, self.open_key, self.done_key],
-                [keys.gid, self.config.finished_groups_kept, self.prefix, keys.channel, *pairs],
-            ),
-        )
-        return answers
+    async def read(self, group_id: GroupId, member: str) -> ScoreResult | None:
+        raw = await self._run("group_read", self._read, [self._keys(group_id).final], [member])
+        return None if raw is None else ScoreResult.model_validate_json(raw)
