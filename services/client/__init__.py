@@ -19,7 +19,7 @@ from rewardfleet.services.client._exceptions import (
 )
 from rewardfleet.services.client._retry import RetryPolicy
 from rewardfleet.services.client.async_client import DEFAULT_BASE_URL, AsyncRewardClient
-from rewardfleet.services.client.models import ErrorInfo, RewardResult, Sample, Status, new_uid
+from rewardfleet.services.client.models import ErrorInfo, Sample, ScoreResult, Status, new_uid
 from rewardfleet.services.client.sync_client import RewardClient
 
 __all__ = [
@@ -33,8 +33,8 @@ __all__ = [
     "RetryPolicy",
     "RewardClient",
     "RewardFleetError",
-    "RewardResult",
     "Sample",
+    "ScoreResult",
     "Status",
     "Unauthorized",
     "UnknownRewardFunction",

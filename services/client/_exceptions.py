@@ -11,7 +11,7 @@
         └── PayloadTooLarge          413: the body is over the gateway's limit
 
 A reward *function* that fails is not an exception here: the gateway answers 200 with
-`status: "error" | "timeout"`, and that arrives as a `RewardResult` whose `ok` is False.
+`status: "error" | "timeout"`, and that arrives as a `ScoreResult` whose `ok` is False.
 """
 
 from __future__ import annotations

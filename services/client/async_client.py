@@ -23,7 +23,7 @@ from rewardfleet.services.client._exceptions import (
 )
 from rewardfleet.services.client._progress import progress_bar
 from rewardfleet.services.client._retry import RETRYABLE_STATUSES, RetryPolicy
-from rewardfleet.services.client.models import RewardResult, Sample, sample_body
+from rewardfleet.services.client.models import Sample, ScoreResult, sample_body
 from rewardfleet.services.common.retry_after import parse_retry_after
 from rewardfleet.services.common.router_http import base_url as router_base_url
 
@@ -122,7 +122,7 @@ class AsyncRewardClient:
         *,
         timeout_s: float | None = None,
         **fields: Any,
-    ) -> RewardResult:
+    ) -> ScoreResult:
         """Score one sample (a `Sample`, a dict in `/score`'s shape, or keyword fields).
 
         Raises `GatewayUnavailable` when retries run out and `GatewayHTTPError` (422/404/413/...) otherwise;
@@ -140,7 +140,7 @@ class AsyncRewardClient:
         *,
         progress: bool = False,
         timeout_s: float | None = None,
-    ) -> list[RewardResult]:
+    ) -> list[ScoreResult]:
         """Score samples concurrently (one `POST /score` each, at most `max_concurrency` at once).
 
         Returns one result per sample, in input order. A sample the client could not get scored (retries
@@ -150,12 +150,12 @@ class AsyncRewardClient:
         bodies = [sample_body(s) for s in samples]
         with progress_bar(len(bodies), progress) as advance:
 
-            async def one(body: dict[str, Any]) -> RewardResult:
+            async def one(body: dict[str, Any]) -> ScoreResult:
                 try:
                     return await self._score_body(body, timeout_s)
                 except RewardFleetError as exc:
                     logger.warning("sample %s not scored: %s", body["uid"], exc)
-                    return RewardResult.client_failure(body["uid"], exc)
+                    return ScoreResult.client_failure(body["uid"], exc)
                 finally:
                     advance()
 
@@ -163,7 +163,7 @@ class AsyncRewardClient:
 
     async def score_batch(
         self, samples: Iterable[Sample | Mapping[str, Any]], *, timeout_s: float | None = None
-    ) -> list[RewardResult]:
+    ) -> list[ScoreResult]:
         """Score samples in one `POST /score/batch`; results in input order.
 
         One HTTP round trip for the whole list, so per-request costs (connection, headers, JSON framing) are
@@ -181,17 +181,17 @@ class AsyncRewardClient:
                 200, "bad_response", f"expected {len(bodies)} results, got {str(data)[:200]}"
             )
         return [
-            RewardResult.from_json(
+            ScoreResult.from_json(
                 item if isinstance(item, Mapping) else {}, uid=body["uid"], attempts=attempts
             )
             for item, body in zip(results, bodies, strict=True)
         ]
 
-    async def _score_body(self, body: dict[str, Any], timeout_s: float | None) -> RewardResult:
+    async def _score_body(self, body: dict[str, Any], timeout_s: float | None) -> ScoreResult:
         data, attempts = await self._request("POST", "/score", body, timeout_s)
         if not isinstance(data, Mapping):
             raise GatewayHTTPError(200, "bad_response", f"expected a JSON object, got {type(data).__name__}")
-        return RewardResult.from_json(data, uid=body["uid"], attempts=attempts)
+        return ScoreResult.from_json(data, uid=body["uid"], attempts=attempts)
 
     # -- other endpoints -------------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ class ErrorInfo:
 
 
 @dataclass(frozen=True)
-class RewardResult:
+class ScoreResult:
     """The answer for one sample.
 
     `score` is a float, or None when the function failed and no `on_error_score` is configured.
@@ -63,7 +63,7 @@ class RewardResult:
         return self.status == "ok"
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], *, uid: str, attempts: int = 1) -> RewardResult:
+    def from_json(cls, data: Mapping[str, Any], *, uid: str, attempts: int = 1) -> ScoreResult:
         """Decode one gateway result; `uid` is the one the client sent (used if the answer lacks it)."""
         raw_score = data.get("score")
         score = None if raw_score is None else float(raw_score)
@@ -96,7 +96,7 @@ class RewardResult:
         )
 
     @classmethod
-    def client_failure(cls, uid: str, exc: BaseException, *, attempts: int = 0) -> RewardResult:
+    def client_failure(cls, uid: str, exc: BaseException, *, attempts: int = 0) -> ScoreResult:
         """A result standing in for a sample the client could not get scored (see `score_many`)."""
         return cls(
             uid=uid,

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from rewardfleet.services.client._retry import RetryPolicy
 from rewardfleet.services.client.async_client import DEFAULT_BASE_URL, AsyncRewardClient
-from rewardfleet.services.client.models import RewardResult, Sample
+from rewardfleet.services.client.models import Sample, ScoreResult
 
 T = TypeVar("T")
 
@@ -93,7 +93,7 @@ class RewardClient:
         *,
         timeout_s: float | None = None,
         **fields: Any,
-    ) -> RewardResult:
+    ) -> ScoreResult:
         """See `AsyncRewardClient.score`."""
         return self._run(self._async.score(sample, timeout_s=timeout_s, **fields))
 
@@ -103,13 +103,13 @@ class RewardClient:
         *,
         progress: bool = False,
         timeout_s: float | None = None,
-    ) -> list[RewardResult]:
+    ) -> list[ScoreResult]:
         """See `AsyncRewardClient.score_many`."""
         return self._run(self._async.score_many(list(samples), progress=progress, timeout_s=timeout_s))
 
     def score_batch(
         self, samples: Iterable[Sample | Mapping[str, Any]], *, timeout_s: float | None = None
-    ) -> list[RewardResult]:
+    ) -> list[ScoreResult]:
         """See `AsyncRewardClient.score_batch`."""
         return self._run(self._async.score_batch(list(samples), timeout_s=timeout_s))
 

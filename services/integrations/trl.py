@@ -29,7 +29,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from rewardfleet.services.client import GatewayUnavailable, RetryPolicy, RewardClient, RewardResult
+from rewardfleet.services.client import GatewayUnavailable, RetryPolicy, RewardClient, ScoreResult
 from rewardfleet.services.integrations._common import (
     ClientPerLoop,
     close_at_exit,
@@ -102,7 +102,7 @@ class SampleMapper:
         return samples
 
 
-def to_trl(results: Sequence[RewardResult], on_unavailable: Literal["raise", "none"]) -> list[float | None]:
+def to_trl(results: Sequence[ScoreResult], on_unavailable: Literal["raise", "none"]) -> list[float | None]:
     """Results as TRL rewards: the score, or None (logged) for a failed sample; client errors raise."""
     rewards: list[float | None] = []
     for result in results:

@@ -30,7 +30,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from rewardfleet.services.client import AsyncRewardClient, RewardResult
+from rewardfleet.services.client import AsyncRewardClient, ScoreResult
 from rewardfleet.services.integrations._common import ClientPerLoop, gateway_url, shared_sync_client
 from rewardfleet.services.integrations.verl_reward import _body, to_verl
 
@@ -50,13 +50,13 @@ class _Coalescer:
         self._window_s = window_s
         self._max_batch = max_batch
         self._timeout_s = timeout_s
-        self._pending: list[tuple[dict[str, Any], asyncio.Future[RewardResult]]] = []
+        self._pending: list[tuple[dict[str, Any], asyncio.Future[ScoreResult]]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._sending: set[asyncio.Task[None]] = set()  # strong references: the loop keeps only weak ones
 
-    def submit(self, body: dict[str, Any]) -> asyncio.Future[RewardResult]:
+    def submit(self, body: dict[str, Any]) -> asyncio.Future[ScoreResult]:
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[RewardResult] = loop.create_future()
+        future: asyncio.Future[ScoreResult] = loop.create_future()
         self._pending.append((body, future))
         if len(self._pending) >= self._max_batch:
             self._flush()
@@ -74,7 +74,7 @@ class _Coalescer:
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)
 
-    async def _send(self, batch: list[tuple[dict[str, Any], asyncio.Future[RewardResult]]]) -> None:
+    async def _send(self, batch: list[tuple[dict[str, Any], asyncio.Future[ScoreResult]]]) -> None:
         try:
             results = await self._client.score_batch([body for body, _ in batch], timeout_s=self._timeout_s)
         except BaseException as exc:  # the whole batch failed: every waiting call sees why
@@ -184,7 +184,7 @@ def compute_score_batch(
         for ds, sol, gt, info in zip(data_sources, solution_strs, ground_truths, infos, strict=True)
     ]
     client = shared_sync_client(_url(gateway_url), timeout_s=timeout_s)
-    results: list[RewardResult] = []
+    results: list[ScoreResult] = []
     for start in range(0, len(bodies), max_batch_size):
         results += client.score_batch(bodies[start : start + max_batch_size])
     return [to_verl(result, error_score=error_score, extra_keys=extra_keys) for result in results]

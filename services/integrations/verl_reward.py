@@ -43,7 +43,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rewardfleet.services.client import RewardFleetError, RewardResult
+from rewardfleet.services.client import RewardFleetError, ScoreResult
 from rewardfleet.services.integrations._common import ClientPerLoop, gateway_url, shared_sync_client
 
 logger = logging.getLogger(__name__)
@@ -112,7 +112,7 @@ async def aclose() -> None:
 
 
 def to_verl(
-    result: RewardResult, *, error_score: float | None = None, extra_keys: Iterable[str] | None = None
+    result: ScoreResult, *, error_score: float | None = None, extra_keys: Iterable[str] | None = None
 ) -> dict[str, Any]:
     """A gateway result as verl's dict return value (see the module docstring for the rules)."""
     failed = not result.ok

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rewardfleet.services.client import RewardResult
+from rewardfleet.services.client import ScoreResult
 from rewardfleet.services.rescore.inputs import Item
 
 Key = tuple[int, int | None]
@@ -37,7 +37,7 @@ def identity(item: Item) -> dict[str, Any]:
     return out
 
 
-def result_line(item: Item, results: Sequence[RewardResult]) -> dict[str, Any]:
+def result_line(item: Item, results: Sequence[ScoreResult]) -> dict[str, Any]:
     """The output record of an item scored once (one result) or `--repeat` times (one result each)."""
     first = results[0]
     failed = next((r for r in results if not r.ok), None)

@@ -31,7 +31,7 @@ from rewardfleet.services.client import (
     GatewayHTTPError,
     GatewayUnavailable,
     RewardFleetError,
-    RewardResult,
+    ScoreResult,
 )
 from rewardfleet.services.rescore.inputs import Item
 from rewardfleet.services.rescore.output import encode, result_line
@@ -111,20 +111,20 @@ def _chunks(units: list[_Unit], size: int) -> list[list[_Unit]]:
 
 async def _score_chunk(
     client: AsyncRewardClient, bodies: list[dict[str, Any]], timeout_s: float | None
-) -> list[RewardResult]:
+) -> list[ScoreResult]:
     try:
         return await client.score_batch(bodies, timeout_s=timeout_s)
     except GatewayUnavailable as exc:
         logger.warning("%d samples not scored: %s", len(bodies), exc)
-        return [RewardResult.client_failure(str(b.get("uid") or ""), exc) for b in bodies]
+        return [ScoreResult.client_failure(str(b.get("uid") or ""), exc) for b in bodies]
     except GatewayHTTPError as exc:
         logger.info("batch refused (%s); sending its samples one by one", exc)
 
-    async def one(body: dict[str, Any]) -> RewardResult:
+    async def one(body: dict[str, Any]) -> ScoreResult:
         try:
             return await client.score(body, timeout_s=timeout_s)
         except RewardFleetError as exc:
-            return RewardResult.client_failure(str(body.get("uid") or ""), exc)
+            return ScoreResult.client_failure(str(body.get("uid") or ""), exc)
 
     return list(await asyncio.gather(*(one(b) for b in bodies)))
 
@@ -139,7 +139,7 @@ async def score_entries(
     """Score every entry without a `text`, and write all entries' lines to `out` in order as they complete."""
     stats = RunStats()
     units = _bodies(entries, options.repeat)
-    results: list[list[RewardResult | None]] = [
+    results: list[list[ScoreResult | None]] = [
         [None] * options.repeat if e.text is None and e.item.sample is not None else [] for e in entries
     ]
     missing = [len(r) for r in results]
