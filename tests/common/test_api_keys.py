@@ -1,5 +1,5 @@
-"""`check_api_keys` and `ApiKeyMiddleware` at the ASGI level (on real servers:
-tests/reliability/test_guards.py, tests/model_server/test_api_key.py, tests/security/test_api_keys.py)."""
+"""`check_api_keys` and `ApiKeyMiddleware` at the ASGI level (on real servers: tests/gateway/reliability/
+test_guards.py, tests/model_server/test_api_key.py, tests/security/test_api_keys.py)."""
 
 from __future__ import annotations
 

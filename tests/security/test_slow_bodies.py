@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.gateway.reliability.conftest import gateway_factory  # noqa: F401 - fixture
 from tests.model_server.conftest import RunningServer, start_server
-from tests.reliability.conftest import gateway_factory  # noqa: F401 - fixture
 from tests.support import wait_until_in_flight
 from tests.tiny_models import build_tiny_llama
 

@@ -1,5 +1,5 @@
 """`Dispatcher` in-process: the precedence of the module docstring, bounded labels, and the 404s. The same
-rules through HTTP are tests/gateway/test_dispatch.py."""
+rules through HTTP are tests/gateway/core/test_dispatch_http.py."""
 
 from __future__ import annotations
 

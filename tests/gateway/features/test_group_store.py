@@ -1,6 +1,6 @@
 """The one `GroupScorer` over its `GroupStore` (features/group_store.py), in-process (group_memory.py): what
 the scorer asks of the store, repeated posts during a timeout, late retries, and no finished group kept. The
-same scorer over Redis: tests/state_store/test_redis_groups.py."""
+same scorer over Redis: tests/gateway/state_store/test_redis_groups.py."""
 
 from __future__ import annotations
 

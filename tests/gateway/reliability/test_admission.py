@@ -1,5 +1,5 @@
 """`Admission` in-process: FIFO order, the hand-over of a released slot, cancellation, overload, draining, and
-the counters /metrics exports. The HTTP behaviour is tests/reliability/test_overload.py and test_drain.py."""
+the counters /metrics exports. The HTTP behaviour is test_overload.py and test_drain.py beside this file."""
 
 from __future__ import annotations
 

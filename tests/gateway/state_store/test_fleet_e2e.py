@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.state_store.fleet import Fleet, runs_by_uid, wait_until
-from tests.state_store.redis_server import RedisServer
+from tests.gateway.state_store.fleet import Fleet, runs_by_uid, wait_until
+from tests.gateway.state_store.redis_server import RedisServer
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy
-from tests.reliability.conftest import report
+from tests.gateway.reliability.conftest import report
 from tests.support import wait_until_in_flight
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.state_store.fleet import FLEET_FNS
-from tests.state_store.redis_server import RedisServer
+from tests.gateway.state_store.fleet import FLEET_FNS
+from tests.gateway.state_store.redis_server import RedisServer
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 
 

@@ -14,7 +14,7 @@ from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.state_store.metrics import StateStoreMetrics
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from rewardfleet.services.gateway.state_store.redis_client import RedisSettings
-from tests.state_store.redis_server import RedisServer
+from tests.gateway.state_store.redis_server import RedisServer
 
 
 @pytest.fixture(scope="session")

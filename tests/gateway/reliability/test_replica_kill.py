@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy
-from tests.reliability.conftest import report
+from tests.gateway.reliability.conftest import report
 from tests.sglang_standin import standin_reward
 
 SAMPLES = 2000

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import yaml
 
-from tests.state_store.redis_server import RedisServer
+from tests.gateway.state_store.redis_server import RedisServer
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 
 FLEET_FNS = Path(__file__).parent / "fleet_fns"

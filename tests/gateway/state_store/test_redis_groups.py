@@ -14,7 +14,7 @@ from rewardfleet.services.gateway.errors import GroupRequestError, TooManyOpenGr
 from rewardfleet.services.gateway.features.groups import GroupScorer, load_group_functions
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
-from tests.state_store.helpers import request, result
+from tests.gateway.state_store.helpers import request, result
 
 FNS = load_group_functions(GroupsConfig())  # the built-in group functions (reward_fns.groups)
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from rewardfleet.services.gateway.errors import StateStoreUnavailable
-from tests.state_store.conftest import make_backend
-from tests.state_store.helpers import CountingCompute, request
-from tests.state_store.redis_server import RedisServer
+from tests.gateway.state_store.conftest import make_backend
+from tests.gateway.state_store.helpers import CountingCompute, request
+from tests.gateway.state_store.redis_server import RedisServer
 from tests.support import free_port
 
 

@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
-from tests.state_store.conftest import make_backend
-from tests.state_store.helpers import CountingCompute, request
-from tests.state_store.redis_server import RedisServer
+from tests.gateway.state_store.conftest import make_backend
+from tests.gateway.state_store.helpers import CountingCompute, request
+from tests.gateway.state_store.redis_server import RedisServer
 
 
 def answered(backend: RedisBackend, how: str) -> float:

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from tests.reliability.conftest import report
+from tests.gateway.reliability.conftest import report
 from tests.support import free_port
 
 
