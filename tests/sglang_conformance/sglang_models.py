@@ -112,3 +112,10 @@ def function_source(relpath: str, name: str) -> str:
         if isinstance(node, ast.FunctionDef) and node.name == name:
             return ast.unparse(node)
     raise AssertionError(f"{name} not found in {relpath}")
+
+
+def class_source(relpath: str, name: str) -> str:
+    for node in ast.walk(source(relpath)):
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return ast.unparse(node)
+    raise AssertionError(f"class {name} not found in {relpath}")

@@ -109,3 +109,15 @@ def test_pooler_and_head_are_sglangs(family: RewardFamily) -> None:
     else:
         assert family.head == "cross_encoder"
         assert (cls.attr("pooler") or "").startswith("CrossEncodingPooler(config, self.classifier")
+
+
+def test_sglang_squeezes_a_cross_encoder_score_which_its_embeddings_route_cannot_carry() -> None:
+    """Why the CPU server answers `[score]` for a cross-encoder too (docs/model_server.md): SGLang's
+    `CrossEncodingPooler` squeezes the label dimension, and a bare number is no valid `EmbeddingObject`."""
+    pooler = sm.class_source("srt/layers/pooler.py", "CrossEncodingPooler")
+    assert ".squeeze(-1)" in pooler
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        sgl.protocol().EmbeddingObject(embedding=0.73, index=0)
+    sgl.protocol().EmbeddingObject(embedding=[0.73], index=0)
