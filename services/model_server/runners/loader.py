@@ -137,4 +137,8 @@ def _load_reward_model(checkpoint: Checkpoint, dtype: Any) -> tuple[Any, Any]:
             f"model_type {base.config.model_type!r} loads {type(base).__name__}"
         )
     head = load_head(family, base.config, path, base.dtype)
+    # transformers lists the head's tensors as UNEXPECTED for the base model: they are the head built here.
+    logger.info(
+        "%s: SGLang's %s head over %s, from the checkpoint's tensors", path, family.head, family.base_model
+    )
     return base.eval(), head

@@ -94,10 +94,10 @@ def load_head(family: RewardFamily, config: Any, folder: Path, dtype: torch.dtyp
     if missing:
         raise ValueError(f"{family.architecture} checkpoint {folder} lacks the head tensors {missing}")
     expected = head.state_dict()
-    for name, tensor in found.items():
-        if tuple(tensor.shape) != tuple(expected[name].shape):
+    for key, name in names.items():
+        if tuple(found[name].shape) != tuple(expected[name].shape):
             raise ValueError(
-                f"{family.architecture}: head tensor {name} has shape {tuple(tensor.shape)}, "
+                f"{family.architecture}: head tensor {key} has shape {tuple(found[name].shape)}, "
                 f"SGLang's head needs {tuple(expected[name].shape)}"
             )
     head.load_state_dict({k: v.to(expected[k].dtype) for k, v in found.items()}, strict=True)
