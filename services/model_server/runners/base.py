@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rewardfleet.services.model_server.errors import InvalidRequest
-from rewardfleet.services.model_server.runners.common import TextInput, pad_batch, split_valid, tokenize_batch
+from rewardfleet.services.model_server.runners.common import Encoded, TextInput, encode_batch, pad_batch
 
 BatchFn = Callable[[list[Any]], Sequence[Any]]
-# forward(input_ids, attention_mask) -> one row of floats per sequence
-PooledForward = Callable[[Any, Any], list[list[float]]]
+# forward(input_ids, attention_mask, token_type_ids or None) -> one row of floats per sequence
+PooledForward = Callable[[Any, Any, Any], list[list[float]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,21 +66,29 @@ class Runner:
 
     def pooled(self, inputs: list[TextInput], forward: PooledForward) -> list[PooledResult | InvalidRequest]:
         """Tokenise, right-pad the valid inputs (positions 0..n-1 stay as they are for an input alone), run
-        `forward` once for the batch; an invalid input keeps its `InvalidRequest` in its place."""
+        `forward` once for the batch; an invalid input keeps its `InvalidRequest` in its place. Segment ids
+        go along when a (text, pair) input has them (zeros for the other rows and the padding)."""
         import torch
 
-        tokenized = tokenize_batch(self.tokenizer, inputs, context_length=self.context_length)
+        encoded = encode_batch(self.tokenizer, inputs, context_length=self.context_length)
         out: list[PooledResult | InvalidRequest] = [
-            t if isinstance(t, InvalidRequest) else _PLACEHOLDER for t in tokenized
+            e if isinstance(e, InvalidRequest) else _PLACEHOLDER for e in encoded
         ]
-        idx, seqs = split_valid(tokenized)
-        if not seqs:
+        valid = [(i, e) for i, e in enumerate(encoded) if isinstance(e, Encoded)]
+        if not valid:
             return out
+        seqs = [e.ids for _, e in valid]
         input_ids, attention_mask = pad_batch(seqs, self.pad_id, left=False)
+        token_type_ids = None
+        if any(e.type_ids is not None for _, e in valid):
+            token_type_ids = torch.zeros_like(input_ids)
+            for row, (_, e) in enumerate(valid):
+                if e.type_ids is not None:
+                    token_type_ids[row, : len(e.type_ids)] = torch.tensor(e.type_ids, dtype=torch.long)
         with torch.inference_mode():
-            rows = forward(input_ids, attention_mask)
-        for i, seq, row in zip(idx, seqs, rows, strict=True):
-            out[i] = PooledResult(row, len(seq))
+            rows = forward(input_ids, attention_mask, token_type_ids)
+        for (i, e), values in zip(valid, rows, strict=True):
+            out[i] = PooledResult(values, len(e.ids))
         return out
 
     def warmup(self) -> None:

@@ -21,6 +21,15 @@ class TextInput:
     pair: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """One tokenised input; `type_ids` are the tokenizer's segment ids of a (text, pair) input (BERT-style
+    cross-encoders read them), None otherwise (SGLang passes them only for pairs, too)."""
+
+    ids: list[int]
+    type_ids: list[int] | None = None
+
+
 def tokenize_batch(
     tokenizer: Any,
     inputs: Sequence[TextInput],
@@ -29,26 +38,47 @@ def tokenize_batch(
     add_special_tokens: bool = True,
     reserve_tokens: Sequence[int] | None = None,
 ) -> list[list[int] | InvalidRequest]:
-    """Token ids per input, or an `InvalidRequest` for that input alone (empty, or too long for the context).
+    """Token ids per input, or an `InvalidRequest` for that input alone (see `encode_batch`)."""
+    encoded = encode_batch(
+        tokenizer,
+        inputs,
+        context_length=context_length,
+        add_special_tokens=add_special_tokens,
+        reserve_tokens=reserve_tokens,
+    )
+    return [e if isinstance(e, InvalidRequest) else e.ids for e in encoded]
+
+
+def encode_batch(
+    tokenizer: Any,
+    inputs: Sequence[TextInput],
+    *,
+    context_length: int,
+    add_special_tokens: bool = True,
+    reserve_tokens: Sequence[int] | None = None,
+) -> list[Encoded | InvalidRequest]:
+    """Token ids (and a pair's segment ids) per input, or an `InvalidRequest` for that input alone (empty,
+    or too long for the context).
 
     Texts are tokenised with one batched call of the fast tokenizer (its Rust loop, not Python's);
     `reserve_tokens[i]` is room input i needs after its prompt (max_new_tokens for generation).
     """
-    out: list[list[int] | InvalidRequest] = [[] for _ in inputs]
+    out: list[Encoded | InvalidRequest] = [Encoded([]) for _ in inputs]
     singles = [i for i, x in enumerate(inputs) if x.input_ids is None and x.pair is None]
     pairs = [i for i, x in enumerate(inputs) if x.input_ids is None and x.pair is not None]
     if singles:
         enc = tokenizer([inputs[i].text for i in singles], add_special_tokens=add_special_tokens)["input_ids"]
         for i, ids in zip(singles, enc, strict=True):
-            out[i] = list(ids)
+            out[i] = Encoded(list(ids))
     if pairs:
         enc = tokenizer(
             [inputs[i].text for i in pairs],
             [inputs[i].pair for i in pairs],
             add_special_tokens=add_special_tokens,
-        )["input_ids"]
-        for i, ids in zip(pairs, enc, strict=True):
-            out[i] = list(ids)
+        )
+        types = enc.get("token_type_ids")
+        for n, i in enumerate(pairs):
+            out[i] = Encoded(list(enc["input_ids"][n]), list(types[n]) if types is not None else None)
     vocab_size = len(tokenizer)
     for i, x in enumerate(inputs):
         if x.input_ids is not None:
@@ -56,11 +86,12 @@ def tokenize_batch(
             out[i] = (
                 InvalidRequest(f"token ids {bad[:5]} are outside the vocabulary [0, {vocab_size})")
                 if bad
-                else list(x.input_ids)
+                else Encoded(list(x.input_ids))
             )
-        ids = out[i]
-        if isinstance(ids, InvalidRequest):
+        enc_i = out[i]
+        if isinstance(enc_i, InvalidRequest):
             continue
+        ids = enc_i.ids
         if not ids:
             out[i] = InvalidRequest("input is empty after tokenisation")
             continue

@@ -15,18 +15,35 @@ Everything here runs on the server's single forward thread.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from rewardfleet.services.model_server.errors import InvalidRequest
 from rewardfleet.services.model_server.runners.common import split_valid, tokenize_batch
+from rewardfleet.services.model_server.runners.decoding import (
+    GenerationInput,
+    GenerationResult,
+    Row,
+    SamplingParams,
+)
 
-if TYPE_CHECKING:
-    from rewardfleet.services.model_server.runners.generation import (
-        GenerationInput,
-        GenerationResult,
-        GenerationRunner,
-        Row,
-    )
+
+class DecodeRunner(Protocol):
+    """What a `DecodeBatch` needs of the runner that owns the model (`GenerationRunner` in generation.py,
+    which imports this module: the batch names the runner by this protocol, not by its class)."""
+
+    model: Any
+    tokenizer: Any
+    context_length: int
+
+    def new_row(self, prompt_len: int, params: SamplingParams) -> Row: ...
+
+    def prefill(self, seqs: list[list[int]], *, use_cache: bool) -> tuple[Any, Any, Any]: ...
+
+    def constrain(self, logits: Any, rows: list[Row]) -> None: ...
+
+    def sample(self, logits: Any, rows: list[Row]) -> list[int]: ...
+
+    def result(self, r: Row) -> GenerationResult: ...
 
 
 def _layers(cache: Any) -> list[Any]:
@@ -52,7 +69,7 @@ class DecodeBatch:
     """Rows in flight plus their shared state: KV cache, attention mask, next position ids and the logits of
     the next token (already computed, not yet sampled)."""
 
-    def __init__(self, runner: GenerationRunner) -> None:
+    def __init__(self, runner: DecodeRunner) -> None:
         self.runner = runner
         self.rows: list[Row] = []
         self._cache: Any = None
@@ -166,7 +183,7 @@ class DecodeBatch:
             next_ids = runner.sample(self._logits, self.rows)
             for r, tok in zip(self.rows, next_ids, strict=True):
                 if r.finish is None:
-                    r.append(tok, runner)
+                    r.append(tok, runner.tokenizer)
             finished = [r for r in self.rows if r.finish is not None]
             alive = {id(r) for r in self.rows if r.finish is None}
             feed = [tok for r, tok in zip(self.rows, next_ids, strict=True) if id(r) in alive]

@@ -53,10 +53,11 @@ class EncoderRunner(Runner):
     def embed(self, inputs: list[TextInput]) -> list[PooledResult | InvalidRequest]:
         return self.pooled(inputs, self._embed_rows)
 
-    def _embed_rows(self, input_ids: Any, attention_mask: Any) -> list[list[float]]:
+    def _embed_rows(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> list[list[float]]:
         import torch
         import torch.nn.functional as F
 
+        # Single texts only (rerank embeds query and documents apart): no segment ids, as in SGLang.
         hidden = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state.float()
         if self.pooling == "cls":
             pooled = hidden[:, 0]

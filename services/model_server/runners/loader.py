@@ -4,25 +4,28 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Literal
+from typing import Any, Literal
 
 from rewardfleet.services.model_server.checkpoints import Checkpoint
 from rewardfleet.services.model_server.config import ModelServerSettings
 from rewardfleet.services.model_server.runners.base import Runner
+from rewardfleet.services.model_server.runners.families import is_reward_architecture, reward_family
 
 logger = logging.getLogger(__name__)
 
 ModelKind = Literal["reward", "generation", "encoder"]
 
-_REWARD_SUFFIXES = ("ForSequenceClassification", "ForRewardModel")
+_PADDING_OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert")
 _GENERATION_SUFFIXES = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
 
 
 def detect_kind(architectures: list[str]) -> ModelKind:
-    """reward for `*ForSequenceClassification`/`*ForRewardModel`, generation for causal LMs, encoder for
-    bare encoders (`BertModel`, `XLMRobertaModel`, ...)."""
+    """reward for sequence classifiers and reward models (only SGLang's families: `families.py`; any other
+    is refused here, naming it and the served ones), generation for causal LMs, encoder for bare encoders
+    (`BertModel`, `XLMRobertaModel`, ...)."""
     for arch in architectures:
-        if arch.endswith(_REWARD_SUFFIXES):
+        if is_reward_architecture(arch):
+            reward_family(architectures)  # raises for a family the server does not serve
             return "reward"
         if arch.endswith(_GENERATION_SUFFIXES):
             return "generation"
@@ -52,12 +55,7 @@ def model_kind(settings: ModelServerSettings) -> ModelKind:
 
 def load_runner(settings: ModelServerSettings) -> Runner:
     import torch
-    from transformers import (
-        AutoModel,
-        AutoModelForCausalLM,
-        AutoModelForSequenceClassification,
-        AutoTokenizer,
-    )
+    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     from rewardfleet.services.model_server.runners.encoder import EncoderRunner
@@ -77,18 +75,21 @@ def load_runner(settings: ModelServerSettings) -> Runner:
         tokenizer = AutoTokenizer.from_pretrained(settings.tokenizer_path)
     else:  # a GGUF file holds its tokenizer and chat template too
         tokenizer = AutoTokenizer.from_pretrained(path, **extra)
-    model_cls = {
-        "reward": AutoModelForSequenceClassification,
-        "generation": AutoModelForCausalLM,
-        "encoder": AutoModel,
-    }[kind]
-    model = model_cls.from_pretrained(path, dtype=dtype, **extra).eval()
+    head = None
+    if kind == "reward":
+        model, head = _load_reward_model(checkpoint, dtype)
+    else:
+        model_cls = AutoModelForCausalLM if kind == "generation" else AutoModel
+        model = model_cls.from_pretrained(path, dtype=dtype, **extra).eval()
     if not getattr(model.config, "architectures", None):
         model.config.architectures = [type(model).__name__]  # a GGUF config names no class; /model_info does
 
     context = int(getattr(model.config, "max_position_embeddings", 0) or 0) or int(
         getattr(tokenizer, "model_max_length", 2048)
     )
+    if getattr(model.config, "model_type", "") in _PADDING_OFFSET_POSITIONS:
+        # RoBERTa-style positions start after the padding index: 514 positions hold 512 tokens.
+        context -= int(getattr(model.config, "pad_token_id", 0) or 0) + 1
     if settings.context_length is not None:
         if settings.context_length > context:
             logger.warning(
@@ -99,7 +100,8 @@ def load_runner(settings: ModelServerSettings) -> Runner:
     common = {"model_path": checkpoint.path, "context_length": context}
     runner: Runner
     if kind == "reward":
-        runner = RewardRunner(model, tokenizer, **common)
+        family = reward_family(_read_architectures(checkpoint))
+        runner = RewardRunner(model, tokenizer, family=family, head=head, **common)
     elif kind == "generation":
         runner = GenerationRunner(model, tokenizer, **common)
     else:
@@ -108,3 +110,35 @@ def load_runner(settings: ModelServerSettings) -> Runner:
         "loaded %s (%s, %s) context=%d", checkpoint.path, kind, ",".join(runner.architectures), context
     )
     return runner
+
+
+def _load_reward_model(checkpoint: Checkpoint, dtype: Any) -> tuple[Any, Any]:
+    """(model, None) for a family transformers has (its own head is used), or (base model, SGLang's head
+    built from the checkpoint's weights) for a remote-code family. Never runs the checkpoint's own code."""
+    from transformers import AutoModel, AutoModelForSequenceClassification
+
+    from rewardfleet.services.model_server.runners.reward_heads import load_head
+
+    family = reward_family(_read_architectures(checkpoint))
+    path = checkpoint.folder
+    if family.base_model is None:
+        model = AutoModelForSequenceClassification.from_pretrained(path, dtype=dtype, trust_remote_code=False)
+        loaded = type(model).__name__
+        if loaded != family.architecture:
+            raise ValueError(
+                f"{path}: config names {family.architecture} but its model_type "
+                f"{model.config.model_type!r} loads {loaded}"
+            )
+        return model.eval(), None
+    base = AutoModel.from_pretrained(path, dtype=dtype, trust_remote_code=False)
+    if type(base).__name__ != family.base_model:
+        raise ValueError(
+            f"{path}: {family.architecture} is SGLang's head over {family.base_model}, but the config's "
+            f"model_type {base.config.model_type!r} loads {type(base).__name__}"
+        )
+    head = load_head(family, base.config, path, base.dtype)
+    # transformers lists the head's tensors as UNEXPECTED for the base model: they are the head built here.
+    logger.info(
+        "%s: SGLang's %s head over %s, from the checkpoint's tensors", path, family.head, family.base_model
+    )
+    return base.eval(), head
