@@ -62,7 +62,7 @@ from rewardfleet.services.gateway.routes.trainer_protocol import gateway_backend
 from rewardfleet.services.gateway.state_store.base import StateBackend
 from rewardfleet.services.gateway.state_store.factory import build_backend
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 def _freeze_startup_objects() -> None:
@@ -118,16 +118,16 @@ def create_app(
             )
             external = ExternalPools(config.external_pools, metrics.registry, metrics.pool_tokens, spend)
         except (LoadError, TokenizerUnavailable, ValueError) as exc:
-            log.error("gateway start-up failed: %s", exc)
+            logger.error("gateway start-up failed: %s", exc)
             # A short exception: uvicorn prints its traceback after the message above and exits non-zero.
             raise RuntimeError("gateway start-up failed; see the error above") from None
         try:
             await backend.start()
         except StateStoreUnavailable as exc:
             await backend.close()
-            log.error("gateway start-up failed: %s", exc.message)
+            logger.error("gateway start-up failed: %s", exc.message)
             raise RuntimeError("gateway start-up failed: the state store is unreachable; see above") from None
-        log.info("state backend: %s", backend.name)
+        logger.info("state backend: %s", backend.name)
         sync_refs = tuple(fn.ref for fn in loaded.values() if not fn.is_async)
         pool = (
             WorkerPool(
@@ -187,7 +187,7 @@ def create_app(
                         config.judge_probes, scorer, lambda: reloader.catalog.functions, metrics.registry
                     )
             except (LoadError, ValueError) as exc:
-                log.error("gateway start-up failed: %s", exc)
+                logger.error("gateway start-up failed: %s", exc)
                 raise RuntimeError("gateway start-up failed; see the error above") from None
             gateway = Gateway(
                 config=config,
@@ -288,7 +288,7 @@ def _result_cache(config: GatewayConfig, backend: StateBackend) -> Results | Non
 
 def _log_functions(functions: dict[str, RewardFunction]) -> None:
     for fn in functions.values():
-        log.info(
+        logger.info(
             "reward function %-20s %-5s %-7s %s claims=%s",
             fn.name,
             "async" if fn.is_async else "sync",

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from rewardfleet.services.gateway.core.registry import RewardFunction
 from rewardfleet.services.gateway.errors import Undispatchable, UnknownRewardFunction
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 _GLOB_CHARS = frozenset("*?[")
 _CACHE_LIMIT = 4096  # data_source names come from requests: keep the memo bounded
@@ -42,7 +42,7 @@ class Dispatcher:
                     globs.append((claim, fn.name, order))
                 else:
                     if claim in exact and exact[claim] != fn.name:
-                        log.warning(
+                        logger.warning(
                             "data_source %r claimed by %r and %r: %r wins (later loaded)",
                             claim,
                             exact[claim],
@@ -55,7 +55,7 @@ class Dispatcher:
             if target in self.functions:
                 exact[data_source] = target
             else:
-                log.warning("dispatch.%s -> %r ignored: that function was not loaded", data_source, target)
+                logger.warning("dispatch.%s -> %r ignored: that function was not loaded", data_source, target)
         self.exact = exact
         self.globs = sorted(globs, key=lambda g: (-len(g[0].replace("*", "")), -g[2]))
         self.default = default_reward_fn if default_reward_fn in self.functions else None

@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
-log = logging.getLogger(__name__)
+DEFAULT_LOGGER = logging.getLogger(__name__)
 _MAX_MESSAGE_CHARS = 500  # a huge exception text must not make one line a flood of its own
 
 
@@ -25,7 +25,7 @@ class FailureLog:
         *,
         per_s: float = 5.0,
         burst: int = 20,
-        logger: logging.Logger = log,
+        logger: logging.Logger = DEFAULT_LOGGER,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if per_s <= 0 or burst < 1:

@@ -27,7 +27,7 @@ from rewardfleet.services.gateway.errors import LoadError
 from rewardfleet.services.gateway.execution.dropin import folder_digest
 from rewardfleet.services.gateway.execution.loader import FunctionRef, file_ref, load_module, resolve
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 # Extra arguments the gateway can inject, by parameter name. http_client is the gateway's shared
 # aiohttp.ClientSession: it cannot cross a process boundary, so only async functions may ask for it.
@@ -88,7 +88,7 @@ class _Problems:
 
     def add(self, message: str) -> None:
         if self.on_load_error == "skip":
-            log.warning("SKIPPED reward function: %s", message)
+            logger.warning("SKIPPED reward function: %s", message)
         self.items.append(message)
 
     def raise_if_failing(self) -> None:
@@ -178,7 +178,7 @@ def _discover(config: GatewayConfig, problems: _Problems) -> dict[str, _Candidat
 
     def add(cand: _Candidate) -> None:
         if cand.name in found:
-            log.warning(
+            logger.warning(
                 "reward function %r from %s overrides the one from %s",
                 cand.name,
                 cand.source_file,
@@ -211,7 +211,7 @@ def _discover(config: GatewayConfig, problems: _Problems) -> dict[str, _Candidat
                 ref = file_ref(path, ENTRY_POINT, root=folder)
                 module = load_module(ref.module, ref.file, ref.root)
                 if not hasattr(module, ENTRY_POINT):
-                    log.info("%s defines no %s: not a reward function", path, ENTRY_POINT)
+                    logger.info("%s defines no %s: not a reward function", path, ENTRY_POINT)
                     continue
                 claims = _module_claims(module)
             except Exception as exc:
@@ -255,7 +255,7 @@ def _startup_check_passes(
         if name in config.functions:
             problems.add(message)
             return False
-        log.error("%s", message)
+        logger.error("%s", message)
     return True
 
 

@@ -34,7 +34,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 # A top-level file that defines compute_score is a reward file, not a helper (read from the text: the digest
@@ -116,7 +116,7 @@ class DropInFinder(importlib.abc.MetaPathFinder):
         for name in _top_level_names(folder):
             spec = importlib.util.find_spec(name) if name not in sys.modules else sys.modules[name].__spec__
             if spec is not None:
-                log.warning(
+                logger.warning(
                     "%s: a sibling import of %r gets %s, not this folder's %s (rename it to import it)",
                     folder,
                     name,

@@ -17,7 +17,7 @@ from rewardfleet.services.gateway.execution.isolation import detach, limit_memor
 from rewardfleet.services.gateway.execution.loader import FunctionRef, load_ref
 from rewardfleet.services.gateway.execution.results import error_location, extra_too_large, normalise_return
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 # Per-process caches. They live only in worker processes (the gateway process never fills them).
@@ -42,7 +42,7 @@ def preload(refs: tuple[FunctionRef, ...]) -> None:
         try:
             _functions[ref] = load_ref(ref)
         except BaseException:  # the gateway already imported it once; a failure here shows on the call
-            log.exception("worker could not preload %s:%s", ref.module, ref.attr)
+            logger.exception("worker could not preload %s:%s", ref.module, ref.attr)
 
 
 def init_worker(

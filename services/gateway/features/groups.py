@@ -55,7 +55,7 @@ from rewardfleet.services.gateway.features.group_memory import MemoryGroupStore
 from rewardfleet.services.gateway.features.group_store import GroupStore, Waiter, group_key
 from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 GROUP_ENTRY_POINT = "compute_group_score"
 MemberKey = tuple[str, str | int]
 

@@ -38,7 +38,7 @@ from rewardfleet.services.gateway.core.scoring import Scorer
 from rewardfleet.services.gateway.metrics import NAMESPACE
 from rewardfleet.services.gateway.schemas import ScoreRequest
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 PROBE_DATA_SOURCE = "rewardfleet/judge_probe"
 # The paper's master keys (non-word symbols, reasoning openers, and the openers in other languages)...
@@ -156,7 +156,7 @@ class JudgeProber:
             try:
                 answered = await self.run_round(name)
             except Exception:  # a bug here must not end the monitor silently
-                log.exception("judge probes of %s: the round failed", name)
+                logger.exception("judge probes of %s: the round failed", name)
                 answered = 0
             await asyncio.sleep(self.config.interval_s if answered else self.config.retry_s)
 
@@ -164,7 +164,7 @@ class JudgeProber:
         """Probe `name` once with every master key on every reference question; returns how many answered."""
         fn = self.functions().get(name)
         if fn is None:
-            log.warning("judge probes: %s is no longer loaded; skipped", name)
+            logger.warning("judge probes: %s is no longer loaded; skipped", name)
             return 0
         pool = probe_pool(fn)
         pairs = [(key, q) for q in self.questions for key in self.answers]
@@ -180,7 +180,7 @@ class JudgeProber:
             self.metrics.probes.labels(pool, outcome).inc(count)
         report.errors = errors
         if not answered:
-            log.warning("judge probes of %s (pool %s): no probe got an answer; retrying", name, pool)
+            logger.warning("judge probes of %s (pool %s): no probe got an answer; retrying", name, pool)
             return 0
         false_positives = sum(1 for _, fp in answered if fp)
         report.rounds += 1
@@ -191,7 +191,7 @@ class JudgeProber:
         report.finished_unix_s = time.time()
         self.metrics.ratio.labels(pool).set(report.ratio)
         self._judge_health(pool, report)
-        log.info(
+        logger.info(
             "judge probes of %s (pool %s): %d of %d master-key answers accepted (%d errors)",
             name, pool, false_positives, len(answered), errors,
         )  # fmt: skip
@@ -206,7 +206,7 @@ class JudgeProber:
                 f"judge pool {pool} is degraded: it accepted {report.false_positives} of {report.answered} "
                 f"master-key answers in its last probe round (ratio {report.ratio:.2f} > {threshold})"
             )
-            log.warning("%s; its samples are refused", self.scorer.refused_pools[pool])
+            logger.warning("%s; its samples are refused", self.scorer.refused_pools[pool])
         else:
             self.scorer.refused_pools.pop(pool, None)
 
@@ -224,11 +224,11 @@ class JudgeProber:
                 async with asyncio.timeout(self.config.timeout_s):
                     outcome = await self.scorer.run_unrecorded(fn, request)
             except TimeoutError:
-                log.warning("judge probe of %s timed out after %ss", fn.name, self.config.timeout_s)
+                logger.warning("judge probe of %s timed out after %ss", fn.name, self.config.timeout_s)
                 return None
         if outcome.status != "ok" or outcome.score is None:
             error = outcome.error
-            log.warning(
+            logger.warning(
                 "judge probe of %s failed: %s: %s",
                 fn.name, error.type if error else outcome.status, error.message if error else "",
             )  # fmt: skip

@@ -40,7 +40,7 @@ from rewardfleet.services.gateway.core.scoring import Outcome, Scorer
 from rewardfleet.services.gateway.metrics import NAMESPACE
 from rewardfleet.services.gateway.schemas import ScoreRequest
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 def agreement_stats(pairs: list[tuple[float, float]], pass_score: float) -> tuple[float, float, float]:
@@ -141,18 +141,20 @@ class ShadowJudge:
             async with asyncio.timeout(config.timeout_s):
                 result = await self.scorer.run_unrecorded(shadow_fn, request)
         except TimeoutError:
-            log.warning("shadow of %s on pool %s timed out after %ss", fn.name, config.pool, config.timeout_s)
+            logger.warning(
+                "shadow of %s on pool %s timed out after %ss", fn.name, config.pool, config.timeout_s
+            )
             self._count(fn.name, shadowed, "error")
             return
         except Exception:
-            log.exception("shadow of %s on pool %s failed", fn.name, config.pool)
+            logger.exception("shadow of %s on pool %s failed", fn.name, config.pool)
             self._count(fn.name, shadowed, "error")
             return
         finally:
             shadowed.inflight -= 1
         if result.status != "ok" or result.score is None:
             error = result.error
-            log.warning(
+            logger.warning(
                 "shadow of %s on pool %s failed: %s: %s",
                 fn.name, config.pool, error.type if error else result.status, error.message if error else "",
             )  # fmt: skip

@@ -26,7 +26,7 @@ from typing import Any
 
 from rewardfleet.services.gateway.reliability.admission import Admission
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 DRAIN_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT)
 
@@ -61,7 +61,7 @@ class Drain:
 
     def _on_signal(self, sig: int) -> None:
         if self._task is not None:
-            log.warning("second %s during the drain: stopping now", signal.Signals(sig).name)
+            logger.warning("second %s during the drain: stopping now", signal.Signals(sig).name)
             self._skip_wait.set()
             return
         self._task = asyncio.get_running_loop().create_task(self.drain(sig))
@@ -69,7 +69,7 @@ class Drain:
     async def drain(self, sig: int) -> None:
         started = time.monotonic()
         admission = self.admission
-        log.info(
+        logger.info(
             "%s: draining (%d requests in flight, grace %.0fs); new work gets 503",
             signal.Signals(sig).name,
             admission.active,
@@ -83,9 +83,9 @@ class Drain:
                 await asyncio.wait_for(self._skip_wait.wait(), 0.05)
         self.drained_in_s = time.monotonic() - started
         if admission.active:
-            log.warning("grace period over with %d requests still in flight", admission.active)
+            logger.warning("grace period over with %d requests still in flight", admission.active)
         else:
-            log.info("drained in %.2fs", self.drained_in_s)
+            logger.info("drained in %.2fs", self.drained_in_s)
         self._hand_over(sig)
 
     def _hand_over(self, sig: int) -> None:

@@ -37,7 +37,7 @@ from rewardfleet.services.gateway.config.spend import PoolPrice
 from rewardfleet.services.gateway.errors import BudgetExhausted, StateStoreUnavailable
 from rewardfleet.services.gateway.metrics import NAMESPACE
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 NANO_PER_USD = 1_000_000_000
 
@@ -184,7 +184,7 @@ class SpendMeter:
             await self.ledger.add(reward_fn, pool, nano)
         except StateStoreUnavailable as exc:
             self.metrics.record_failures.inc()
-            log.warning("spend of %s on pool %s ($%.6f) not recorded: %s", reward_fn, pool, usd(nano), exc)
+            logger.warning("spend of %s on pool %s ($%.6f) not recorded: %s", reward_fn, pool, usd(nano), exc)
 
     async def summary(self) -> dict[str, Any]:
         """Fleet-wide spend (from the ledger) with prices and caps, for GET /monitors."""

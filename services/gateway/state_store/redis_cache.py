@@ -38,7 +38,7 @@ from rewardfleet.services.gateway.state_store.redis_scripts import (
     LEASE_RENEW,
 )
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 OUTCOME_TTL_MS = 30_000  # long enough for every waiter of a run to read its outcome
 
 

@@ -35,7 +35,7 @@ from rewardfleet.services.gateway.errors import StateStoreUnavailable
 from rewardfleet.services.gateway.state_store.metrics import StateStoreMetrics
 from rewardfleet.services.gateway.state_store.redis_pipeline import Pipeliner
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 T = TypeVar("T")
 STORE_ERRORS: tuple[type[BaseException], ...] = (RedisError, OSError, TimeoutError)
 
@@ -92,7 +92,7 @@ class RedisStore:
             result = await pending
         except STORE_ERRORS as exc:
             errors.inc()
-            log.warning("state store %s failed: %s: %s", op, type(exc).__name__, exc)
+            logger.warning("state store %s failed: %s: %s", op, type(exc).__name__, exc)
             raise StateStoreUnavailable(
                 f"the state store ({redact_text(self.settings.url)}) failed during {op}: "
                 f"{type(exc).__name__}: {exc}; retry later"
@@ -112,7 +112,7 @@ class RedisStore:
                 histogram.observe(time.perf_counter() - started)
                 return
             errors.inc()
-            log.warning("state store %s failed (%s): %s: %s", op, context, type(exc).__name__, exc)
+            logger.warning("state store %s failed (%s): %s: %s", op, context, type(exc).__name__, exc)
 
         pending.add_done_callback(done)
 
@@ -265,7 +265,7 @@ class Notifier:
                 self._pubsub = pubsub
                 if not first:
                     self.store.metrics.reconnects.inc()
-                    log.info("state store: pub/sub connection re-established")
+                    logger.info("state store: pub/sub connection re-established")
                 first = False
                 self._ready.set()
                 backoff_s = 0.05
@@ -297,7 +297,7 @@ class Notifier:
 
     def _lost(self, exc: BaseException) -> None:
         if self._ready.is_set():
-            log.warning(
+            logger.warning(
                 "state store: pub/sub connection lost (%s: %s); reconnecting", type(exc).__name__, exc
             )
         self._ready.clear()
