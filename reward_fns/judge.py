@@ -45,6 +45,7 @@ from rewardfleet.reward_fns._judge_templates import (
 from rewardfleet.reward_fns._router_http import RemoteCallError, post_json, resolve_address
 from rewardfleet.reward_fns._verdict_grammar import verdict_regex
 from rewardfleet.reward_fns._verdicts import Verdict, VerdictParseError, parse_verdict
+from rewardfleet.reward_fns.guards import GuardSettings, GuardSettingsError, check_answer
 
 DATA_SOURCES: tuple[str, ...] = ()
 
@@ -353,22 +354,38 @@ async def compute_score(
     constrain_verdict: bool = True,
     verdict_line: str | None = None,
     reasoning_chars: int = 400,
+    guards: GuardSettings | Mapping[str, Any] | bool | None = None,
+    guard_score: float = 0.0,
 ) -> dict[str, Any]:
     """Score `solution_str` with an LLM judge; see the module docstring and docs/remote_reward_fns.md.
 
     Returns {"score": 0..1, "judge_verdict": str, "judge_verdict_source": str, "judge_response": str,
     "judge_template": str, "judge_pool": str, "usage": {prompt/completion/total tokens} or {}}
-    (probability mode: verdict "p_yes=…", source "probability", response "", no pool, no usage).
+    (probability mode: verdict "p_yes=…", source "probability", response "", no pool, no usage), and "guard":
+    "" — or, when an answer trips a guard (`guards`), `guard_score` without a judge call, the guard's name in
+    "guard", source "guard" and the other keys empty.
     """
     try:
+        guard_settings = GuardSettings.coerce(guards)
         tmpl = get_template(
             template or ("correctness_yes_no" if probability else "correctness"),
             user_template=user_template,
             verdict_kind=verdict_kind,
         )
         address = resolve_address(pool, router_addresses, reward_router_address)
-    except (TemplateError, ValueError) as exc:
+    except (TemplateError, GuardSettingsError, ValueError) as exc:
         raise JudgeConfigError(str(exc)) from exc
+    tripped = check_answer(solution_str, guard_settings)
+    if tripped is not None:
+        guarded: dict[str, Any] = {
+            "score": float(guard_score),
+            "judge_verdict": "",
+            "judge_verdict_source": "guard",
+            "judge_response": "",
+            "judge_template": tmpl.name,
+            "guard": tripped,
+        }
+        return guarded if probability else {**guarded, "judge_pool": pool, "usage": {}}
     regex = None
     if constrain_verdict:
         regex = verdict_regex(
@@ -413,6 +430,7 @@ async def compute_score(
             "judge_verdict_source": "probability",
             "judge_response": "",
             "judge_template": tmpl.name,
+            "guard": "",
         }
 
     if tmpl.verdict_kind == "pairwise":
@@ -431,6 +449,7 @@ async def compute_score(
             "judge_template": tmpl.name,
             "judge_pool": pool,
             "usage": total_usage(replies),
+            "guard": "",
         }
 
     reply = await ask_judge(endpoint, render(values))
@@ -443,4 +462,10 @@ async def compute_score(
         "judge_template": tmpl.name,
         "judge_pool": pool,
         "usage": reply.usage,
+        "guard": "",
     }
+
+
+def startup_check(reward_kwargs: dict[str, Any]) -> None:
+    """Reject a misspelt or mistyped `guards` setting at start-up, naming it."""
+    GuardSettings.coerce(reward_kwargs.get("guards"))

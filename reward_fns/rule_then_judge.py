@@ -31,6 +31,7 @@ from rewardfleet.reward_fns._judge_templates import TemplateError, get_template
 from rewardfleet.reward_fns._router_http import RemoteCallError, resolve_address
 from rewardfleet.reward_fns._verdict_grammar import verdict_regex
 from rewardfleet.reward_fns._verdicts import VerdictParseError
+from rewardfleet.reward_fns.guards import GuardSettings, GuardSettingsError, check_answer
 from rewardfleet.reward_fns.judge import (
     JudgeConfigError,
     JudgeEndpoint,
@@ -123,14 +124,16 @@ async def compute_score(
     timeout_s: float = 300.0,
     constrain_verdict: bool = True,
     reasoning_chars: int = 2000,
+    guards: GuardSettings | Mapping[str, Any] | bool | None = None,
 ) -> dict[str, Any]:
     """{"score": rule score - (flaw_penalty if flawed), "rule_score", "acc", "pred", "judge_called",
-    "is_flawed", "judge_verdict", "judge_response", "judge_error"}."""
+    "is_flawed", "judge_verdict", "judge_response", "judge_error", "guard"}."""
     if on_judge_error not in ("raise", "rule"):
         raise JudgeConfigError(f"on_judge_error must be 'raise' or 'rule', not {on_judge_error!r}")
     try:
+        guard_settings = GuardSettings.coerce(guards)
         tmpl = get_template(template, user_template=user_template)
-    except TemplateError as exc:
+    except (TemplateError, GuardSettingsError) as exc:
         raise JudgeConfigError(str(exc)) from exc
     if tmpl.verdict_kind not in ("step_index", "binary"):
         raise JudgeConfigError(
@@ -150,9 +153,17 @@ async def compute_score(
         "judge_verdict": "",
         "judge_response": "",
         "judge_error": "",
+        "guard": "",
     }
     split = (extra_info or {}).get("split")
     if not correct or (split is not None and split in skip_judge_splits):
+        return result
+
+    tripped = check_answer(solution_str, guard_settings)
+    if tripped is not None:
+        # The rule passed an answer with nothing to review (too long, or only an opener around a boxed
+        # answer the rule found): it is scored as a flawed one, never above what the judge could give.
+        result.update(guard=tripped, is_flawed=True, score=rule_score - flaw_penalty)
         return result
 
     try:
@@ -188,6 +199,7 @@ async def compute_score(
             raise
         result["judge_error"] = f"{type(exc).__name__}: {exc}"
         return result
+
     # step_index: -1 (no wrong step) scores 1; binary: "correct" scores 1. Anything else is a flaw.
     flawed = verdict.score < 1.0
     result.update(
@@ -197,3 +209,8 @@ async def compute_score(
         score=rule_score - flaw_penalty if flawed else rule_score,
     )
     return result
+
+
+def startup_check(reward_kwargs: dict[str, Any]) -> None:
+    """Reject a misspelt or mistyped `guards` setting at start-up, naming it."""
+    GuardSettings.coerce(reward_kwargs.get("guards"))

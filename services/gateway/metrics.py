@@ -12,6 +12,8 @@ from typing import Literal
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
+from rewardfleet.reward_fns.guards import GUARD_NAMES
+
 NAMESPACE = "rewardfleet"
 REQUEST_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 CALL_BUCKETS_S = (
@@ -139,6 +141,15 @@ class GatewayMetrics:
             namespace=NAMESPACE,
             registry=r,
         )
+        # A guard before a judge answered (reward_fns/guards.py): the label is one of GUARD_NAMES, whatever
+        # a function writes into extra["guard"].
+        self.judge_guards = Counter(
+            "judge_guard",
+            "Answers scored by a guard without asking the judge (extra.guard), by function and guard.",
+            ["reward_fn", "guard"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
         for reason in REJECTION_REASONS.values():
             self.admission_rejections.labels(reason)
         for how in ("hit", "join"):
@@ -153,6 +164,11 @@ class GatewayMetrics:
 
     def result_cache_answered(self, how: Literal["hit", "join"]) -> None:
         self.result_cache_answers.labels(how).inc()
+
+    def judge_guard_hit(self, reward_fn: str, extra: dict[str, object]) -> None:
+        guard = extra.get("guard")
+        if isinstance(guard, str) and guard in GUARD_NAMES:
+            self.judge_guards.labels(reward_fn, guard).inc()
 
     def observe_request(self, route: str, status: int, duration_s: float) -> None:
         children = self._request_children.get((route, status))

@@ -158,6 +158,8 @@ class Scorer:
         total_s = time.perf_counter() - started
         self._count_pool_tokens(fn.name, outcome.extra)
         self.metrics.observe_call(fn.name, label, outcome.status, outcome.compute_s, outcome.score)
+        if outcome.status == "ok" and outcome.extra:
+            self.metrics.judge_guard_hit(fn.name, outcome.extra)
         if outcome.status != "ok":
             error = outcome.error
             self.failures.sample_failed(
