@@ -41,12 +41,14 @@ class GuardSettingsError(ValueError):
 
 @dataclass(frozen=True)
 class GuardSettings:
-    """Which guards run before the judge. `max_answer_chars=None` turns the length cap off."""
+    """Which guards run before the judge, and the score of a guarded answer (`judge`; `rule_then_judge`
+    scores it as a flawed answer instead). `max_answer_chars=None` turns the length cap off."""
 
     enabled: bool = True
     empty: bool = True
     reasoning_opener: bool = True
     max_answer_chars: int | None = DEFAULT_MAX_ANSWER_CHARS
+    score: float = 0.0
 
     @classmethod
     def coerce(cls, value: GuardSettings | Mapping[str, Any] | bool | None) -> GuardSettings:
@@ -68,6 +70,9 @@ class GuardSettings:
         for name in ("enabled", "empty", "reasoning_opener"):
             if name in value and not isinstance(value[name], bool):
                 raise GuardSettingsError(f"guards.{name} must be true or false, not {value[name]!r}")
+        score = value.get("score", 0.0)
+        if isinstance(score, bool) or not isinstance(score, int | float):
+            raise GuardSettingsError(f"guards.score must be a number, not {score!r}")
         limit = value.get("max_answer_chars", DEFAULT_MAX_ANSWER_CHARS)
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise GuardSettingsError(

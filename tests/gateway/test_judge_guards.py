@@ -31,7 +31,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 
 
 def _config(server: RunningServer, **judge_kwargs: object) -> dict:
-    kwargs = {"pool": "judge", "model": "tiny", "max_tokens": 24, "timeout_s": 120, **judge_kwargs}
+    kwargs = {
+        "pool": "judge",
+        "model": "tiny",
+        "generation": {"max_tokens": 24},
+        "timeout_s": 120,
+        **judge_kwargs,
+    }
     return {
         "workers": 1, "result_cache_size": 0,
         "routers": {"judge": server.url.removeprefix("http://")},
