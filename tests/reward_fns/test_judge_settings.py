@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 
 import pytest
+import yaml
 
 from rewardfleet.reward_fns import judge, rule_then_judge
 from rewardfleet.reward_fns._judge_settings import (
@@ -15,6 +16,7 @@ from rewardfleet.reward_fns._judge_settings import (
     VerdictSettings,
     settings_from,
 )
+from tests.support import REPO_ROOT
 
 
 def test_a_mapping_is_laid_over_the_defaults_or_a_base() -> None:
@@ -62,14 +64,17 @@ def test_judge_startup_check_names_the_setting(kwargs: dict, needle: str) -> Non
         judge.startup_check(kwargs)
 
 
-def test_judge_startup_check_accepts_the_embedded_default() -> None:
-    judge.startup_check({"pool": "judge", "model": "smollm2", "method": "answer_match",
-                         "generation": {"max_tokens": 64}})  # fmt: skip
+def test_the_embedded_default_fleet_passes_the_startup_checks() -> None:
+    config = yaml.safe_load((REPO_ROOT / "services" / "fleet" / "default.yaml").read_text())
+    functions = config["gateway"]["functions"]
+    assert functions["judge"]["reward_kwargs"]["method"] == "answer_match"
+    judge.startup_check(functions["judge"]["reward_kwargs"])
+    rule_then_judge.startup_check(functions["rule_then_judge"]["reward_kwargs"])
     rule_then_judge.startup_check({"generation": {"max_tokens": 64}, "verdict": {"reasoning_chars": 10}})
 
 
 def test_rule_then_judge_startup_check_names_the_setting() -> None:
-    with pytest.raises(judge.JudgeConfigError, match="generation.max_token is not a setting"):
+    with pytest.raises(judge.JudgeConfigError, match=r"generation\.max_token is not a setting"):
         rule_then_judge.startup_check({"generation": {"max_token": 64}})
 
 
