@@ -60,12 +60,14 @@ def _verdict(score: float | None) -> bool | None:
 
 
 def _calls(extra: Mapping[str, Any]) -> tuple[int, int]:
-    """(judge calls, completion tokens) of one result, from its extras."""
+    """(judge calls, completion tokens) of one result, from its extras: a guard or the rule of answer_match
+    decided without a call; a pairwise verdict asked in both orders made two."""
     usage = extra.get("usage") or {}
     tokens = int(usage.get("completion_tokens", 0)) if isinstance(usage, Mapping) else 0
-    if "judge_calls" in extra:
-        return int(extra["judge_calls"]), tokens
-    return (0 if extra.get("guard") else 1), tokens
+    source = str(extra.get("judge_verdict_source", ""))
+    if source in ("guard", "rule"):
+        return 0, tokens
+    return len(source.split(" / ")), tokens
 
 
 async def run_config(
@@ -118,6 +120,8 @@ def summarise(name: str, outcomes: Sequence[Outcome], elapsed_s: float, base_s: 
 async def main_async(args: argparse.Namespace, address: str) -> None:
     cases = small_subset() if args.subset else judge_cases()
     configs = {"before": BEFORE, "default": default_kwargs()}
+    if args.only:
+        configs = {args.only: configs[args.only]}
     print(f"{len(cases)} judgments ({sum(c.correct for c in cases)} right), concurrency {args.concurrency}")
     base_s = None
     for name, kwargs in configs.items():
@@ -139,6 +143,7 @@ def main() -> None:
     parser.add_argument("--server", help="host:port of a running SmolLM2 model server (else one is started)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--verbose", action="store_true", help="show every misjudged case")
+    parser.add_argument("--only", choices=["before", "default"], help="run one configuration (no cost ratio)")
     args = parser.parse_args()
     if args.server:
         asyncio.run(main_async(args, args.server))
