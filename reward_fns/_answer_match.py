@@ -11,7 +11,8 @@ comparing it is most of that judgment, and a rule does both reliably for numbers
    reference (fractions, decimals, `\\frac{}{}`, thousands commas, percentages as written). Several
    distinct numbers after an explicit answer marker ("the answer is 4 or 5") are a hedge: no match. Without
    a marker the model is asked which of the response's numbers is its final answer, constrained (SGLang
-   `regex`) to one of them, and the rule compares its pick.
+   `regex`) to one of them, and the rule compares its pick; a response with more than `MAX_NUMBER_CHOICES`
+   distinct numbers and no marker is no match (spraying numbers must not buy a lucky pick).
 3. A text reference is matched when the answer, normalised (case, punctuation, articles), contains every
    word of the reference; an answer sharing no word with the reference is no match. Only an answer that
    shares some words but not all ("Shakespeare" for "William Shakespeare") goes to the model's verdict.
@@ -29,6 +30,9 @@ from typing import Literal
 from rewardfleet.reward_fns._answers import normalize_text
 
 Decision = Literal["match", "mismatch", "ask_number", "ask_verdict"]
+
+# The most numbers an unmarked response may hold for the model to pick its final answer among.
+MAX_NUMBER_CHOICES = 8
 
 _NUMBER_WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -155,6 +159,10 @@ def decide(response: str, reference: str) -> Judgment:
             return Judgment("match" if value == target else "mismatch", segment.strip())
         if marked is not None or not numbers(response):
             return Judgment("mismatch", segment.strip())  # a hedge, or no number at all
+        if len(number_strings(response)) > MAX_NUMBER_CHOICES:
+            # A response that lists many numbers and marks none would let the model's pick land on the
+            # reference by chance (a policy can spray numbers): no single final answer, no match.
+            return Judgment("mismatch", "")
         return Judgment("ask_number", "")
     answer = marked if marked is not None else response
     ref_words, answer_words = _words(reference), _words(answer)

@@ -33,6 +33,7 @@ from tests.reward_fns.judge_cases import judge_cases
         ("The answer is 4 or 5.", "5", "mismatch"),
         ("I have no idea.", "4", "mismatch"),
         ("There are 120 minutes in 2 hours.", "120", "ask_number"),
+        ("Maybe 1, 2, 3, 4, 5, 6, 7, 8 or 120 minutes in 2 hours.", "120", "mismatch"),  # sprayed numbers
         ("The capital of France is Paris.", "Paris", "match"),
         ("It is Lyon.", "Paris", "mismatch"),
         ("Shakespeare wrote it.", "William Shakespeare", "ask_verdict"),
