@@ -130,7 +130,8 @@ def run(n: int, max_tokens: int, threads: int, batch_sizes: tuple[int, ...] = (8
                 "workers": 1,
                 "routers": {"judge": router},
                 "functions": {"judge": {"timeout_s": 600, "reward_kwargs": {
-                    "pool": "judge", "model": "smollm2", "max_tokens": max_tokens, "timeout_s": 600,
+                    "pool": "judge", "model": "smollm2", "timeout_s": 600,
+                    "generation": {"max_tokens": max_tokens},
                 }}},
             }  # fmt: skip
             with gateway(tmp, config) as url:

@@ -1,19 +1,26 @@
 """GenRM: an LLM judge, reached through the `judge` pool's sglang-router, scores the response in [0, 1].
 
-Three ways to ask (reward_kwargs):
+Three methods (reward_kwargs `method`):
 
-- default: `POST /v1/chat/completions` with the rendered template;
-- `use_generate=True`: render the chat with the judge's tokenizer (`reward_model_tokenizer`) and
-  `POST /generate {"input_ids", "sampling_params"}` — SGLang's native route, as verl's FAPO recipe does;
-- `probability=True`: no generation; `POST /v1/score` with the "Yes"/"No" label-token ids and score
+- `verdict` (default): the template's question, answered by generation — `POST /v1/chat/completions`, or with
+  `generation.use_generate` the chat rendered with the judge's tokenizer (`reward_model_tokenizer`) and
+  `POST /generate {"input_ids", "sampling_params"}` (SGLang's native route, as verl's FAPO recipe does);
+- `probability`: no generation; `POST /v1/score` with the "Yes"/"No" label-token ids and score
   P(Yes) / (P(Yes) + P(No)). The router does not proxy `/v1/score`, so this goes straight to the pool's
-  model servers, named by `score_server_address` (one `host:port`, a list, or a comma-separated string):
-  one is picked at random and the call fails over to the next on a connect error, a timeout or a 5xx.
-  The chat is sent as token ids rendered by the judge's tokenizer without adding special tokens: SGLang
+  model servers, named by `probability.score_server_address` (one `host:port`, a list, or a comma-separated
+  string): one is picked at random and the call fails over to the next on a connect error, a timeout or a
+  5xx. The chat is sent as token ids rendered by the judge's tokenizer without adding special tokens: SGLang
   tokenises text `query`/`items` with special tokens, so a template that writes its own BOS (Llama 3) would
-  get a second one; token ids are used as given.
+  get a second one; token ids are used as given;
+- `answer_match`: the response's final answer is found and compared with the reference by rule
+  (`_answer_match`); the model is asked only which of the response's numbers is its final answer
+  (constrained to them) or, for free text the rule cannot settle, for the template's verdict. The embedded
+  default fleet uses it: a 135 M model's own verdict carries no signal.
 
-Constrained verdicts (`constrain_verdict=True`, the default): the request carries SGLang's `regex` (a
+Settings come in groups (`_judge_settings`): `generation`, `verdict`, `probability`, and `guards`
+(`guards.py`: empty, opener-only and over-long answers are scored without a judge call).
+
+Constrained verdicts (`verdict.constrain`, on by default): the request carries SGLang's `regex` (a
 top-level field of the chat request, `sampling_params.regex` on `/generate`) from `_verdict_grammar`, so a
 backend that constrains decoding (SGLang, our CPU model server) can only answer in the format the parser
 reads. Set it to False for a backend that rejects unknown fields; the free-text parser reads either answer.
@@ -28,11 +35,26 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import aiohttp
 
+from rewardfleet.reward_fns._answer_match import (
+    decide,
+    number_choice_messages,
+    number_choice_regex,
+    number_strings,
+    pick_value,
+    reference_number,
+)
+from rewardfleet.reward_fns._judge_settings import (
+    GenerationSettings,
+    JudgeSettingsError,
+    ProbabilitySettings,
+    VerdictSettings,
+    settings_from,
+)
 from rewardfleet.reward_fns._judge_templates import (
     DEFAULT_RUBRIC,
     JudgeTemplate,
@@ -44,9 +66,15 @@ from rewardfleet.reward_fns._judge_templates import (
 )
 from rewardfleet.reward_fns._verdict_grammar import verdict_regex
 from rewardfleet.reward_fns._verdicts import Verdict, VerdictParseError, parse_verdict
+from rewardfleet.reward_fns.guards import GuardSettings, GuardSettingsError, check_answer
 from rewardfleet.services.common.router_http import RemoteCallError, post_json, resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()
+
+# verdict: the template's question, the model's verdict. answer_match: the response's final answer found and
+# compared by rule (_answer_match.py); the model only picks the final answer among the response's numbers, or
+# gives its verdict on free text the rule cannot settle.
+METHODS = ("verdict", "probability", "answer_match")
 
 
 class JudgeCallError(RemoteCallError):
@@ -334,78 +362,72 @@ async def compute_score(
     reward_model_tokenizer: Any = None,
     prompt: Any = None,
     pool: str = "judge",
-    template: str | None = None,
-    user_template: str | None = None,
-    system_prompt: str | None = None,
-    verdict_kind: str | None = None,
-    rubric: str | None = None,
-    scale_min: float = 1.0,
-    scale_max: float = 10.0,
     model: str = "default",
-    use_generate: bool = False,
-    max_tokens: int = 1024,
-    temperature: float = 0.0,
+    method: str = "verdict",
+    template: str | None = None,
     timeout_s: float = 120.0,
-    pairwise_both_orders: bool = False,
-    probability: bool = False,
-    score_server_address: str | Sequence[str] | None = None,
-    label_tokens: Sequence[str] = ("Yes", "No"),
-    constrain_verdict: bool = True,
-    verdict_line: str | None = None,
-    reasoning_chars: int = 400,
+    generation: GenerationSettings | Mapping[str, Any] | None = None,
+    verdict: VerdictSettings | Mapping[str, Any] | None = None,
+    probability: ProbabilitySettings | Mapping[str, Any] | None = None,
+    guards: GuardSettings | Mapping[str, Any] | bool | None = None,
 ) -> dict[str, Any]:
     """Score `solution_str` with an LLM judge; see the module docstring and docs/remote_reward_fns.md.
 
     Returns {"score": 0..1, "judge_verdict": str, "judge_verdict_source": str, "judge_response": str,
-    "judge_template": str, "judge_pool": str, "usage": {prompt/completion/total tokens} or {}}
-    (probability mode: verdict "p_yes=…", source "probability", response "", no pool, no usage).
+    "judge_template": str, "judge_pool": str, "usage": {prompt/completion/total tokens} or {}, "guard": ""}
+    (method probability: verdict "p_yes=…", source "probability", response "", no pool, no usage; method
+    answer_match: also "judge_answer", the final answer read). When an answer trips a guard (`guards`):
+    the guards' `score` without a judge call, the guard's name in "guard", source "guard", other keys empty.
     """
+    settings = JudgeSettings.build(method, template, generation, verdict, probability, guards)
     try:
-        tmpl = get_template(
-            template or ("correctness_yes_no" if probability else "correctness"),
-            user_template=user_template,
-            verdict_kind=verdict_kind,
-        )
         address = resolve_address(pool, router_addresses, reward_router_address)
-    except (TemplateError, ValueError) as exc:
+    except ValueError as exc:
         raise JudgeConfigError(str(exc)) from exc
+    tmpl, gen, ver = settings.template, settings.generation, settings.verdict
+    by_probability = settings.method == "probability"
+    tripped = check_answer(solution_str, settings.guards)
+    if tripped is not None:
+        guarded: dict[str, Any] = {
+            "score": float(settings.guards.score),
+            "judge_verdict": "",
+            "judge_verdict_source": "guard",
+            "judge_response": "",
+            "judge_template": tmpl.name,
+            "guard": tripped,
+        }
+        if settings.method == "answer_match":
+            guarded["judge_answer"] = ""
+        return guarded if by_probability else {**guarded, "judge_pool": pool, "usage": {}}
     regex = None
-    if constrain_verdict:
+    if ver.constrain:
         regex = verdict_regex(
-            tmpl, scale_min=scale_min, scale_max=scale_max, max_tokens=max_tokens,
-            reasoning_chars=reasoning_chars, line=verdict_line,
+            tmpl, scale_min=ver.scale_min, scale_max=ver.scale_max, max_tokens=gen.max_tokens,
+            reasoning_chars=ver.reasoning_chars, line=ver.line,
         )  # fmt: skip
     endpoint = JudgeEndpoint(
         session=http_client,
         address=address,
         model=model,
-        use_generate=use_generate,
+        use_generate=gen.use_generate,
         tokenizer=reward_model_tokenizer,
-        max_tokens=max_tokens,
-        temperature=temperature,
+        max_tokens=gen.max_tokens,
+        temperature=gen.temperature,
         timeout_s=timeout_s,
         regex=regex,
     )
-    values = template_values(solution_str, ground_truth, extra_info, prompt, rubric)
+    values = template_values(solution_str, ground_truth, extra_info, prompt, ver.rubric)
 
     def render(vals: Mapping[str, str | None]) -> list[dict[str, str]]:
         try:
-            return tmpl.render({k: v for k, v in vals.items() if v is not None}, system_prompt)
+            return tmpl.render({k: v for k, v in vals.items() if v is not None}, ver.system_prompt)
         except TemplateError as exc:
             raise JudgeConfigError(str(exc)) from exc
 
-    if probability:
-        if tmpl.verdict_kind != "binary":
-            raise JudgeConfigError(
-                f"probability mode needs a yes/no (binary) template, not {tmpl.verdict_kind}"
-            )
-        if not score_server_address:
-            raise JudgeConfigError(
-                "probability=True needs reward_kwargs score_server_address (the judge pool's model "
-                "servers, host:port or a list: the router does not proxy /v1/score)"
-            )
+    if by_probability:
+        prob = settings.probability
         score, p_yes, p_no = await judge_probability(
-            endpoint, score_server_address, render(values), label_tokens
+            endpoint, prob.score_server_address, render(values), prob.label_tokens
         )
         return {
             "score": score,
@@ -413,14 +435,15 @@ async def compute_score(
             "judge_verdict_source": "probability",
             "judge_response": "",
             "judge_template": tmpl.name,
+            "guard": "",
         }
 
     if tmpl.verdict_kind == "pairwise":
-        orders = (True, False) if pairwise_both_orders else (True,)
+        orders = (True, False) if ver.pairwise_both_orders else (True,)
         replies = await asyncio.gather(
             *(ask_judge(endpoint, render(_pairwise_values(values, o))) for o in orders)
         )
-        verdicts = [read_verdict(r, tmpl, scale_min, scale_max) for r in replies]
+        verdicts = [read_verdict(r, tmpl, ver.scale_min, ver.scale_max) for r in replies]
         # A verdict's score is that of response A; flip it when our response was B.
         scores = [v.score if first else 1.0 - v.score for v, first in zip(verdicts, orders, strict=True)]
         return {
@@ -431,16 +454,138 @@ async def compute_score(
             "judge_template": tmpl.name,
             "judge_pool": pool,
             "usage": total_usage(replies),
+            "guard": "",
         }
 
+    matched: dict[str, Any] = {}
+    if settings.method == "answer_match":
+        if values["reference"] is None:
+            raise JudgeConfigError("method answer_match needs a reference answer (ground_truth)")
+        judgment = decide(solution_str, values["reference"])
+        matched = {"judge_answer": judgment.answer}
+        if judgment.decision in ("match", "mismatch"):
+            right = judgment.decision == "match"
+            return {
+                "score": 1.0 if right else 0.0,
+                "judge_verdict": "correct" if right else "incorrect",
+                "judge_verdict_source": "rule",
+                "judge_response": "",
+                "judge_template": tmpl.name,
+                "judge_pool": pool,
+                "usage": {},
+                "guard": "",
+                **matched,
+            }
+        if judgment.decision == "ask_number":
+            return await _answer_by_number_choice(endpoint, values, tmpl.name, pool)
+
     reply = await ask_judge(endpoint, render(values))
-    verdict = read_verdict(reply, tmpl, scale_min, scale_max)
+    verdict_read = read_verdict(reply, tmpl, ver.scale_min, ver.scale_max)
     return {
-        "score": verdict.score,
-        "judge_verdict": str(verdict.value),
-        "judge_verdict_source": verdict.source,
+        "score": verdict_read.score,
+        "judge_verdict": str(verdict_read.value),
+        "judge_verdict_source": verdict_read.source,
         "judge_response": reply.text,
         "judge_template": tmpl.name,
         "judge_pool": pool,
         "usage": reply.usage,
+        "guard": "",
+        **matched,
+    }
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """Every setting of one `judge` configuration, checked together (at start-up and at each call)."""
+
+    method: str
+    template: JudgeTemplate
+    generation: GenerationSettings
+    verdict: VerdictSettings
+    probability: ProbabilitySettings
+    guards: GuardSettings
+
+    @classmethod
+    def build(
+        cls,
+        method: str,
+        template: str | None,
+        generation: GenerationSettings | Mapping[str, Any] | None,
+        verdict: VerdictSettings | Mapping[str, Any] | None,
+        probability: ProbabilitySettings | Mapping[str, Any] | None,
+        guards: GuardSettings | Mapping[str, Any] | bool | None,
+    ) -> JudgeSettings:
+        if method not in METHODS:
+            raise JudgeConfigError(f"method must be one of {list(METHODS)}, not {method!r}")
+        try:
+            gen = settings_from(GenerationSettings, generation, "generation")
+            ver = settings_from(VerdictSettings, verdict, "verdict")
+            prob = settings_from(ProbabilitySettings, probability, "probability")
+            guard = GuardSettings.coerce(guards)
+            default = "correctness_yes_no" if method == "probability" else "correctness"
+            tmpl = get_template(
+                template or default, user_template=ver.user_template, verdict_kind=ver.verdict_kind
+            )
+        except (TemplateError, JudgeSettingsError, GuardSettingsError) as exc:
+            raise JudgeConfigError(str(exc)) from exc
+        if method == "probability":
+            if tmpl.verdict_kind != "binary":
+                raise JudgeConfigError(
+                    f"method probability needs a yes/no (binary) template, not {tmpl.verdict_kind}"
+                )
+            if not prob.score_server_address:
+                raise JudgeConfigError(
+                    "method probability needs reward_kwargs probability.score_server_address (the judge "
+                    "pool's model servers, host:port or a list: the router does not proxy /v1/score)"
+                )
+        elif probability is not None:
+            raise JudgeConfigError(
+                f"probability settings are given but method is {method!r}, not 'probability'"
+            )
+        return cls(method, tmpl, gen, ver, prob, guard)
+
+
+def startup_check(reward_kwargs: dict[str, Any]) -> None:
+    """Check the settings groups (and guards) once at start-up, naming a misspelt or mistyped setting."""
+    JudgeSettings.build(
+        str(reward_kwargs.get("method", "verdict")),
+        reward_kwargs.get("template"),
+        reward_kwargs.get("generation"),
+        reward_kwargs.get("verdict"),
+        reward_kwargs.get("probability"),
+        reward_kwargs.get("guards"),
+    )
+
+
+# Number-choice answers are a few tokens; the reply is constrained to one of the response's numbers.
+_NUMBER_CHOICE_MAX_TOKENS = 16
+
+
+async def _answer_by_number_choice(
+    endpoint: JudgeEndpoint, values: Mapping[str, str | None], template_name: str, pool: str
+) -> dict[str, Any]:
+    """The model picks which of the response's numbers is its final answer (constrained to them); the rule
+    compares that number with the reference."""
+    response, reference = values["response"] or "", values["reference"] or ""
+    choices = number_strings(response)
+    asked = replace(
+        endpoint,
+        regex=number_choice_regex(choices) if endpoint.regex is not None else None,
+        max_tokens=min(endpoint.max_tokens, _NUMBER_CHOICE_MAX_TOKENS),
+    )
+    reply = await ask_judge(asked, number_choice_messages(values["problem"], response))
+    picked = pick_value(reply.text)
+    if picked is None:
+        raise VerdictParseError(f"the judge named no single number of {choices}", reply.text)
+    right = picked == reference_number(reference)
+    return {
+        "score": 1.0 if right else 0.0,
+        "judge_verdict": "correct" if right else "incorrect",
+        "judge_verdict_source": "model_answer",
+        "judge_response": reply.text,
+        "judge_template": template_name,
+        "judge_pool": pool,
+        "usage": reply.usage,
+        "guard": "",
+        "judge_answer": reply.text.strip(),
     }

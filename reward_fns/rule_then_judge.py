@@ -27,9 +27,16 @@ from typing import Any
 
 import aiohttp
 
-from rewardfleet.reward_fns._judge_templates import TemplateError, get_template
+from rewardfleet.reward_fns._judge_settings import (
+    GenerationSettings,
+    JudgeSettingsError,
+    VerdictSettings,
+    settings_from,
+)
+from rewardfleet.reward_fns._judge_templates import JudgeTemplate, TemplateError, get_template
 from rewardfleet.reward_fns._verdict_grammar import verdict_regex
 from rewardfleet.reward_fns._verdicts import VerdictParseError
+from rewardfleet.reward_fns.guards import GuardSettings, GuardSettingsError, check_answer
 from rewardfleet.reward_fns.judge import (
     JudgeConfigError,
     JudgeEndpoint,
@@ -110,32 +117,22 @@ async def compute_score(
     rule: str = "math_dapo",
     rule_kwargs: Mapping[str, Any] | None = None,
     pool: str = "judge",
+    model: str = "default",
     template: str = "step_critique",
-    user_template: str | None = None,
-    system_prompt: str | None = None,
+    timeout_s: float = 300.0,
     flaw_penalty: float = 1.0,
     skip_judge_splits: Sequence[str] = ("test",),
     on_judge_error: str = "raise",
-    model: str = "default",
-    use_generate: bool = False,
-    max_tokens: int = 4096,
-    temperature: float = 0.0,
-    timeout_s: float = 300.0,
-    constrain_verdict: bool = True,
-    reasoning_chars: int = 2000,
+    generation: GenerationSettings | Mapping[str, Any] | None = None,
+    verdict: VerdictSettings | Mapping[str, Any] | None = None,
+    guards: GuardSettings | Mapping[str, Any] | bool | None = None,
 ) -> dict[str, Any]:
     """{"score": rule score - (flaw_penalty if flawed), "rule_score", "acc", "pred", "judge_called",
-    "is_flawed", "judge_verdict", "judge_response", "judge_error"}."""
-    if on_judge_error not in ("raise", "rule"):
-        raise JudgeConfigError(f"on_judge_error must be 'raise' or 'rule', not {on_judge_error!r}")
-    try:
-        tmpl = get_template(template, user_template=user_template)
-    except TemplateError as exc:
-        raise JudgeConfigError(str(exc)) from exc
-    if tmpl.verdict_kind not in ("step_index", "binary"):
-        raise JudgeConfigError(
-            f"the flaw judge needs a step_index or binary template, not {tmpl.verdict_kind}"
-        )
+    "is_flawed", "judge_verdict", "judge_response", "judge_error", "guard"}.
+
+    `generation` defaults to max_tokens 4096 (step critiques reason at length), `verdict` to 2000 characters
+    of reasoning; of `verdict`, only user_template, system_prompt, constrain and reasoning_chars apply."""
+    tmpl, gen, ver, guard_settings = _settings(on_judge_error, template, generation, verdict, guards)
 
     rule_score, correct, pred = await run_rule(
         rule, data_source, solution_str, ground_truth, extra_info, rule_kwargs or {}
@@ -150,9 +147,17 @@ async def compute_score(
         "judge_verdict": "",
         "judge_response": "",
         "judge_error": "",
+        "guard": "",
     }
     split = (extra_info or {}).get("split")
     if not correct or (split is not None and split in skip_judge_splits):
+        return result
+
+    tripped = check_answer(solution_str, guard_settings)
+    if tripped is not None:
+        # The rule passed an answer with nothing to review (too long, or only an opener around a boxed
+        # answer the rule found): it is scored as a flawed one, never above what the judge could give.
+        result.update(guard=tripped, is_flawed=True, score=rule_score - flaw_penalty)
         return result
 
     try:
@@ -163,37 +168,77 @@ async def compute_score(
         session=http_client,
         address=address,
         model=model,
-        use_generate=use_generate,
+        use_generate=gen.use_generate,
         tokenizer=reward_model_tokenizer,
-        max_tokens=max_tokens,
-        temperature=temperature,
+        max_tokens=gen.max_tokens,
+        temperature=gen.temperature,
         timeout_s=timeout_s,
         regex=verdict_regex(
-            tmpl, scale_min=1.0, scale_max=10.0, max_tokens=max_tokens, reasoning_chars=reasoning_chars
+            tmpl, scale_min=1.0, scale_max=10.0, max_tokens=gen.max_tokens,
+            reasoning_chars=ver.reasoning_chars,
         )
-        if constrain_verdict
+        if ver.constrain
         else None,
-    )
+    )  # fmt: skip
     values = template_values(solution_str, ground_truth, extra_info, prompt, None)
     try:
-        messages = tmpl.render({k: v for k, v in values.items() if v is not None}, system_prompt)
+        messages = tmpl.render({k: v for k, v in values.items() if v is not None}, ver.system_prompt)
     except TemplateError as exc:
         raise JudgeConfigError(str(exc)) from exc
     result["judge_called"] = True
     try:
         reply = await ask_judge(endpoint, messages)
-        verdict = read_verdict(reply, tmpl, 1.0, 10.0)
+        verdict_read = read_verdict(reply, tmpl, 1.0, 10.0)
     except (RemoteCallError, VerdictParseError) as exc:
         if on_judge_error == "raise":
             raise
         result["judge_error"] = f"{type(exc).__name__}: {exc}"
         return result
+
     # step_index: -1 (no wrong step) scores 1; binary: "correct" scores 1. Anything else is a flaw.
-    flawed = verdict.score < 1.0
+    flawed = verdict_read.score < 1.0
     result.update(
         is_flawed=flawed,
-        judge_verdict=str(verdict.value),
+        judge_verdict=str(verdict_read.value),
         judge_response=reply.text,
         score=rule_score - flaw_penalty if flawed else rule_score,
     )
     return result
+
+
+GENERATION_DEFAULTS = GenerationSettings(max_tokens=4096)
+VERDICT_DEFAULTS = VerdictSettings(reasoning_chars=2000)
+
+
+def _settings(
+    on_judge_error: str,
+    template: str,
+    generation: GenerationSettings | Mapping[str, Any] | None,
+    verdict: VerdictSettings | Mapping[str, Any] | None,
+    guards: GuardSettings | Mapping[str, Any] | bool | None,
+) -> tuple[JudgeTemplate, GenerationSettings, VerdictSettings, GuardSettings]:
+    if on_judge_error not in ("raise", "rule"):
+        raise JudgeConfigError(f"on_judge_error must be 'raise' or 'rule', not {on_judge_error!r}")
+    try:
+        gen = settings_from(GenerationSettings, generation, "generation", GENERATION_DEFAULTS)
+        ver = settings_from(VerdictSettings, verdict, "verdict", VERDICT_DEFAULTS)
+        guard_settings = GuardSettings.coerce(guards)
+        tmpl = get_template(template, user_template=ver.user_template)
+    except (TemplateError, JudgeSettingsError, GuardSettingsError) as exc:
+        raise JudgeConfigError(str(exc)) from exc
+    if tmpl.verdict_kind not in ("step_index", "binary"):
+        raise JudgeConfigError(
+            f"the flaw judge needs a step_index or binary template, not {tmpl.verdict_kind}"
+        )
+    return tmpl, gen, ver, guard_settings
+
+
+def startup_check(reward_kwargs: dict[str, Any]) -> None:
+    """Check the settings groups (and guards) once at start-up, naming a misspelt or mistyped setting."""
+    _settings(
+        str(reward_kwargs.get("on_judge_error", "raise")),
+        str(reward_kwargs.get("template", "step_critique")),
+        reward_kwargs.get("generation"),
+        reward_kwargs.get("verdict"),
+        reward_kwargs.get("guards"),
+    )

@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from starlette.types import Scope
 
+from rewardfleet.reward_fns.guards import GUARD_NAMES
 from rewardfleet.services.common.body_limits import READ_TIMEOUT, TOO_LARGE
 
 NAMESPACE = "rewardfleet"
@@ -152,6 +153,16 @@ class GatewayMetrics:
         )
         for reason in (TOO_LARGE, READ_TIMEOUT):
             self.body_refusals.labels(reason)
+
+        # A guard before a judge answered (reward_fns/guards.py): the label is one of GUARD_NAMES, whatever
+        # a function writes into extra["guard"].
+        self.judge_guards = Counter(
+            "judge_guard",
+            "Answers scored by a guard without asking the judge (extra.guard), by function and guard.",
+            ["reward_fn", "guard"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
         for reason in REJECTION_REASONS.values():
             self.admission_rejections.labels(reason)
         for how in ("hit", "join"):
@@ -182,6 +193,11 @@ class GatewayMetrics:
 
     def body_refused(self, reason: str) -> None:
         self.body_refusals.labels(reason).inc()
+
+    def judge_guard_hit(self, reward_fn: str, extra: dict[str, object]) -> None:
+        guard = extra.get("guard")
+        if isinstance(guard, str) and guard in GUARD_NAMES:
+            self.judge_guards.labels(reward_fn, guard).inc()
 
     def observe_request(self, route: str, status: int, duration_s: float) -> None:
         children = self._request_children.get((route, status))

@@ -99,7 +99,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     gateway_config.write_text(yaml.safe_dump({
         "routers": {"judge": judge_address, "reference": judge_address},
         "pool_prices": {"judge": {"input_usd_per_million_tokens": 1.0, "output_usd_per_million_tokens": 4.0}},
-        "functions": {"judge": {"reward_kwargs": {"pool": "judge", "max_tokens": 32},
+        "functions": {"judge": {"reward_kwargs": {"pool": "judge", "generation": {"max_tokens": 32}},
                                 "shadow": {"pool": "reference", "sample_rate": 1.0}}},
         "judge_probes": {"functions": ["judge"], "answers": [":"], "interval_s": 5,
                          "questions": [{"question": "What is 7 * 8?", "answer": "56"}]},

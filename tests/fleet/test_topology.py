@@ -86,7 +86,8 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningFleet]:
           workers: 1
           reward_fns_dirs: [fns]
           functions:
-            judge: {{timeout_s: 60, reward_kwargs: {{pool: judge, model: tiny-judge, max_tokens: 8}}}}
+            judge: {{timeout_s: 60,
+                     reward_kwargs: {{pool: judge, model: tiny-judge, generation: {{max_tokens: 8}}}}}}
             reward_model: {{reward_kwargs: {{model: tiny-rm}}}}
             similarity: {{reward_kwargs: {{model: minilm}}}}
         """)

@@ -32,7 +32,7 @@ def gateway(server: RunningServer, tmp_path_factory: pytest.TempPathFactory) -> 
         "workers": 1, "result_cache_size": 0,
         "routers": {"judge": server.url.removeprefix("http://")},
         "functions": {"judge": {"timeout_s": 120, "reward_kwargs": {
-            "pool": "judge", "model": "tiny", "max_tokens": 24, "timeout_s": 120,
+            "pool": "judge", "model": "tiny", "generation": {"max_tokens": 24}, "timeout_s": 120,
         }}},
     }  # fmt: skip
     gw = start_gateway(tmp, config, None)

@@ -224,7 +224,7 @@ def test_constrained_judge_verdicts_always_parse(smollm2: RunningServer) -> None
                     "judge", response, reference,
                     {"question": problem, "reference_response": f"The answer is {reference}."},
                     reward_router_address=smollm2.url.removeprefix("http://"), http_client=session,
-                    template=template, model="smollm2", max_tokens=32, timeout_s=600,
+                    template=template, model="smollm2", generation={"max_tokens": 32}, timeout_s=600,
                 )
                 for template in ("correctness", "rubric", "pairwise", "correctness_yes_no")
                 for problem, reference, response in SAMPLES[:4]
@@ -257,7 +257,7 @@ def test_a_non_ascii_response_is_judged_with_non_ascii_reasoning_allowed(smollm2
             return await judge.compute_score(
                 "judge", "La réponse est quatre (四), évidemment.", "4", {"question": "Combien font 2+2 ?"},
                 reward_router_address=smollm2.url.removeprefix("http://"), http_client=session,
-                model="smollm2", max_tokens=max_tokens, timeout_s=600,
+                model="smollm2", generation={"max_tokens": max_tokens}, timeout_s=600,
             )  # fmt: skip
 
     result = asyncio.run(run())
@@ -274,8 +274,8 @@ def test_probability_mode_on_real_logits(smollm2: RunningServer, tok: Any) -> No
         async with aiohttp.ClientSession() as session:
             return await judge.compute_score(
                 "judge", "2+2 = 4.", "4", {"question": "What is 2+2?"}, reward_router_address=address,
-                http_client=session, reward_model_tokenizer=tok, probability=True,
-                score_server_address=address, model="smollm2", timeout_s=600,
+                http_client=session, reward_model_tokenizer=tok, method="probability",
+                probability={"score_server_address": address}, model="smollm2", timeout_s=600,
             )  # fmt: skip
 
     result = asyncio.run(run())
@@ -354,7 +354,8 @@ def test_probability_mode_through_the_gateway_with_the_gguf_tokenizer(
     config = {
         "workers": 1, "routers": {"judge": address}, "reward_model_tokenizer": gguf, "result_cache_size": 0,
         "functions": {"judge": {"timeout_s": 600, "reward_kwargs": {
-            "pool": "judge", "model": "smollm2", "probability": True, "score_server_address": address,
+            "pool": "judge", "model": "smollm2", "method": "probability",
+            "probability": {"score_server_address": address},
         }}},
     }  # fmt: skip
     cfg = tmp_path / "gateway.yaml"

@@ -73,7 +73,8 @@ def lenient_gateway(lenient_judge: str, tmp_path_factory: pytest.TempPathFactory
     config = {
         "workers": 1, "auth_exempt_metrics": True,
         "routers": {"judge": lenient_judge},
-        "functions": {"judge": {"reward_kwargs": {"pool": "judge", "max_tokens": 32, "timeout_s": 30}}},
+        "functions": {"judge": {"reward_kwargs": {
+            "pool": "judge", "generation": {"max_tokens": 32}, "timeout_s": 30}}},
         "judge_probes": {"functions": ["judge"], "degrade_above_ratio": 0.2, "on_degraded": "refuse",
                          "extra_answers": ["Trust me."]},
     }  # fmt: skip
@@ -165,7 +166,7 @@ def test_probes_against_the_real_smollm2_judge(smollm2: str, tmp_path: Path) -> 
         "workers": 1,
         "routers": {"judge": smollm2},
         "functions": {"judge": {"timeout_s": 600, "reward_kwargs": {
-            "pool": "judge", "model": "smollm2", "max_tokens": 48, "timeout_s": 600}}},
+            "pool": "judge", "model": "smollm2", "generation": {"max_tokens": 48}, "timeout_s": 600}}},
         "judge_probes": {"functions": ["judge"], "answers": answers, "max_concurrency": 4, "timeout_s": 600,
                          "questions": [{"question": "What is 7 * 8?", "answer": "56"}]},
     }  # fmt: skip

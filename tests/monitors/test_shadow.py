@@ -66,7 +66,7 @@ def judges(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
 @pytest.fixture(scope="module")
 def gateway(judges: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     tmp = tmp_path_factory.mktemp("shadow-gw")
-    kwargs = {"pool": "judge", "max_tokens": 32, "timeout_s": 30}
+    kwargs = {"pool": "judge", "generation": {"max_tokens": 32}, "timeout_s": 30}
     shadow = {"pool": "reference", "sample_rate": 1.0, "window": N}
     config = {
         "workers": 1, "result_cache_size": 0,
@@ -74,7 +74,7 @@ def gateway(judges: dict[str, str], tmp_path_factory: pytest.TempPathFactory) ->
         "functions": {
             "agrees": {"path": JUDGE, "reward_kwargs": kwargs, "shadow": shadow},
             "lazy": {"path": JUDGE, "reward_kwargs": kwargs,
-                     "shadow": {**shadow, "reward_kwargs": {"user_template": NO_QUESTION}}},
+                     "shadow": {**shadow, "reward_kwargs": {"verdict": {"user_template": NO_QUESTION}}}},
             "slow": {"path": JUDGE, "reward_kwargs": kwargs,
                      "shadow": {"pool": "slow_reference", "sample_rate": 1.0, "max_inflight": 1}},
         },

@@ -36,8 +36,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
         "pool_prices": {"judge": {"input_usd_per_million_tokens": INPUT_USD,
                                   "output_usd_per_million_tokens": OUTPUT_USD, "max_spend_usd": CAP_USD}},
         "functions": {"named": {"path": "rewardfleet.reward_fns.judge:compute_score",
-                                "reward_kwargs": {"pool": "judge", "constrain_verdict": False}},
-                      "judge": {"reward_kwargs": {"constrain_verdict": False}}},
+                                "reward_kwargs": {"pool": "judge", "verdict": {"constrain": False}}},
+                      "judge": {"reward_kwargs": {"verdict": {"constrain": False}}}},
     }  # fmt: skip
     os.environ["SPEND_STANDIN_KEY"] = KEY
     try:

@@ -39,7 +39,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, judge_server: RunningServer)
     tmp = tmp_path_factory.mktemp("spend-fleet")
     redis = RedisServer(tmp).start()
     address = judge_server.url.removeprefix("http://")
-    kwargs = {"model": "tiny", "max_tokens": 16, "timeout_s": 120}
+    kwargs = {"model": "tiny", "generation": {"max_tokens": 16}, "timeout_s": 120}
     price = {"input_usd_per_million_tokens": INPUT_USD, "output_usd_per_million_tokens": OUTPUT_USD}
     config = {
         "result_cache_size": 0,

@@ -52,8 +52,8 @@ async def test_probability_mode_normalises_label_probabilities(score_server: Any
     result = await judge.compute_score(
         "x", "42", "42", EXTRA,
         reward_router_address="127.0.0.1:1",  # never used: /v1/score goes to the server directly
-        reward_model_tokenizer=tokenizer, probability=True, score_server_address=address,
-        label_tokens=("Y", "N"),
+        reward_model_tokenizer=tokenizer, method="probability",
+        probability={"score_server_address": address, "label_tokens": ("Y", "N")},
     )  # fmt: skip
     assert result["score"] == pytest.approx(0.75)
     assert result["judge_verdict"] == "p_yes=0.3 p_no=0.1" and result["judge_verdict_source"] == "probability"
@@ -73,16 +73,18 @@ async def test_probability_mode_normalises_label_probabilities(score_server: Any
 
 async def test_probability_mode_errors(score_server: Any, tokenizer: Any) -> None:
     address, _, answer = score_server
-    base = {"reward_router_address": "h:1", "reward_model_tokenizer": tokenizer, "probability": True}
+    base = {"reward_router_address": "h:1", "reward_model_tokenizer": tokenizer, "method": "probability"}
     with pytest.raises(judge.JudgeConfigError, match="score_server_address"):
         await judge.compute_score("x", "42", "42", EXTRA, **base)
     with pytest.raises(judge.JudgeConfigError, match=r"label 'Yes' is 3 tokens"):
-        await judge.compute_score("x", "42", "42", EXTRA, **base, score_server_address=address)
+        await judge.compute_score(
+            "x", "42", "42", EXTRA, **base, probability={"score_server_address": address}
+        )
     with pytest.raises(judge.JudgeConfigError, match="binary"):
         await judge.compute_score(
-            "x", "42", "42", EXTRA, **base, score_server_address=address, template="rubric"
+            "x", "42", "42", EXTRA, **base, probability={"score_server_address": address}, template="rubric"
         )
-    labels = {"score_server_address": address, "label_tokens": ("Y", "N")}
+    labels = {"probability": {"score_server_address": address, "label_tokens": ("Y", "N")}}
     answer["body"] = {"scores": [[0.0, 0.0]]}
     with pytest.raises(judge.JudgeCallError, match="both zero"):
         await judge.compute_score("x", "42", "42", EXTRA, **base, **labels)
@@ -103,9 +105,9 @@ async def test_router_does_not_proxy_v1_score(tmp_path: Any) -> None:
         proc.wait_ready(timeout_s=30, min_healthy_workers=0)
         with pytest.raises(judge.JudgeCallError) as info:
             await judge.compute_score(
-                "x", "42", "42", EXTRA, reward_router_address="h:1", probability=True,
-                reward_model_tokenizer=_tokenizer_stub(), score_server_address=proc.address,
-                label_tokens=("Y", "N"),
+                "x", "42", "42", EXTRA, reward_router_address="h:1", method="probability",
+                reward_model_tokenizer=_tokenizer_stub(),
+                probability={"score_server_address": proc.address, "label_tokens": ("Y", "N")},
             )  # fmt: skip
     assert info.value.status == 404
 
@@ -138,9 +140,9 @@ def test_fails_over_across_the_pool_and_sends_one_bos(tmp_path: Any, llama_token
         for addresses in ([dead, live], f"{live}, {dead}"):
             result = asyncio.run(
                 judge.compute_score(
-                    "x", "42", "42", EXTRA, reward_router_address="h:1", probability=True,
-                    reward_model_tokenizer=llama_tokenizer, score_server_address=addresses,
-                    label_tokens=("Y", "N"),
+                    "x", "42", "42", EXTRA, reward_router_address="h:1", method="probability",
+                    reward_model_tokenizer=llama_tokenizer,
+                    probability={"score_server_address": addresses, "label_tokens": ("Y", "N")},
                 )
             )  # fmt: skip
             assert 0.0 <= result["score"] <= 1.0 and result["judge_verdict_source"] == "probability"
@@ -152,8 +154,8 @@ def test_fails_over_across_the_pool_and_sends_one_bos(tmp_path: Any, llama_token
     with pytest.raises(judge.JudgeCallError, match="failed on all 2 model servers"):
         asyncio.run(
             judge.compute_score(
-                "x", "42", "42", EXTRA, reward_router_address="h:1", probability=True,
-                reward_model_tokenizer=llama_tokenizer, score_server_address=[dead, dead],
-                label_tokens=("Y", "N"),
+                "x", "42", "42", EXTRA, reward_router_address="h:1", method="probability",
+                reward_model_tokenizer=llama_tokenizer,
+                probability={"score_server_address": [dead, dead], "label_tokens": ("Y", "N")},
             )
         )  # fmt: skip

@@ -61,6 +61,7 @@ async def test_judge_chat_correctness(
         "judge_response": verdict,
         "judge_template": "correctness",
         "judge_pool": "judge",
+        "guard": "",
     }
     assert fleet.judge.served()["/v1/chat/completions"] == before + 1
 
@@ -90,7 +91,7 @@ async def test_judge_pairwise_both_orders_flips_position(
     kwargs = judge_kwargs(fleet, http_client, template="pairwise")
     one = await judge.compute_score("x", "42", "41", reply("Verdict: [[A]]"), **kwargs)
     both = await judge.compute_score(
-        "x", "42", "41", reply("Verdict: [[A]]"), **kwargs, pairwise_both_orders=True
+        "x", "42", "41", reply("Verdict: [[A]]"), **kwargs, verdict={"pairwise_both_orders": True}
     )
     assert one["score"] == 1.0
     assert both["score"] == 0.5 and both["judge_verdict"] == "A / A"
@@ -103,7 +104,9 @@ async def test_judge_generate_with_token_ids(
     before = fleet.judge.served().get("/generate", 0)
     result = await judge.compute_score(
         "x", "42", "42", {"question": "What is 6*7?"},
-        **judge_kwargs(fleet, http_client, use_generate=True, reward_model_tokenizer=tokenizer),
+        **judge_kwargs(
+            fleet, http_client, generation={"use_generate": True}, reward_model_tokenizer=tokenizer
+        ),
     )  # fmt: skip
     assert (result["score"], result["judge_response"]) == (1.0, "Verdict: correct")
     assert fleet.judge.served()["/generate"] == before + 1
@@ -114,7 +117,7 @@ async def test_judge_generate_without_tokenizer_is_a_config_error(
 ) -> None:
     with pytest.raises(judge.JudgeConfigError, match="tokenizer"):
         await judge.compute_score(
-            "x", "42", "42", reply("x"), **judge_kwargs(fleet, http_client, use_generate=True)
+            "x", "42", "42", reply("x"), **judge_kwargs(fleet, http_client, generation={"use_generate": True})
         )
 
 
@@ -134,7 +137,7 @@ async def test_judge_cut_at_max_tokens_is_a_truncation_error(
     text = "Let me check this very carefully, step by step. Verdict: correct"
     with pytest.raises(judge.JudgeTruncatedError, match="cut at max_tokens"):
         await judge.compute_score(
-            "x", "42", "42", reply(text), **judge_kwargs(fleet, http_client, max_tokens=8)
+            "x", "42", "42", reply(text), **judge_kwargs(fleet, http_client, generation={"max_tokens": 8})
         )
 
 
@@ -336,6 +339,7 @@ async def test_rule_then_judge_no_flaw_keeps_rule_score(
     assert result == {
         "score": 1.0, "rule_score": 1.0, "acc": True, "pred": "42", "judge_called": True, "is_flawed": False,
         "judge_verdict": "-1", "judge_response": "All steps are right. \\boxed{-1}", "judge_error": "",
+        "guard": "",
     }  # fmt: skip
 
 

@@ -215,6 +215,8 @@ class Scorer:
         if outcome.status == "ok" and self.on_scored is not None:
             self.on_scored(fn, request, outcome)
         self.metrics.observe_call(fn.name, label, outcome.status, outcome.compute_s, outcome.score)
+        if outcome.status == "ok" and outcome.extra:
+            self.metrics.judge_guard_hit(fn.name, outcome.extra)
         if outcome.status != "ok":
             error = outcome.error
             if error is not None:  # a judge's error names the URL it called: never the forwarding secret

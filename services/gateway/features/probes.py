@@ -15,6 +15,11 @@ records per pool:
   `on_degraded: refuse`, samples of functions whose reward_kwargs name that pool then get the typed error
   `JudgePoolDegraded` (no score) until a later round is at or below the threshold again.
 
+Probes measure the judge pool, not the guards in front of it: a probed function that takes a `guards` keyword
+(the built-in `judge`, `rule_then_judge`) is called with `guards=False`, since the guards answer exactly these
+master keys without asking the judge (reward_fns/guards.py; their hits are `rewardfleet_judge_guard_total`).
+A ratio above 0 therefore says the judge would pay for an answer the guards do not know.
+
 Probes run in the background, at most `max_concurrency` at once, each under `timeout_s`; they never hold a
 sample's slot. A probe that fails is counted (`outcome="error"`) and logged, never raised. Probe calls go
 through `Scorer.run_unrecorded`: their tokens and spend count, their scores stay out of the reward metrics.
@@ -24,6 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import inspect
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -107,6 +114,18 @@ class PoolProbeReport:
 def probe_pool(fn: RewardFunction) -> str:
     pool = fn.config.reward_kwargs.get("pool", "judge")
     return pool if isinstance(pool, str) else fn.name
+
+
+def unguarded(fn: RewardFunction) -> RewardFunction:
+    """`fn` with its guards off, when it has any (a `guards` keyword): the probe must reach the judge."""
+    try:
+        params = inspect.signature(fn.fn).parameters
+    except (TypeError, ValueError):  # a builtin or a callable without a signature: no guards to turn off
+        return fn
+    if "guards" not in params:
+        return fn
+    kwargs = {**fn.config.reward_kwargs, "guards": False}
+    return dataclasses.replace(fn, config=fn.config.model_copy(update={"reward_kwargs": kwargs}))
 
 
 class JudgeProber:
@@ -212,6 +231,7 @@ class JudgeProber:
 
     async def _probe(self, fn: RewardFunction, answer: str, question: ReferenceQuestion) -> bool | None:
         """True: a false positive; False: rejected; None: no usable answer (counted as an error, logged)."""
+        fn = unguarded(fn)
         request = ScoreRequest(
             data_source=PROBE_DATA_SOURCE,
             solution_str=answer,

@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 
 from rewardfleet.reward_fns import judge, similarity
+from rewardfleet.reward_fns._judge_settings import GenerationSettings, VerdictSettings
 from rewardfleet.services.gateway.config.formula import Formula
 from rewardfleet.services.gateway.config.graders import (
     TEMPLATE_RE,
@@ -215,15 +216,16 @@ class GraderRuntime:
             prompt=sample.prompt,
             pool=spec.pool,
             template=spec.template,
-            user_template=spec.user_template,
-            system_prompt=spec.system_prompt,
-            rubric=spec.rubric,
-            scale_min=spec.scale_min,
-            scale_max=spec.scale_max,
             model=spec.model,
-            max_tokens=spec.max_tokens,
-            temperature=spec.temperature,
             timeout_s=spec.timeout_s,
+            generation=GenerationSettings(max_tokens=spec.max_tokens, temperature=spec.temperature),
+            verdict=VerdictSettings(
+                user_template=spec.user_template,
+                system_prompt=spec.system_prompt,
+                rubric=spec.rubric,
+                scale_min=spec.scale_min,
+                scale_max=spec.scale_max,
+            ),
         )
         low, high = spec.range
         score = low + float(out.pop("score")) * (high - low)
