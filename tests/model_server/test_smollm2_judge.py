@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,21 +33,6 @@ SAMPLES = [  # (problem, reference, response): right and wrong answers, short an
     ("Solve x + 3 = 10.", "7", "Subtract 3 from both sides: x = 7."),
     ("Solve x + 3 = 10.", "7", "x = 13 because 10 + 3 = 13."),
 ]
-
-
-@pytest.fixture(scope="module")
-def smollm2(log_dir: Path) -> Iterator[RunningServer]:
-    port = free_port()
-    cmd = rewardfleet_cmd(
-        "serve-model", "--model-path", BUILTIN_SMOLLM2, "--served-model-name", "smollm2",
-        "--port", str(port), "--max-batch-size", "16",
-    )  # fmt: skip
-    proc = ChildProcess(cmd, log_dir / f"smollm2-{port}.log", env=SERVER_ENV)
-    try:
-        proc.wait_http(f"http://127.0.0.1:{port}/health", timeout_s=600)
-        yield RunningServer(proc, f"http://127.0.0.1:{port}")
-    finally:
-        proc.stop()
 
 
 def _chat(server: RunningServer, content: str, **extra: object) -> dict:

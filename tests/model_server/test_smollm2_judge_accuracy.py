@@ -6,8 +6,6 @@ cannot settle). `bench/judge_accuracy.py` measures the whole set and the cost; t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -16,27 +14,11 @@ import yaml
 
 from rewardfleet.reward_fns import judge
 from rewardfleet.reward_fns._answer_match import decide
-from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2
-from tests.model_server.conftest import SERVER_ENV, RunningServer
+from tests.model_server.conftest import RunningServer
 from tests.reward_fns.judge_cases import JudgeCase, judge_cases, small_subset
-from tests.support import REPO_ROOT, ChildProcess, free_port, rewardfleet_cmd
+from tests.support import REPO_ROOT
 
 pytestmark = pytest.mark.timeout(900)
-
-
-@pytest.fixture(scope="module")
-def smollm2(log_dir: Path) -> Iterator[RunningServer]:
-    port = free_port()
-    cmd = rewardfleet_cmd(
-        "serve-model", "--model-path", BUILTIN_SMOLLM2, "--served-model-name", "smollm2",
-        "--port", str(port), "--max-batch-size", "16",
-    )  # fmt: skip
-    proc = ChildProcess(cmd, log_dir / f"smollm2-accuracy-{port}.log", env=SERVER_ENV)
-    try:
-        proc.wait_http(f"http://127.0.0.1:{port}/health", timeout_s=600)
-        yield RunningServer(proc, f"http://127.0.0.1:{port}")
-    finally:
-        proc.stop()
 
 
 def _default_judge_kwargs() -> dict[str, Any]:
