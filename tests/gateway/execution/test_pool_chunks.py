@@ -20,7 +20,7 @@ from rewardfleet.services.gateway.execution.chunking import chunk_sizes
 from rewardfleet.services.gateway.execution.loader import FunctionRef, file_module_name
 from rewardfleet.services.gateway.execution.pool import WorkerPool
 
-FAULTY = Path(__file__).resolve().parents[2] / "reliability" / "fns" / "faulty.py"
+FAULTY = Path(__file__).resolve().parents[1] / "reliability" / "fns" / "faulty.py"
 
 
 def _ref() -> FunctionRef:
