@@ -94,9 +94,8 @@ async def compute_group_score(
     orders = [rng.sample(judged, len(judged)) for _ in range(shuffles)] if len(judged) > 1 else []
 
     async def ask(order: list[int]) -> list[int]:
-        listing = "\n\n".join(
-            f'<response label="{label}">\n{texts[m]}\n</response>' for label, m in zip(labels, order, strict=True)
-        )
+        pairs = zip(labels, order, strict=True)
+        listing = "\n\n".join(f'<response label="{label}">\n{texts[m]}\n</response>' for label, m in pairs)
         prompt = template.format(
             question=question, responses=listing, labels=", ".join(labels), example=">".join(labels)
         )
