@@ -87,7 +87,7 @@ def bradley_terry(n: int, outcomes: Sequence[tuple[int, int, str]], alpha: float
     """Bradley-Terry log-strengths by choix's ILSR (`alpha` regularises: a member that won everything stays
     finite). A tie counts as half a win each way (one win each way, which weighs the same against the
     decided pairs counted twice)."""
-    import choix  # type: ignore[import-untyped]
+    import choix
 
     data: list[tuple[int, int]] = []
     for a, b, result in outcomes:
