@@ -166,6 +166,8 @@ async def compute_group_score(
         "swap": swap,
         "judge_calls": calls,
         "pairs": len(outcomes),
+        "swapped_pairs": swapped_pairs,
+        "swap_disagreements": disagreements,
         "swap_disagreement_rate": disagreements / swapped_pairs if swapped_pairs else None,
     }
     return [_answer(m, tallies[m], scaled, guarded, guard_settings.score, summary, n) for m in members]

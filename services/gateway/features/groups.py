@@ -345,6 +345,8 @@ class GroupScorer:
             except Exception as exc:
                 finals = [MemberAnswer(None)] * len(members)
                 error = group_fn_error(gfn.name, exc)
+        if gfn is not None and finals and finals[0].extra:
+            self.scorer.metrics.group_judge_swaps(gfn.name, finals[0].extra)
         answers: dict[str, ScoreResult] = {}
         for (name, _, result), final in zip(members, finals, strict=True):
             own_error = error or final.error

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.reward_fns.groups.conftest import GroupJudgeFleet
@@ -65,6 +66,11 @@ def test_a_judge_with_position_bias_makes_every_pair_a_tie(fleet: GroupJudgeFlee
     assert [a["score"] for a in answers] == [0.5, 0.5, 0.5]
     assert answers[0]["extra"]["group_judge"]["swap_disagreement_rate"] == 1.0
     assert answers[0]["extra"]["ties"] == 2 and answers[0]["extra"]["swap_disagreements"] == 2
+    metrics = httpx.get(f"{fleet.gateway.url}/metrics", timeout=10).text
+    assert (
+        'rewardfleet_group_judge_swapped_pairs_total{group_fn="pj_biased",verdicts="disagree"} 3.0' in metrics
+    )
+    assert 'rewardfleet_group_judge_swapped_pairs_total{group_fn="pj_biased",verdicts="agree"} 0.0' in metrics
 
 
 def test_a_guarded_member_loses_every_pair_without_a_judge_call(fleet: GroupJudgeFleet) -> None:
