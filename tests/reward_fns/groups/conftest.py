@@ -76,6 +76,7 @@ def group_functions(pool_of_biased: str = "judge_biased") -> dict[str, Any]:
         "pj_bt": {"path": PAIRWISE, "kwargs": {"aggregate": "bradley_terry"}},
         "pj_noswap": {"path": PAIRWISE, "kwargs": {"swap": False}},
         "pj_biased": {"path": PAIRWISE, "kwargs": {"pool": pool_of_biased}},
+        "pj_bad_mode": {"path": PAIRWISE, "kwargs": {"mode": "knockout"}},
         "listwise_judge": {"kwargs": {"max_tokens": 40}},
         "lw_shuffles": {"path": LISTWISE, "kwargs": {"shuffles": 3, "seed": 7}},
     }

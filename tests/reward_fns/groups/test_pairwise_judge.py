@@ -113,3 +113,9 @@ def test_a_group_with_a_member_missing_times_out_without_judge_calls(fleet: Grou
     assert [a["status"] for a in answers] == ["group_timeout"] * 2
     assert all(a["score"] is None and a["error"]["type"] == "GroupTimeout" for a in answers)
     assert len(_calls(fleet, before)) == 0
+
+
+def test_a_bad_setting_fails_every_member_naming_it(fleet: GroupJudgeFleet) -> None:
+    answers = fleet.group("pj_bad_mode", "badmode", _texts([1, 2]))
+    assert [a["error"]["type"] for a in answers] == ["GroupFunctionError"] * 2
+    assert "knockout" in answers[0]["error"]["message"]
