@@ -345,7 +345,7 @@ class GroupScorer:
             except Exception as exc:
                 finals = [MemberAnswer(None)] * len(members)
                 error = group_fn_error(gfn.name, exc)
-        if gfn is not None and finals and finals[0].extra:
+        if gfn is not None and finals and finals[0].extra and "group_judge" in finals[0].extra:
             self.scorer.metrics.group_judge_swaps(gfn.name, finals[0].extra)
         answers: dict[str, ScoreResult] = {}
         for (name, _, result), final in zip(members, finals, strict=True):
@@ -373,8 +373,7 @@ class GroupScorer:
             }
             for r in requests
         ]
-        inj = self.scorer.injectables
-        injected = {p: getattr(inj, p) for p in gfn.injected}
+        injected = {p: getattr(self.scorer.injectables, p) for p in gfn.injected}
         kwargs = {**gfn.kwargs, **injected}
         async with asyncio.timeout(gfn.timeout_s):
             if gfn.is_async:
