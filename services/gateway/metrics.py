@@ -163,6 +163,15 @@ class GatewayMetrics:
             namespace=NAMESPACE,
             registry=r,
         )
+        # Pairs a group judge asked in both orders (reward_fns/groups/pairwise_judge.py): the share with
+        # verdicts that disagree is the judge's position bias.
+        self.group_judge_swapped_pairs = Counter(
+            "group_judge_swapped_pairs",
+            "Pairs a group judge judged in both orders, by group function and whether the verdicts agreed.",
+            ["group_fn", "verdicts"],
+            namespace=NAMESPACE,
+            registry=r,
+        )
         for reason in REJECTION_REASONS.values():
             self.admission_rejections.labels(reason)
         for how in ("hit", "join"):
@@ -198,6 +207,16 @@ class GatewayMetrics:
         guard = extra.get("guard")
         if isinstance(guard, str) and guard in GUARD_NAMES:
             self.judge_guards.labels(reward_fn, guard).inc()
+
+    def group_judge_swaps(self, group_fn: str, extra: dict[str, object]) -> None:
+        """Count a judged group's swapped pairs from its `extra["group_judge"]` (once per group)."""
+        summary = extra.get("group_judge")
+        if not isinstance(summary, dict):
+            return
+        pairs, disagreed = summary.get("swapped_pairs"), summary.get("swap_disagreements")
+        if isinstance(pairs, int) and isinstance(disagreed, int) and 0 <= disagreed <= pairs:
+            self.group_judge_swapped_pairs.labels(group_fn, "disagree").inc(disagreed)
+            self.group_judge_swapped_pairs.labels(group_fn, "agree").inc(pairs - disagreed)
 
     def observe_request(self, route: str, status: int, duration_s: float) -> None:
         children = self._request_children.get((route, status))

@@ -57,6 +57,8 @@ from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreR
 
 logger = logging.getLogger(__name__)
 GROUP_ENTRY_POINT = "compute_group_score"
+# What a group function may ask for by parameter name (a group judge calls a pool with them).
+GROUP_INJECTABLE = ("router_addresses", "http_client")
 MemberKey = tuple[str, str | int]
 
 
@@ -68,6 +70,9 @@ class GroupFunction:
     kwargs: dict[str, Any]
     timeout_s: float
     version: str
+    # GROUP_INJECTABLE names in the signature (http_client only for async functions): passed from the
+    # gateway's injectables, as a reward function gets them.
+    injected: tuple[str, ...] = ()
 
 
 def _load_group_function(
@@ -85,13 +90,16 @@ def _load_group_function(
     if unknown and not var_kw:
         raise TypeError(f"kwargs {unknown} are not parameters of {attr}")
     source = Path(inspect.getsourcefile(fn) or module.__file__ or "")
+    is_async = inspect.iscoroutinefunction(fn)
+    injected = tuple(p for p in GROUP_INJECTABLE if p in params and (is_async or p != "http_client"))
     return GroupFunction(
         name=name,
         fn=fn,
-        is_async=inspect.iscoroutinefunction(fn),
+        is_async=is_async,
         kwargs=dict(cfg.kwargs),
         timeout_s=cfg.timeout_s,
         version=function_version(source, cfg),
+        injected=injected,
     )
 
 
@@ -129,6 +137,36 @@ def load_group_functions(config: GroupsConfig) -> dict[str, GroupFunction]:
     if problems:
         raise LoadError("cannot load group functions:\n  " + "\n  ".join(problems))
     return found
+
+
+@dataclass(frozen=True)
+class MemberAnswer:
+    """One member's result from a group function: a score, or a dict {"score", "extra", "error"}."""
+
+    score: float | None
+    extra: dict[str, Any] | None = None
+    error: ErrorInfo | None = None
+
+
+def member_answer(value: Any, index: int) -> MemberAnswer:
+    """A group function returns per member a number or None, or a dict: `score` (number or None), optional
+    `extra` (a dict merged into the member's extra) and optional `error` ({"type", "message"}: this member
+    alone fails, typed, with score None)."""
+    if not isinstance(value, Mapping):
+        return MemberAnswer(None if value is None else as_score(value, f"score {index}"))
+    unknown = sorted(set(value) - {"score", "extra", "error"})
+    if unknown:
+        raise InvalidReturn(f"member {index}: unknown keys {unknown}; expected score, extra, error")
+    raw, extra, err = value.get("score"), value.get("extra"), value.get("error")
+    if extra is not None and not isinstance(extra, Mapping):
+        raise InvalidReturn(f"member {index}: extra must be a dict, not {type(extra).__name__}")
+    error = None
+    if err is not None:
+        if not isinstance(err, Mapping) or not isinstance(err.get("type"), str):
+            raise InvalidReturn(f"member {index}: error must be a dict with a type and a message")
+        error = ErrorInfo(type=err["type"], message=str(err.get("message", "")))
+    score = None if raw is None or error is not None else as_score(raw, f"score {index}")
+    return MemberAnswer(score, dict(extra) if extra else None, error)
 
 
 def group_fn_error(name: str, exc: Exception) -> ErrorInfo:
@@ -299,24 +337,30 @@ class GroupScorer:
         members = sorted(await self.store.collect(spec.key), key=lambda r: _member_order(r[0]))
         per_sample = [result for _, _, result in members]
         scores = [r.score if r.status == "ok" else None for r in per_sample]
-        finals: list[float | None] = scores
+        finals: list[MemberAnswer] = [MemberAnswer(s) for s in scores]
         error: ErrorInfo | None = None
         if gfn is not None:
             try:
                 finals = await self._run_group_fn(gfn, [request for _, request, _ in members], scores)
             except Exception as exc:
-                finals = [None] * len(members)
+                finals = [MemberAnswer(None)] * len(members)
                 error = group_fn_error(gfn.name, exc)
+        if gfn is not None and finals and finals[0].extra and "group_judge" in finals[0].extra:
+            self.scorer.metrics.group_judge_swaps(gfn.name, finals[0].extra)
         answers: dict[str, ScoreResult] = {}
         for (name, _, result), final in zip(members, finals, strict=True):
-            status = "error" if error is not None else result.status
-            answers[name] = self._final(result, spec, len(members), final, status, error or result.error)
+            own_error = error or final.error
+            status = "error" if own_error is not None else result.status
+            answer = self._final(result, spec, len(members), final.score, status, own_error or result.error)
+            if final.extra:
+                answer.extra.update(final.extra)
+            answers[name] = answer
         await self.store.finish(spec.key, answers)
         return answers
 
     async def _run_group_fn(
         self, gfn: GroupFunction, requests: list[ScoreRequest], scores: list[float | None]
-    ) -> list[float | None]:
+    ) -> list[MemberAnswer]:
         samples = [
             {
                 "uid": r.uid,
@@ -329,14 +373,16 @@ class GroupScorer:
             }
             for r in requests
         ]
+        injected = {p: getattr(self.scorer.injectables, p) for p in gfn.injected}
+        kwargs = {**gfn.kwargs, **injected}
         async with asyncio.timeout(gfn.timeout_s):
             if gfn.is_async:
-                value = await awaited(gfn.fn(samples=samples, scores=list(scores), **gfn.kwargs))
+                value = await awaited(gfn.fn(samples=samples, scores=list(scores), **kwargs))
             else:
-                value = await in_thread(gfn.fn, samples=samples, scores=list(scores), **gfn.kwargs)
+                value = await in_thread(gfn.fn, samples=samples, scores=list(scores), **kwargs)
         if not isinstance(value, (list, tuple)) or len(value) != len(scores):
             raise InvalidReturn(f"expected a list of {len(scores)} scores, got {type(value).__name__}")
-        return [None if v is None else as_score(v, f"score {i}") for i, v in enumerate(value)]
+        return [member_answer(v, i) for i, v in enumerate(value)]
 
     @staticmethod
     def _final(
