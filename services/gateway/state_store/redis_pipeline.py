@@ -64,6 +64,7 @@ class _Link(asyncio.Protocol):
         self.reader = hiredis.Reader()
         self.waiting: deque[Call] = deque()
         self.error: BaseException | None = None
+        self.loaded: set[str] = set()  # script SHAs this connection has sent a SCRIPT LOAD for
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # a stream connection's transport
@@ -157,7 +158,7 @@ class Pipeliner:
         queue, self._queue = self._queue, []
         now = time.monotonic()
         for start in range(0, len(queue), self.max_batch):
-            batch = queue[start : start + self.max_batch]
+            batch = self._with_loads(link, queue[start : start + self.max_batch])
             payload = b"".join(_pack(c) for c in batch)
             for call in batch:
                 call.sent_at = now
@@ -167,6 +168,23 @@ class Pipeliner:
             self.calls += len(batch)
         if self._watchdog is None:
             self._watchdog = asyncio.get_running_loop().call_later(self.op_timeout_s, self._check_deadline)
+
+    def _with_loads(self, link: _Link, batch: list[Call]) -> list[Call]:
+        """`batch` with a SCRIPT LOAD before the first call of each script on this connection. Redis runs
+        one connection's commands in order, so the EVALSHA behind it finds the script even on a Redis that has
+        just started: no NOSCRIPT round trip, and no retried call overtaking the ones sent after it (the order
+        of writes is the order of calls, which the FIFO-bounded indexes rely on)."""
+        out: list[Call] = []
+        for call in batch:
+            script = call.script
+            if script is not None and script.sha not in link.loaded:
+                link.loaded.add(script.sha)
+                loaded = asyncio.get_running_loop().create_future()
+                # Nobody awaits it: a failed load shows as the EVALSHA's NOSCRIPT, which is retried.
+                loaded.add_done_callback(lambda f: f.cancelled() or f.exception())
+                out.append(Call(None, (), ("SCRIPT", "LOAD", script.script), loaded))
+            out.append(call)
+        return out
 
     def _check_deadline(self) -> None:
         self._watchdog = None

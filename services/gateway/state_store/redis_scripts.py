@@ -13,6 +13,18 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
 
+# A FIFO index (a sorted set whose oldest entries are popped): the score is Redis' clock in microseconds, and
+# never below the newest score already there plus one, so two entries added in the same tick (a pipeline of
+# finishes lands within one millisecond) keep their order instead of tying and popping by member name.
+_FIFO_ADD = """
+local function fifo_add(index, member)
+  local order = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local newest = redis.call('ZREVRANGE', index, 0, 0, 'WITHSCORES')
+  if newest[2] and tonumber(newest[2]) >= order then order = tonumber(newest[2]) + 1 end
+  redis.call('ZADD', index, order, member)
+end
+"""
+
 # ---- results (redis_cache.py) ------------------------------------------------------------------------------
 # KEYS: result, lease, outcome. ARGV: token, lease_ms.
 # -> {1, result} cached | {2, ""} lease taken, the caller runs | {0, holder} someone runs it | {3, outcome}
@@ -43,12 +55,13 @@ return {4, ''}
 # result (FIFO-bounded by `index`); frees the lease; wakes the waiters.
 CACHE_FINISH = (
     _NOW
+    + _FIFO_ADD
     + """
 redis.call('SET', KEYS[3], ARGV[1] .. ARGV[2], 'PX', ARGV[6])
 local max = tonumber(ARGV[5])
 if ARGV[3] == '1' and max > 0 then
   redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[4])
-  redis.call('ZADD', KEYS[4], now, KEYS[1])
+  fifo_add(KEYS[4], KEYS[1])
   local n = redis.call('ZCARD', KEYS[4])
   if n > max then
     local old = redis.call('ZPOPMIN', KEYS[4], n - max)
@@ -227,7 +240,7 @@ _GROUP_RETIRE = """
 local function retire(gid, kept, prefix)
   redis.call('ZREM', KEYS[3], gid)
   if kept <= 0 then return end
-  redis.call('ZADD', KEYS[4], now, gid)
+  fifo_add(KEYS[4], gid)
   local n = redis.call('ZCARD', KEYS[4])
   if n > kept then
     local old = redis.call('ZPOPMIN', KEYS[4], n - kept)
@@ -242,6 +255,7 @@ end
 # KEYS: meta, final, open, done. ARGV: gid, kept, prefix, channel, then member, answer pairs.
 GROUP_FINISH = (
     _NOW
+    + _FIFO_ADD
     + _GROUP_RETIRE
     + """
 if redis.call('HGET', KEYS[1], 'state') ~= 'completing' then return 0 end
@@ -258,6 +272,7 @@ return 1
 # Times the group out when its deadline (or a completer's lease) has passed. -> {state, received}
 GROUP_EXPIRE = (
     _NOW
+    + _FIFO_ADD
     + _GROUP_RETIRE
     + """
 local st = redis.call('HGET', KEYS[1], 'state')
