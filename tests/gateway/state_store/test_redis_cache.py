@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Hashable
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,30 @@ def answered(backend: RedisBackend, how: str) -> float:
     return float(backend.metrics.result_cache_answers.labels(how)._value.get())
 
 
+def record_joiners(caches: list[Any]) -> list[Hashable]:
+    """The keys each request was told is in flight (it then waits on that run): what a test waits for
+    instead of sleeping while the duplicates reach Redis."""
+    seen: list[Hashable] = []
+    for cache in caches:
+        join = cache._join
+
+        async def recording(key: Hashable, *args: Any, join: Any = join) -> Any:
+            seen.append(key)
+            return await join(key, *args)
+
+        setattr(cache, "_join", recording)  # noqa: B010 - wraps the instance's method, a test double
+    return seen
+
+
+async def until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    """A bounded wait for `condition()`: the claims are round trips to the real redis-server."""
+    async with asyncio.timeout(timeout_s):
+        while True:
+            if condition():
+                return
+            await asyncio.sleep(0.005)
+
+
 async def test_concurrent_duplicates_on_three_replicas_run_once(replicas: list[RedisBackend]) -> None:
     caches = [r.results("uid", 100, 60.0) for r in replicas]
     req = request("same-uid")
@@ -27,8 +52,9 @@ async def test_concurrent_duplicates_on_three_replicas_run_once(replicas: list[R
     compute.gate.clear()
     first = asyncio.create_task(caches[0].run(key, req, compute.bind(req)))
     await compute.started.wait()
+    waiting = record_joiners(caches)
     joiners = [asyncio.create_task(c.run(key, req, compute.bind(req))) for c in caches[1:] for _ in range(3)]
-    await asyncio.sleep(0.05)  # let them find the run in flight
+    await until(lambda: len(waiting) == 6)  # each found the run in flight and waits on it
     compute.gate.set()
     answers = await asyncio.gather(first, *joiners)
     assert compute.runs == 1
@@ -60,8 +86,9 @@ async def test_error_is_shared_with_joiners_but_not_cached(replicas: list[RedisB
     compute.gate.clear()
     first = asyncio.create_task(caches[0].run(key, req, compute.bind(req)))
     await compute.started.wait()
+    waiting = record_joiners(caches)
     joiner = asyncio.create_task(caches[1].run(key, req, compute.bind(req)))
-    await asyncio.sleep(0.05)
+    await until(lambda: waiting == [key])  # the joiner found the run in flight and waits on it
     compute.gate.set()
     a, b = await asyncio.gather(first, joiner)
     assert (a.status, b.status, b.cached, compute.runs) == ("error", "error", True, 1)
