@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Hashable
+from collections.abc import AsyncIterator, Hashable
 from typing import Any
 
 import pytest
 
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from tests.gateway.state_store.conftest import make_backend
-from tests.gateway.state_store.helpers import CountingCompute, request
+from tests.gateway.state_store.helpers import CountingCompute, request, until
 from tests.gateway.state_store.redis_server import RedisServer
 
 
@@ -33,15 +33,6 @@ def record_joiners(caches: list[Any]) -> list[Hashable]:
 
         setattr(cache, "_join", recording)  # noqa: B010 - wraps the instance's method, a test double
     return seen
-
-
-async def until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    """A bounded wait for `condition()`: the claims are round trips to the real redis-server."""
-    async with asyncio.timeout(timeout_s):
-        while True:
-            if condition():
-                return
-            await asyncio.sleep(0.005)
 
 
 async def test_concurrent_duplicates_on_three_replicas_run_once(replicas: list[RedisBackend]) -> None:

@@ -14,7 +14,7 @@ from rewardfleet.services.gateway.errors import GroupRequestError, TooManyOpenGr
 from rewardfleet.services.gateway.features.groups import GroupScorer, load_group_functions
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
-from tests.gateway.state_store.helpers import request, result
+from tests.gateway.state_store.helpers import request, result, until
 
 FNS = load_group_functions(GroupsConfig())  # the built-in group functions (reward_fns.groups)
 
@@ -60,15 +60,6 @@ def record_joins(fleet: list[Any]) -> list[str]:
 
         groups.store.join = recording
     return seen
-
-
-async def until(condition: Any, timeout_s: float = 10.0) -> None:
-    """A bounded wait for `condition()`: the joins are round trips to the real redis-server."""
-    async with asyncio.timeout(timeout_s):
-        while True:
-            if condition():
-                return
-            await asyncio.sleep(0.005)
 
 
 @pytest.mark.parametrize("group_fn", [None, "rank_normalise", "best_of_n_bonus"])
