@@ -17,6 +17,7 @@ from rewardfleet.services.client import AsyncRewardClient, RetryPolicy, UnknownR
 from rewardfleet.services.integrations import verl_reward
 from rewardfleet.services.integrations.trl import make_async_reward_func, make_reward_func
 from tests.integrations.conftest import LiveGateway
+from tests.support import wait_until_in_flight
 
 IM_PROMPT = (
     "<|im_start|>system\nBe brief.<|im_end|>\n"
@@ -61,7 +62,7 @@ async def test_gateway_restart_during_score_many(live_gateway: LiveGateway) -> N
     ]
     async with AsyncRewardClient(live_gateway.url, max_concurrency=8, retry=PATIENT, timeout_s=10) as client:
         scoring = asyncio.create_task(client.score_many(samples))
-        await asyncio.sleep(0.4)  # ~8 in flight every 20 ms: well inside the run
+        await asyncio.to_thread(wait_until_in_flight, live_gateway.url, 4)  # requests in flight: mid-run
         assert not scoring.done()
         live_gateway.child.signal(signal.SIGKILL)
         await asyncio.to_thread(live_gateway.child.proc.wait, 10)

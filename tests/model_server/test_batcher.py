@@ -5,10 +5,25 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
 from rewardfleet.services.model_server.batcher import Batcher, BatcherStopped, BatchStats, QueueFull
+
+
+async def until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    """Yield to the event loop until `condition()` holds: a bounded wait on a state the batcher exposes."""
+    async with asyncio.timeout(timeout_s):
+        while True:
+            if condition():
+                return
+            await asyncio.sleep(0)
+
+
+async def entered(event: threading.Event) -> None:
+    """Wait (off the event loop) until the forward thread sets `event`."""
+    assert await asyncio.to_thread(event.wait, 10), "the forward never started"
 
 
 def recording(calls: list[list[int]], delay_s: float = 0.0):  # type: ignore[no-untyped-def]
@@ -97,12 +112,13 @@ async def test_cancelled_requests_are_skipped_before_the_forward() -> None:
 
 async def test_a_batch_of_only_cancelled_requests_runs_no_forward() -> None:
     calls: list[list[int]] = []
-    b: Batcher[int, int] = Batcher(recording(calls), max_batch_size=10, batch_wait_timeout_s=0.05)
+    # No wait budget: the loop takes the cancelled item alone and is done with that batch in the same step.
+    b: Batcher[int, int] = Batcher(recording(calls), max_batch_size=10, batch_wait_timeout_s=0.0)
     b.start()
     try:
         f = b.submit(1)
         f.cancel()
-        await asyncio.sleep(0.15)
+        await until(lambda: b.queue_length == 0)  # the batching loop took it (and dropped it)
         assert await b(5) == 50
     finally:
         await b.stop()
@@ -149,9 +165,10 @@ async def test_wrong_result_count_is_an_error_for_the_batch() -> None:
 
 
 async def test_full_queue_raises_queue_full() -> None:
-    release = threading.Event()
+    release, started = threading.Event(), threading.Event()
 
     def blocked(items: list[int]) -> list[int]:
+        started.set()
         release.wait(5)
         return items
 
@@ -159,7 +176,7 @@ async def test_full_queue_raises_queue_full() -> None:
     b.start()
     try:
         running = b.submit(0)
-        await asyncio.sleep(0.05)  # item 0 is in the forward now; the queue is empty
+        await entered(started)  # item 0 is in the forward now; the queue is empty
         queued = [b.submit(1), b.submit(2)]
         with pytest.raises(QueueFull):
             b.submit(3)
@@ -174,40 +191,47 @@ async def test_full_queue_raises_queue_full() -> None:
 async def test_forward_runs_off_the_event_loop() -> None:
     loop_thread = threading.get_ident()
     seen: list[int] = []
+    released: list[bool] = []
+    started, release = threading.Event(), threading.Event()
 
     def forward(items: list[int]) -> list[int]:
         seen.append(threading.get_ident())
-        time.sleep(0.2)
+        started.set()
+        released.append(release.wait(5))  # only the event loop sets it: it must run meanwhile
         return items
 
     b: Batcher[int, int] = Batcher(forward, max_batch_size=1, batch_wait_timeout_s=0.0)
     b.start()
     try:
         task = asyncio.ensure_future(b(1))
-        ticks = 0
-        while not task.done():  # the loop keeps running while the forward sleeps
-            await asyncio.sleep(0.01)
-            ticks += 1
+        await entered(started)
+        assert not task.done()
+        release.set()
         assert await task == 1
     finally:
+        release.set()
         await b.stop()
     assert seen and seen[0] != loop_thread
-    assert ticks >= 10
+    assert released == [True], "the forward blocked the event loop"
 
 
 async def test_submit_needs_a_running_batcher_and_stop_fails_queued_items() -> None:
-    release = threading.Event()
-    b: Batcher[int, int] = Batcher(
-        lambda items: [release.wait(5) and x for x in items], max_batch_size=1, batch_wait_timeout_s=0.0
-    )
+    release, started = threading.Event(), threading.Event()
+
+    def blocked(items: list[int]) -> list[int]:
+        started.set()
+        release.wait(5)
+        return items
+
+    b: Batcher[int, int] = Batcher(blocked, max_batch_size=1, batch_wait_timeout_s=0.0)
     with pytest.raises(BatcherStopped):
         b.submit(1)
     b.start()
     first = b.submit(1)
-    await asyncio.sleep(0.05)
+    await entered(started)  # item 1 is in the forward; item 2 stays queued
     queued = b.submit(2)
     stopping = asyncio.ensure_future(b.stop())
-    await asyncio.sleep(0.05)
+    await until(lambda: not b.running)  # stop() has cancelled the loop while the forward still runs
     release.set()
     await stopping
     with pytest.raises(BatcherStopped):
@@ -222,11 +246,7 @@ async def test_stop_during_collection_fails_the_requests_already_taken() -> None
     b: Batcher[int, int] = Batcher(recording(calls), max_batch_size=10, batch_wait_timeout_s=60.0)
     b.start()
     taken = [b.submit(1), b.submit(2)]
-    for _ in range(100):
-        if b.queue_length == 0:
-            break
-        await asyncio.sleep(0)
-    assert b.queue_length == 0, "the batching loop did not take the items"
+    await until(lambda: b.queue_length == 0)  # the batching loop took the items
     await b.stop()
     assert all(f.done() for f in taken), "stop() left requests of the partial batch unresolved"
     for f in taken:

@@ -171,7 +171,7 @@ async def test_stop_fails_running_and_queued_requests(executor: ThreadPoolExecut
     await _until(lambda: b.in_flight == 1)
     queued = b.submit(("queued", 1))
     stopping = asyncio.ensure_future(b.stop())
-    await asyncio.sleep(0.05)
+    await _until(lambda: not b.running)  # stop() has cancelled the loop while the step still runs
     batch.gate.set()
     await stopping
     for f in (running, queued):

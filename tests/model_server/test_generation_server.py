@@ -284,7 +284,12 @@ def test_client_that_disconnects_while_queued_is_dropped(lm_server: RunningServe
             running = asyncio.ensure_future(
                 c.post("/generate", json={"text": ["ab " * 150] * 64, "sampling_params": sp})
             )
-            await asyncio.sleep(0.05)
+            for _ in range(6000):  # until the batch is running (bounded: 60 s)
+                if (await c.get("/get_load")).json()[0]["num_running_reqs"] >= 1:
+                    break
+                await asyncio.sleep(0.01)
+            else:
+                raise AssertionError("the long batch never started")
             # ...and give up on a request queued behind it.
             with pytest.raises(httpx.TimeoutException):
                 await c.post("/generate", json={"text": "bye", "sampling_params": sp}, timeout=0.1)

@@ -10,7 +10,9 @@ import pytest
 
 from rewardfleet.services.gateway.config.features import GroupsConfig
 from rewardfleet.services.gateway.errors import GroupRequestError, TooManyOpenGroups
+from rewardfleet.services.gateway.features.group_memory import MemoryGroupStore
 from rewardfleet.services.gateway.features.groups import GroupFunction, GroupScorer
+from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from tests.gateway.units import async_function, sample, scorer
 
 
@@ -31,8 +33,37 @@ def _rank(samples: list[dict[str, Any]], scores: list[float | None]) -> list[flo
 RANK = GroupFunction(name="rank", fn=_rank, is_async=False, kwargs={}, timeout_s=5.0, version="r1")
 
 
+class ObservedStore(MemoryGroupStore):
+    """The in-process store, setting an event when a member has joined and when one has reported its score:
+    what a test waits for instead of a sleep."""
+
+    def __init__(self, config: GroupsConfig) -> None:
+        super().__init__(config)
+        self.joined, self.reported = asyncio.Event(), asyncio.Event()
+
+    async def join(self, group_id: str, member: str, size: int, fn_name: str | None) -> tuple[str, float]:
+        try:
+            return await super().join(group_id, member, size, fn_name)
+        finally:
+            self.joined.set()
+
+    async def report(
+        self, group_id: str, member: str, request: ScoreRequest, result: ScoreResult, lease_s: float
+    ) -> str:
+        try:
+            return await super().report(group_id, member, request, result, lease_s)
+        finally:
+            self.reported.set()
+
+
 def groups(**config: Any) -> GroupScorer:
-    return GroupScorer(GroupsConfig.model_validate({"builtin_package": None, **config}), scorer())
+    settings = GroupsConfig.model_validate({"builtin_package": None, **config})
+    return GroupScorer(settings, scorer(), ObservedStore(settings))
+
+
+def observed(g: GroupScorer) -> ObservedStore:
+    assert isinstance(g.store, ObservedStore)
+    return g.store
 
 
 def member(gid: str, index: int, text: str, size: int = 2, **fields: Any) -> Any:
@@ -44,7 +75,7 @@ async def test_members_are_answered_together_with_the_group_function() -> None:
     g = groups()
     fns = {"rank": RANK}
     first = asyncio.create_task(g.submit(member("g1", 0, "long", group_fn="rank"), LENGTH, "d", fns))
-    await asyncio.sleep(0.01)
+    await asyncio.wait_for(observed(g).reported.wait(), 10)  # the first member is scored and reported
     assert not first.done()  # waits for the rest of its group
     second = await g.submit(member("g1", 1, "s", group_fn="rank"), LENGTH, "d", fns)
     first_result = await first
@@ -68,7 +99,7 @@ async def test_bad_members_and_too_many_groups() -> None:
     with pytest.raises(GroupRequestError):
         await g.submit(member("g3", 0, "x", group_fn="missing"), LENGTH, "d", {})
     waiting = asyncio.create_task(g.submit(member("g3", 0, "x"), LENGTH, "d", {}))
-    await asyncio.sleep(0.01)
+    await asyncio.wait_for(observed(g).joined.wait(), 10)  # g3 is open with one member
     with pytest.raises(GroupRequestError):
         await g.submit(member("g3", 1, "x", size=3), LENGTH, "d", {})  # another group_size
     with pytest.raises(TooManyOpenGroups):

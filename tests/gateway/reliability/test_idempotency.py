@@ -44,19 +44,20 @@ def test_keys() -> None:
 async def test_a_duplicate_joins_the_running_call() -> None:
     metrics = GatewayMetrics()
     cache = ResultCache("uid", 8, 60, metrics)
-    release = asyncio.Event()
+    started, release = asyncio.Event(), asyncio.Event()
     calls = 0
 
     async def compute() -> ScoreResult:
         nonlocal calls
         calls += 1
+        started.set()
         await release.wait()
         return result()
 
     first = asyncio.create_task(cache.run("k", sample(uid="first"), compute))
-    await asyncio.sleep(0)
+    await started.wait()  # the first call is running
     second = asyncio.create_task(cache.run("k", sample(uid="second"), compute))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one scheduler pass: `second` runs up to its wait on the first call, not a timer
     release.set()
     a, b = await asyncio.gather(first, second)
     assert calls == 1
@@ -83,7 +84,7 @@ async def test_when_the_first_caller_is_cancelled_the_joined_one_computes() -> N
     first = asyncio.create_task(cache.run("k", sample(uid="a"), compute))
     await started.wait()
     joined = asyncio.create_task(cache.run("k", sample(uid="b"), compute))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one scheduler pass: `joined` runs up to its wait on the first call, not a timer
     first.cancel()
     answer = await joined
     assert calls == 2 and answer.status == "ok" and not answer.cached

@@ -3,10 +3,37 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
+
+T = TypeVar("T")
+
+
+async def until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    """A bounded wait for `condition()`, on state the code or a test double exposes (not a sleep for a
+    guessed duration): the steps in between are round trips to the real redis-server."""
+    async with asyncio.timeout(timeout_s):
+        while True:
+            if condition():
+                return
+            await asyncio.sleep(0.005)
+
+
+def record_calls(store: Any) -> list[str]:
+    """The names of the Redis operations `store.call` has answered, in order (a wrapper on the instance)."""
+    seen: list[str] = []
+    call = store.call
+
+    async def recording(op: str, pending: Awaitable[T]) -> T:
+        answer: T = await call(op, pending)
+        seen.append(op)
+        return answer
+
+    store.call = recording
+    return seen
 
 
 def request(uid: str | int | None = "u1", solution: str = "42", **more: Any) -> ScoreRequest:

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests.gateway.state_store.fleet import Fleet, runs_by_uid, wait_until
+from tests.gateway.state_store.helpers import until
 from tests.gateway.state_store.redis_server import RedisServer
 
 
@@ -138,7 +139,9 @@ def test_retried_uid_runs_once_in_flight_and_after(fleet: Fleet, workdir: Path) 
 
     async def scenario() -> list[httpx.Response]:
         first = asyncio.create_task(post_all(fleet.url, [body]))
-        await asyncio.sleep(0.5)  # in flight: the retries land on the other replicas (round-robin)
+        # The function stamps its log as it starts (then runs 1.5 s): in flight, the retries land on the other
+        # replicas (round-robin).
+        await until(lambda: "retry-me" in runs_by_uid(workdir / "runs.log"))
         during = await post_all(fleet.url, [body, body])
         return [*(await first), *during, *(await post_all(fleet.url, [body, body, body]))]
 

@@ -8,6 +8,7 @@ from typing import cast
 
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from rewardfleet.services.gateway.state_store.redis_budget import RedisGate
+from tests.gateway.state_store.helpers import record_calls, until
 
 
 async def test_max_concurrency_holds_across_replicas(replicas: list[RedisBackend]) -> None:
@@ -53,8 +54,9 @@ async def test_rpm_bucket_is_atomic_across_replicas(replicas: list[RedisBackend]
 
 async def test_tpm_counts_the_tokens_the_judge_reports(replicas: list[RedisBackend]) -> None:
     gate = replicas[0].gate("judge", None, None, 1000.0, 10.0)
+    calls = record_calls(replicas[0].store)
     async with gate.hold(10) as charge:
         charge.settle(400)  # the judge's answer said it used 400 tokens, not the 10 estimated
-    await asyncio.sleep(0.05)
+    await until(lambda: "bucket_settle" in calls)  # the correction is sent in the background: Redis ran it
     level = float(cast(bytes, await replicas[1].store.client.hget(gate.tpm_key, "l")))  # type: ignore[attr-defined]
     assert 595 <= level <= 602  # 1000 - 400, plus the refill of a few ms

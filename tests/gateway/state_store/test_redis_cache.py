@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Hashable
+from typing import Any
 
 import pytest
 
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from tests.gateway.state_store.conftest import make_backend
-from tests.gateway.state_store.helpers import CountingCompute, request
+from tests.gateway.state_store.helpers import CountingCompute, request, until
 from tests.gateway.state_store.redis_server import RedisServer
 
 
@@ -17,6 +18,21 @@ def answered(backend: RedisBackend, how: str) -> float:
     """The replica's rewardfleet_result_cache_answers_total{how}: hits and joins stay per-replica counters, so
     their sum over replicas is the fleet's figure."""
     return float(backend.metrics.result_cache_answers.labels(how)._value.get())
+
+
+def record_joiners(caches: list[Any]) -> list[Hashable]:
+    """The keys each request was told is in flight (it then waits on that run): what a test waits for
+    instead of sleeping while the duplicates reach Redis."""
+    seen: list[Hashable] = []
+    for cache in caches:
+        join = cache._join
+
+        async def recording(key: Hashable, *args: Any, join: Any = join) -> Any:
+            seen.append(key)
+            return await join(key, *args)
+
+        setattr(cache, "_join", recording)  # noqa: B010 - wraps the instance's method, a test double
+    return seen
 
 
 async def test_concurrent_duplicates_on_three_replicas_run_once(replicas: list[RedisBackend]) -> None:
@@ -27,8 +43,9 @@ async def test_concurrent_duplicates_on_three_replicas_run_once(replicas: list[R
     compute.gate.clear()
     first = asyncio.create_task(caches[0].run(key, req, compute.bind(req)))
     await compute.started.wait()
+    waiting = record_joiners(caches)
     joiners = [asyncio.create_task(c.run(key, req, compute.bind(req))) for c in caches[1:] for _ in range(3)]
-    await asyncio.sleep(0.05)  # let them find the run in flight
+    await until(lambda: len(waiting) == 6)  # each found the run in flight and waits on it
     compute.gate.set()
     answers = await asyncio.gather(first, *joiners)
     assert compute.runs == 1
@@ -60,8 +77,9 @@ async def test_error_is_shared_with_joiners_but_not_cached(replicas: list[RedisB
     compute.gate.clear()
     first = asyncio.create_task(caches[0].run(key, req, compute.bind(req)))
     await compute.started.wait()
+    waiting = record_joiners(caches)
     joiner = asyncio.create_task(caches[1].run(key, req, compute.bind(req)))
-    await asyncio.sleep(0.05)
+    await until(lambda: waiting == [key])  # the joiner found the run in flight and waits on it
     compute.gate.set()
     a, b = await asyncio.gather(first, joiner)
     assert (a.status, b.status, b.cached, compute.runs) == ("error", "error", True, 1)

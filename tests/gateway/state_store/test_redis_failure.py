@@ -12,7 +12,7 @@ import pytest
 
 from rewardfleet.services.gateway.errors import StateStoreUnavailable
 from tests.gateway.state_store.conftest import make_backend
-from tests.gateway.state_store.helpers import CountingCompute, request
+from tests.gateway.state_store.helpers import CountingCompute, record_calls, request, until
 from tests.gateway.state_store.redis_server import RedisServer
 from tests.support import free_port
 
@@ -46,8 +46,9 @@ async def test_lost_mid_run_fails_fast_then_recovers(own_redis: RedisServer) -> 
         compute.gate.clear()
         running = asyncio.create_task(caches[0].run(key, req, compute.bind(req)))
         await compute.started.wait()
+        calls = record_calls(waiter.store)
         joining = asyncio.create_task(caches[1].run(key, req, compute.bind(req)))
-        await asyncio.sleep(0.1)
+        await until(lambda: "cache_check" in calls)  # the duplicate listens for the run's end and waits
 
         own_redis.kill()
         with pytest.raises(StateStoreUnavailable):  # the waiter is woken by the lost connection
@@ -64,10 +65,7 @@ async def test_lost_mid_run_fails_fast_then_recovers(own_redis: RedisServer) -> 
         own_redis.start()  # same port, empty: the fleet recovers without a restart
         again = await caches[1].run(caches[1].key(fresh, "judge", "v1"), fresh, compute.bind(fresh))
         assert again.status == "ok" and compute.runs == 2
-        for _ in range(100):  # the notifier reconnects in the background
-            if waiter.store.notifier._ready.is_set():
-                break
-            await asyncio.sleep(0.05)
+        await asyncio.wait_for(waiter.store.notifier._ready.wait(), 10.0)  # it reconnects in the background
         assert waiter.store.metrics.reconnects._value.get() >= 1
         async with waiter.store.notifier.listen("f:probe") as inbox:
             await owner.store.client.publish("f:probe", b"1")

@@ -14,7 +14,7 @@ from rewardfleet.services.gateway.errors import GroupRequestError, TooManyOpenGr
 from rewardfleet.services.gateway.features.groups import GroupScorer, load_group_functions
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
-from tests.gateway.state_store.helpers import request, result
+from tests.gateway.state_store.helpers import request, result, until
 
 FNS = load_group_functions(GroupsConfig())  # the built-in group functions (reward_fns.groups)
 
@@ -46,6 +46,22 @@ def scorers(replicas: list[RedisBackend], config: GroupsConfig) -> tuple[list[An
     return [r.groups(config, counter) for r in replicas], counter
 
 
+def record_joins(fleet: list[Any]) -> list[str]:
+    """The statuses Redis answers each member's join with, on every replica: what a test waits for (a member
+    has joined its group) instead of sleeping."""
+    seen: list[str] = []
+    for groups in fleet:
+        join = groups.store.join
+
+        async def recording(*args: Any, join: Any = join) -> tuple[str, float]:
+            status, value = await join(*args)
+            seen.append(status)
+            return status, value
+
+        groups.store.join = recording
+    return seen
+
+
 @pytest.mark.parametrize("group_fn", [None, "rank_normalise", "best_of_n_bonus"])
 async def test_groups_spread_over_replicas_equal_in_process(
     replicas: list[RedisBackend], group_fn: Any
@@ -65,12 +81,16 @@ async def test_groups_spread_over_replicas_equal_in_process(
 
 async def test_repeated_member_on_another_replica_waits_and_runs_once(replicas: list[RedisBackend]) -> None:
     fleet, counter = scorers(replicas, GroupsConfig())
-    posts = [fleet[i % 3].submit(member("dup", i, size=3), None, "t", FNS) for i in range(2)]
-    repeat = fleet[2].submit(member("dup", 0, size=3), None, "t", FNS)  # member 0 again, on another replica
-    first = asyncio.gather(*posts, repeat)
-    await asyncio.sleep(0.1)
+    joins = record_joins(fleet)
+    posts = asyncio.gather(*(fleet[i % 3].submit(member("dup", i, size=3), None, "t", FNS) for i in range(2)))
+    await until(lambda: len(joins) == 2)
+    # member 0 again, on another replica
+    repeat = asyncio.ensure_future(fleet[2].submit(member("dup", 0, size=3), None, "t", FNS))
+    await until(lambda: len(joins) == 3)
+    assert joins[2] == "dup" and not repeat.done()  # a repeat waits for the group's answer
     last = await fleet[1].submit(member("dup", 2, size=3), None, "t", FNS)
-    a0, _a1, again = await first
+    a0, _a1 = await posts
+    again = await repeat
     assert counter.calls == 3 and essence(again) == essence(a0) and last.status == "ok"
     late = await fleet[0].submit(
         member("dup", 0, size=3), None, "t", FNS
@@ -99,8 +119,9 @@ async def test_timeout_is_fleet_wide_and_matches_in_process(replicas: list[Redis
 
 async def test_open_groups_are_bounded_fleet_wide(replicas: list[RedisBackend]) -> None:
     fleet, _ = scorers(replicas, GroupsConfig(max_open_groups=1, timeout_s=0.3))
+    joins = record_joins(fleet)
     pending = asyncio.create_task(fleet[0].submit(member("a", 0, size=2), None, "t", FNS))
-    await asyncio.sleep(0.05)
+    await until(lambda: joins == ["new"])  # group "a" is open
     with pytest.raises(TooManyOpenGroups):
         await fleet[1].submit(member("b", 0, size=2), None, "t", FNS)
     assert (await pending).status == "group_timeout"
@@ -108,8 +129,9 @@ async def test_open_groups_are_bounded_fleet_wide(replicas: list[RedisBackend]) 
 
 async def test_mismatched_members_are_refused(replicas: list[RedisBackend]) -> None:
     fleet, _ = scorers(replicas, GroupsConfig(timeout_s=0.3))
+    joins = record_joins(fleet)
     pending = asyncio.create_task(fleet[0].submit(member("m", 0, size=2), None, "t", FNS))
-    await asyncio.sleep(0.05)
+    await until(lambda: joins == ["new"])  # group "m" is open with size 2
     with pytest.raises(GroupRequestError, match="group_size 2"):
         await fleet[1].submit(member("m", 1, size=3), None, "t", FNS)
     with pytest.raises(GroupRequestError, match="different group functions"):
