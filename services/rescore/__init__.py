@@ -1,4 +1,4 @@
-"""`rewardfleet score`: re-score rollouts that were already generated (issue 27).
+"""`rewardfleet score`: re-score rollouts that were already generated.
 
     inputs.py      read JSONL / parquet (verl dumps, verl datasets, `/score` samples, `--field` mappings)
     paths.py       the `--field sample_field=json.path` syntax
