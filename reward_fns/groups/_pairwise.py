@@ -86,8 +86,14 @@ def win_rates(tallies: dict[int, Tally]) -> dict[int, float]:
 def bradley_terry(n: int, outcomes: Sequence[tuple[int, int, str]], alpha: float = 0.01) -> list[float]:
     """Bradley-Terry log-strengths by choix's ILSR (`alpha` regularises: a member that won everything stays
     finite). A tie counts as half a win each way (one win each way, which weighs the same against the
-    decided pairs counted twice)."""
-    import choix
+    decided pairs counted twice). choix is the `groups` extra: without it this aggregate is an error that
+    says so (the default, `win_rate`, needs nothing)."""
+    try:
+        import choix
+    except ImportError as exc:
+        raise RuntimeError(
+            "aggregate bradley_terry needs the choix package: pip install 'reward-fleet[groups]'"
+        ) from exc
 
     data: list[tuple[int, int]] = []
     for a, b, result in outcomes:
