@@ -14,7 +14,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from starlette.types import Scope
 
 from rewardfleet.reward_fns.guards import GUARD_NAMES
-from rewardfleet.services.common.body_limits import READ_TIMEOUT, TOO_LARGE
+from rewardfleet.services.common.body_limits import refusals_counter
 
 NAMESPACE = "rewardfleet"
 REQUEST_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -143,16 +143,7 @@ class GatewayMetrics:
             namespace=NAMESPACE,
             registry=r,
         )
-        self.body_refusals = Counter(
-            "gateway_request_body_refusals",
-            "Requests refused while their body was read, by reason: too_large (413, max_body_bytes) or "
-            "read_timeout (408, body_read_timeout_s).",
-            ["reason"],
-            namespace=NAMESPACE,
-            registry=r,
-        )
-        for reason in (TOO_LARGE, READ_TIMEOUT):
-            self.body_refusals.labels(reason)
+        self.body_refusals = refusals_counter("gateway_request_body_refusals", NAMESPACE, r)
 
         # A guard before a judge answered (reward_fns/guards.py): the label is one of GUARD_NAMES, whatever
         # a function writes into extra["guard"].

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.types import Scope
 
-from rewardfleet.services.common.body_limits import READ_TIMEOUT, TOO_LARGE
+from rewardfleet.services.common.body_limits import refusals_counter
 from rewardfleet.services.model_server.batcher import BatchStats
 
 NAMESPACE = "rewardfleet_model_server"
@@ -91,16 +91,7 @@ class ModelServerMetrics:
             namespace=NAMESPACE,
             registry=r,
         )
-        self.body_refusals = Counter(
-            "request_body_refusals",
-            "Requests refused while their body was read, by reason: too_large (413, max_body_bytes) or "
-            "read_timeout (408, body_read_timeout_s).",
-            ["reason"],
-            namespace=NAMESPACE,
-            registry=r,
-        )
-        for reason in (TOO_LARGE, READ_TIMEOUT):
-            self.body_refusals.labels(reason)
+        self.body_refusals = refusals_counter("request_body_refusals", NAMESPACE, r)
         self.ready = Gauge(
             "ready", "1 once the model is loaded and warmed up.", namespace=NAMESPACE, registry=r
         )
