@@ -179,7 +179,8 @@ return 1
 # ---- groups (redis_groups.py) ------------------------------------------------------------------------------
 # meta hash: size, fn, deadline (ms, Redis clock), state (open|completing|done|timeout), scored, received,
 # until (completing lease), partial (1 when judged at its deadline over the members present). members hash:
-# member -> "" while scoring, then its payload. final hash: member -> its answer. open zset: gid -> deadline + grace. done zset: gid -> finish time (trimmed to `kept`).
+# member -> "" while scoring, then its payload. final hash: member -> its answer. open zset: gid -> deadline +
+# grace. done zset: gid -> finish time (trimmed to `kept`).
 
 # KEYS: meta, members, open. ARGV: gid, member, size, fn, timeout_ms, max_open, keep_ms.
 # -> {"new"|"dup", ms to deadline, open groups (when it opened one, else 0)} | {"answered", 0|1 member known}
