@@ -172,3 +172,67 @@ def test_reward_loop_workers_in_ray_mixed_data_sources(
     assert list(columns["reward_status"]) == ["ok"] * 4 and not any(columns["reward_failed"])
     assert json.loads(columns["reward_extra"][2])["pred"] == expected[2]["pred"]
     assert all(not math.isnan(float(a)) for a in columns["acc"])
+
+
+GROUP_OVERRIDES = [
+    "reward.reward_manager.source=importlib",
+    "reward.reward_manager.module.path=pkg://rewardfleet.services.integrations.verl_group",
+    "reward.reward_manager.name=GroupRewardManager",
+    "+reward.custom_reward_function.reward_kwargs.group_fn=rank_normalise",
+    "+reward.custom_reward_function.reward_kwargs.reward_fn=charsum",
+    "actor_rollout_ref.rollout.n=3",
+]
+
+
+def test_group_reward_manager_sends_each_prompts_rollouts_as_one_group(
+    trainer_gateway: LiveGateway, tiny_policy: Path, tokenizer: Any, tmp_path: Path
+) -> None:
+    """verl's reward-manager loading (`resolve_reward_manager_cls`, importlib source) finds the adapter's
+    manager; its `run_single` (verl's NaiveRewardManager) scores two prompts' 3 rollouts each, every rollout
+    carrying verl's `uid` of its prompt: each prompt is one group, judged once, every member answered."""
+    import asyncio
+
+    import numpy as np
+    from verl.trainer.ppo.reward import get_custom_reward_fn, resolve_reward_manager_cls
+
+    from rewardfleet.services.integrations import verl_reward
+    from rewardfleet.services.integrations.verl_group import GroupRewardManager
+
+    config = trainer_config(trainer_gateway, tiny_policy, *GROUP_OVERRIDES)
+    assert resolve_reward_manager_cls(config) is GroupRewardManager
+    rows = [_row(0, "openai/gsm8k", "What is 6*7?", "42")] * 3 + [_row(1, "openai/gsm8k", "1+1?", "2")] * 3
+    responses = ["#### 42", "#### 41", "It is 42.\n#### 42", "#### 2", "#### 3", "#### 5"]
+    parquet = write_parquet(tmp_path / "group.parquet", rows)
+    batch = rollout_batch(parquet, tokenizer, responses, tmp_path / "cache")
+    uids = ["prompt-a-step7"] * 3 + ["prompt-b-step7"] * 3  # as verl's trainer: one uid per prompt, repeated
+    batch.non_tensor_batch["uid"] = np.array(uids, dtype=object)
+
+    async def score_all() -> list[dict[str, Any]]:
+        manager = GroupRewardManager(config, tokenizer, get_custom_reward_fn(config))
+        try:
+            return list(await asyncio.gather(*(manager.run_single(batch[i : i + 1]) for i in range(6))))
+        finally:
+            await verl_reward.aclose()
+
+    outs = asyncio.run(score_all())
+    extras = [json.loads(o["reward_extra_info"]["reward_extra"]) for o in outs]
+    assert [o["reward_extra_info"]["reward_status"] for o in outs] == ["ok"] * 6
+    assert [e["group"]["id"] for e in extras] == uids
+    assert all(e["group"]["size"] == 3 and e["group"]["received"] == 3 for e in extras)
+    assert all(e["group"]["fn"] == "rank_normalise" and not e["group_partial"] for e in extras)
+    # charsum.py scores each rollout; rank_normalise ranks them within their own prompt's group only
+    from rewardfleet.reward_fns.groups.rank_normalise import compute_group_score
+
+    per_sample = [e["sample_score"] for e in extras]
+    expected = [
+        *compute_group_score(samples=[{}] * 3, scores=per_sample[:3]),
+        *compute_group_score(samples=[{}] * 3, scores=per_sample[3:]),
+    ]
+    assert [o["reward_score"] for o in outs] == expected
+    assert (
+        sorted(expected[:3]) == sorted(expected[3:]) == [0.0, 0.5, 1.0]
+    )  # two groups of three, not one of 6
+    assert "rewardfleet_group" not in extras[0]  # the group travels as fields, not as extra_info
+    assert (
+        batch.non_tensor_batch["extra_info"][0].get("rewardfleet_group") is None
+    )  # caller's batch untouched
