@@ -14,11 +14,12 @@ entry per generation and expects one float (or None) per entry. Each entry becom
 - `extra_info`: the `extra_info` column (a dict) plus every other JSON-able dataset column not used above.
 
 GRPO groups (group judging, docs/group_judging.md): with `num_generations` (TRL's
-`GRPOConfig.num_generations`) every `num_generations` consecutive completions of a call are one group, as TRL lays them out (each prompt
-repeated `num_generations` times in a row): `group_id` = `<callable's run id>-<call number>-<k>`, new for
-every call, `group_size` = `num_generations`, `group_index` = the completion's place in its group, and
-`group_fn` if given. A call whose completions are not whole groups, or a group whose prompts differ, raises
-ValueError naming `num_generations`: a wrong grouping would judge answers to different questions together.
+`GRPOConfig.num_generations`) every `num_generations` consecutive completions of a call are one group, as
+TRL lays them out (each prompt repeated `num_generations` times in a row): `group_id` =
+`<callable's run id>-<call number>-<k>`, new for every call, `group_size` = `num_generations`,
+`group_index` = the completion's place in its group, and `group_fn` if given. A call whose completions are
+not whole groups, or a group whose prompts differ, raises ValueError naming `num_generations`: a wrong
+grouping would judge answers to different questions together.
 
 A sample whose function failed returns None — TRL's "not applicable" — and is logged, never 0 (a gateway
 `on_error_score` fallback is returned as the score it is, still logged). A 4xx from the gateway (unknown
