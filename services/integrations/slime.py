@@ -9,12 +9,12 @@ whole group (`--group-rm`): it calls the custom reward function with the group's
     --rm-url http://reward-gateway:8000          # the gateway's base URL (else $REWARDFLEET_URL)
 
 `group_rm(args, samples)` posts the group in one `POST /score/batch`: `group_id` =
-`slime-<run id>-<group_index>` (a run id per process, so two runs on one gateway never share a group), `group_size` = the number of samples
-(slime's `n_samples_per_prompt`), `group_index` = each sample's place in the group. From each sample's
-`metadata` (slime's `--metadata-key` column) it reads `data_source` (default "slime"), `reward_fn` and
-`group_fn` (else the gateway's `groups.default_group_fn`). It returns one float per sample; a sample whose
-score failed is logged and gets `remove_sample = True` (slime drops it from training), with reward 0.0 only
-as a placeholder slime never trains on.
+`slime-<run id>-<group_index>` (a run id per process, so two runs on one gateway never share a group),
+`group_size` = the number of samples (slime's `n_samples_per_prompt`), `group_index` = each sample's place
+in the group. From each sample's `metadata` (slime's `--metadata-key` column) it reads `data_source`
+(default "slime"), `reward_fn` and `group_fn` (else the gateway's `groups.default_group_fn`). It returns one
+float per sample; a sample whose score failed is logged and gets `remove_sample = True` (slime drops it
+from training), with reward 0.0 only as a placeholder slime never trains on.
 """
 
 from __future__ import annotations
