@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,7 @@ from tests.integrations.verl_harness import (
     rollout_batch,
     write_parquet,
 )
+from tests.support import REPO_ROOT
 
 GSM8K_SUFFIX = ' Let\'s think step by step and output the final answer after "####".'
 # (data_source, question, ground truth, response): gsm8k rows first, math_dapo rows last, so each of the two
@@ -174,22 +176,30 @@ def test_reward_loop_workers_in_ray_mixed_data_sources(
     assert all(not math.isnan(float(a)) for a in columns["acc"])
 
 
-GROUP_OVERRIDES = [
-    "reward.reward_manager.source=importlib",
-    "reward.reward_manager.module.path=pkg://rewardfleet.services.integrations.verl_group",
-    "reward.reward_manager.name=GroupRewardManager",
-    "+reward.custom_reward_function.reward_kwargs.group_fn=rank_normalise",
-    "+reward.custom_reward_function.reward_kwargs.reward_fn=charsum",
-    "actor_rollout_ref.rollout.n=3",
-]
+def group_overrides(gateway_url: str) -> list[str]:
+    """The verl override lines of docs/group_judging.md's `### verl` bash block, pointed at the test gateway,
+    with the test's group function (rank_normalise needs no judge pool) and a scorer that varies."""
+    text = (REPO_ROOT / "docs" / "group_judging.md").read_text()
+    block = re.search(r"```bash\n(.*?)```", text[text.index("### verl\n") :], re.S)
+    if block is None:
+        raise AssertionError("docs/group_judging.md's verl section has no bash block")
+    lines = [line.strip().rstrip("\\").strip() for line in block.group(1).splitlines()]
+    lines = [line for line in lines if "=" in line and not line.startswith("python")]
+    lines = [re.sub(r"gateway_url=\S+", f"gateway_url={gateway_url}", line) for line in lines]
+    lines = [re.sub(r"group_fn=\S+", "group_fn=rank_normalise", line) for line in lines]
+    return [
+        *[re.sub(r"rollout.n=\S+", "rollout.n=3", line) for line in lines],
+        "+reward.custom_reward_function.reward_kwargs.reward_fn=charsum",
+    ]
 
 
 def test_group_reward_manager_sends_each_prompts_rollouts_as_one_group(
     trainer_gateway: LiveGateway, tiny_policy: Path, tokenizer: Any, tmp_path: Path
 ) -> None:
-    """verl's reward-manager loading (`resolve_reward_manager_cls`, importlib source) finds the adapter's
-    manager; its `run_single` (verl's NaiveRewardManager) scores two prompts' 3 rollouts each, every rollout
-    carrying verl's `uid` of its prompt: each prompt is one group, judged once, every member answered."""
+    """With docs/group_judging.md's override lines, verl's reward-manager loading
+    (`resolve_reward_manager_cls`, importlib source) finds the adapter's manager; its `run_single` (verl's
+    NaiveRewardManager) scores two prompts' 3 rollouts each, every rollout carrying verl's `uid` of its
+    prompt: each prompt is one group, judged once, every member answered."""
     import asyncio
 
     import numpy as np
@@ -198,7 +208,9 @@ def test_group_reward_manager_sends_each_prompts_rollouts_as_one_group(
     from rewardfleet.services.integrations import verl_reward
     from rewardfleet.services.integrations.verl_group import GroupRewardManager
 
-    config = trainer_config(trainer_gateway, tiny_policy, *GROUP_OVERRIDES)
+    config = compose_trainer_config(
+        [*group_overrides(trainer_gateway.url), f"actor_rollout_ref.model.path={tiny_policy}"]
+    )
     assert resolve_reward_manager_cls(config) is GroupRewardManager
     rows = [_row(0, "openai/gsm8k", "What is 6*7?", "42")] * 3 + [_row(1, "openai/gsm8k", "1+1?", "2")] * 3
     responses = ["#### 42", "#### 41", "It is 42.\n#### 42", "#### 2", "#### 3", "#### 5"]
