@@ -49,6 +49,12 @@ class GroupRewardManager(NaiveRewardManager):
             info = dict(item.non_tensor_batch.get("extra_info") or {})
             info[GROUP_KEY] = {"group_id": str(uid), "group_size": size}
             # new columns: the caller's batch (whose rollouts share their extra_info dict) stays untouched
-            data.non_tensor_batch = {**data.non_tensor_batch, "extra_info": np.array([info], dtype=object)}
+            columns = {**data.non_tensor_batch, "extra_info": np.array([info], dtype=object)}
+            tools = item.non_tensor_batch.get("tool_extra_fields")
+            if tools is not None and GROUP_KEY in tools:
+                # verl merges a rollout's tool fields into extra_info after this: none may name the group
+                kept = {k: v for k, v in dict(tools).items() if k != GROUP_KEY}
+                columns["tool_extra_fields"] = np.array([kept], dtype=object)
+            data.non_tensor_batch = columns
         result: dict[str, Any] = await super().run_single(data)
         return result

@@ -218,6 +218,9 @@ def test_group_reward_manager_sends_each_prompts_rollouts_as_one_group(
     batch = rollout_batch(parquet, tokenizer, responses, tmp_path / "cache")
     uids = ["prompt-a-step7"] * 3 + ["prompt-b-step7"] * 3  # as verl's trainer: one uid per prompt, repeated
     batch.non_tensor_batch["uid"] = np.array(uids, dtype=object)
+    # a tool's fields (merged into extra_info by verl after the manager's) cannot re-name a rollout's group
+    forged = {"rewardfleet_group": {"group_id": "forged", "group_size": 3}, "tool_calls": 1}
+    batch.non_tensor_batch["tool_extra_fields"] = np.array([{}] * 3 + [forged] * 3, dtype=object)
 
     async def score_all() -> list[dict[str, Any]]:
         manager = GroupRewardManager(config, tokenizer, get_custom_reward_fn(config))
