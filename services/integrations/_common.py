@@ -13,6 +13,9 @@ from typing import Any
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy, RewardClient
 
 URL_ENV = "REWARDFLEET_URL"
+# extra_info[GROUP_KEY] = {"group_id", "group_size"}: a sample's GRPO group, put there by a trainer-side piece
+# that knows it (verl_group.GroupRewardManager) and sent by the adapters as the gateway's group fields.
+GROUP_KEY = "rewardfleet_group"
 DEFAULT_URL = "http://127.0.0.1:8000"
 
 

@@ -13,6 +13,14 @@ entry per generation and expects one float (or None) per entry. Each entry becom
   label);
 - `extra_info`: the `extra_info` column (a dict) plus every other JSON-able dataset column not used above.
 
+GRPO groups (group judging, docs/group_judging.md): with `num_generations` (TRL's
+`GRPOConfig.num_generations`) every `num_generations` consecutive completions of a call are one group, as
+TRL lays them out (each prompt repeated `num_generations` times in a row): `group_id` =
+`<callable's run id>-<call number>-<k>`, new for every call, `group_size` = `num_generations`,
+`group_index` = the completion's place in its group, and `group_fn` if given. A call whose completions are
+not whole groups, or a group whose prompts differ, raises ValueError naming `num_generations`: a wrong
+grouping would judge answers to different questions together.
+
 A sample whose function failed returns None — TRL's "not applicable" — and is logged, never 0 (a gateway
 `on_error_score` fallback is returned as the score it is, still logged). A 4xx from the gateway (unknown
 function, bad sample) is a configuration error and raises. A gateway unreachable after all retries raises too
@@ -23,9 +31,11 @@ zeros; `on_unavailable="none"` returns None for those samples instead.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import threading
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -60,12 +70,20 @@ class SampleMapper:
         ground_truth_column: str | None = None,
         extra_info_column: str = "extra_info",
         reward_fn: str | None = None,
+        num_generations: int | None = None,
+        group_fn: str | None = None,
     ) -> None:
+        if num_generations is not None and num_generations < 1:
+            raise ValueError(f"num_generations must be >= 1, got {num_generations}")
         self.data_source = data_source
         self.data_source_column = data_source_column
         self.ground_truth_column = ground_truth_column
         self.extra_info_column = extra_info_column
         self.reward_fn = reward_fn
+        self.num_generations = num_generations
+        self.group_fn = group_fn
+        self._run = uuid.uuid4().hex[:12]  # this callable's groups never meet another's on the gateway
+        self._calls = itertools.count()
 
     def samples(
         self, prompts: Sequence[Any], completions: Sequence[Any], columns: Mapping[str, Any]
@@ -99,7 +117,27 @@ class SampleMapper:
             if self.reward_fn:
                 sample["reward_fn"] = self.reward_fn
             samples.append(sample)
+        if self.num_generations is not None:
+            self._group(samples, prompts, self.num_generations)
         return samples
+
+    def _group(self, samples: list[dict[str, Any]], prompts: Sequence[Any], n: int) -> None:
+        """Each `n` consecutive samples form one group (see the module docstring)."""
+        if len(samples) % n:
+            raise ValueError(f"{len(samples)} completions are not whole groups of num_generations={n}")
+        call = next(self._calls)
+        for start in range(0, len(samples), n):
+            if any(prompts[start + j] != prompts[start] for j in range(n)):
+                raise ValueError(
+                    f"completions {start}..{start + n - 1} answer different prompts: not one group of "
+                    f"num_generations={n} (is num_generations the trainer's?)"
+                )
+            for j in range(n):
+                samples[start + j].update(
+                    group_id=f"{self._run}-{call}-{start // n}", group_size=n, group_index=j
+                )
+                if self.group_fn:
+                    samples[start + j]["group_fn"] = self.group_fn
 
 
 def to_trl(results: Sequence[ScoreResult], on_unavailable: Literal["raise", "none"]) -> list[float | None]:

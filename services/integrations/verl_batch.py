@@ -136,6 +136,7 @@ async def compute_score(
     *,
     gateway_url: str | None = None,
     reward_fn: str | None = None,
+    group_fn: str | None = None,
     error_score: float | None = None,
     extra_keys: list[str] | None = None,
     timeout_s: float = 300.0,
@@ -153,7 +154,8 @@ async def compute_score(
         timeout_s=timeout_s,
         max_concurrency=max_concurrency,
     )
-    result = await coalescer.submit(_body(data_source, solution_str, ground_truth, extra_info, reward_fn))
+    body = _body(data_source, solution_str, ground_truth, extra_info, reward_fn, group_fn)
+    result = await coalescer.submit(body)
     return to_verl(result, error_score=error_score, extra_keys=extra_keys)
 
 

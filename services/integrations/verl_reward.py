@@ -31,6 +31,10 @@ Failures: a function error/timeout for which the gateway has an `on_error_score`
 otherwise the call raises `RewardFunctionFailed` — verl has no "no reward" value, and a made-up 0 would train
 on a lie.
 
+GRPO groups (group judging, docs/group_judging.md): with verl_group.GroupRewardManager as the reward manager,
+each sample carries its prompt's `uid` and `rollout.n`, sent as `group_id` / `group_size`, and
+`reward_kwargs.group_fn` names the group function (else the gateway's `groups.default_group_fn`).
+
 verl's own `reward_router_address` / `reward_model_tokenizer` arguments are accepted and ignored: the gateway
 has its own routers. `reward_kwargs` are verl's config-level keyword arguments (they win over call arguments).
 """
@@ -44,7 +48,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rewardfleet.services.client import RewardFleetError, ScoreResult
-from rewardfleet.services.integrations._common import ClientPerLoop, gateway_url, shared_sync_client
+from rewardfleet.services.integrations._common import (
+    GROUP_KEY,
+    ClientPerLoop,
+    gateway_url,
+    shared_sync_client,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +82,7 @@ async def compute_score(
     *,
     gateway_url: str | None = None,
     reward_fn: str | None = None,
+    group_fn: str | None = None,
     error_score: float | None = None,
     extra_keys: list[str] | None = None,
     timeout_s: float = 300.0,
@@ -81,7 +91,7 @@ async def compute_score(
 ) -> dict[str, Any]:
     """verl's async reward-function contract, answered by the gateway."""
     client = _clients.get(_url(gateway_url), timeout_s=timeout_s, max_concurrency=max_concurrency)
-    body = _body(data_source, solution_str, ground_truth, extra_info, reward_fn)
+    body = _body(data_source, solution_str, ground_truth, extra_info, reward_fn, group_fn)
     result = await client.score(body)
     return to_verl(result, error_score=error_score, extra_keys=extra_keys)
 
@@ -94,6 +104,7 @@ def compute_score_sync(
     *,
     gateway_url: str | None = None,
     reward_fn: str | None = None,
+    group_fn: str | None = None,
     error_score: float | None = None,
     extra_keys: list[str] | None = None,
     timeout_s: float = 300.0,
@@ -102,7 +113,8 @@ def compute_score_sync(
 ) -> dict[str, Any]:
     """The same for verl's synchronous reward managers (one blocking call per sample, from any thread)."""
     client = shared_sync_client(_url(gateway_url), timeout_s=timeout_s, max_concurrency=max_concurrency)
-    result = client.score(_body(data_source, solution_str, ground_truth, extra_info, reward_fn))
+    body = _body(data_source, solution_str, ground_truth, extra_info, reward_fn, group_fn)
+    result = client.score(body)
     return to_verl(result, error_score=error_score, extra_keys=extra_keys)
 
 
@@ -150,16 +162,28 @@ def _url(explicit: str | None) -> str:
 
 
 def _body(
-    data_source: str, solution_str: str, ground_truth: Any, extra_info: Any, reward_fn: str | None
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Any,
+    reward_fn: str | None,
+    group_fn: str | None = None,
 ) -> dict[str, Any]:
+    info = dict(extra_info) if isinstance(extra_info, Mapping) else {}
+    group = info.pop(GROUP_KEY, None)
     body: dict[str, Any] = {
         "data_source": str(data_source),
         "solution_str": solution_str,
         "ground_truth": _jsonable(ground_truth),
-        "extra_info": _jsonable(extra_info) if isinstance(extra_info, Mapping) else {},
+        "extra_info": _jsonable(info),
     }
     if reward_fn:
         body["reward_fn"] = reward_fn
+    if isinstance(group, Mapping):  # verl_group.GroupRewardManager: the prompt's uid and rollout.n
+        body["group_id"] = str(group["group_id"])
+        body["group_size"] = int(group["group_size"])
+        if group_fn:
+            body["group_fn"] = group_fn
     return body
 
 

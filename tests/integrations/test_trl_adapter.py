@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from rewardfleet.services.client import BadRequest, GatewayUnavailable, RetryPolicy
-from rewardfleet.services.integrations.trl import make_async_reward_func, make_reward_func
+from rewardfleet.services.integrations.trl import SampleMapper, make_async_reward_func, make_reward_func
 from tests.client.fake_gateway import FakeGateway, Reply, ok_reply
 from tests.support import free_port
 
@@ -109,3 +109,18 @@ def test_bad_request_is_a_configuration_error(gateway: FakeGateway) -> None:
     with pytest.raises(Exception) as info:
         make_reward_func(gateway.url, retry=FAST)(prompts=["p"], completions=["c"])
     assert not isinstance(info.value, BadRequest) and getattr(info.value, "status", None) == 404
+
+
+def test_num_generations_makes_consecutive_completions_one_group() -> None:
+    mapper = SampleMapper(num_generations=2, group_fn="pairwise_judge")
+    first = mapper.samples(["p", "p", "q", "q"], ["a", "b", "c", "d"], {})
+    ids = [s["group_id"] for s in first]
+    assert ids[0] == ids[1] != ids[2] == ids[3]
+    assert [s["group_index"] for s in first] == [0, 1, 0, 1]
+    assert {s["group_size"] for s in first} == {2} and {s["group_fn"] for s in first} == {"pairwise_judge"}
+    again = mapper.samples(["p", "p"], ["a", "b"], {})
+    assert again[0]["group_id"] not in ids  # the next call (next step) is a new group, same prompt or not
+    with pytest.raises(ValueError, match="num_generations=2"):
+        mapper.samples(["p", "p", "q"], ["a", "b", "c"], {})
+    with pytest.raises(ValueError, match="different prompts"):
+        mapper.samples(["p", "q"], ["a", "b"], {})

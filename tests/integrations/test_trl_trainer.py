@@ -4,6 +4,8 @@ What of TRL runs: `GRPOTrainer` with `GRPOConfig` (generation with the tiny poli
 calling the reward function with its dataset columns, the reward metrics it logs). The reward function is
 `make_reward_func` from `services/integrations/trl.py`, scoring through a live gateway's `charsum` function;
 TRL's logged `rewards/<name>/mean` must equal the same formula computed here on the completions TRL made.
+A second reward function sends TRL's `num_generations` completions of a prompt as one group (group_fn
+`rank_normalise`): its logged mean must be the group function's over exactly those completions.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from rewardfleet.reward_fns.groups.rank_normalise import compute_group_score
 from rewardfleet.services.integrations.trl import make_reward_func
 from tests.integrations.conftest import LiveGateway
 
@@ -36,6 +39,13 @@ def test_grpo_trainer_logs_the_gateway_rewards(
         }
     )
     reward = make_reward_func(trainer_gateway.url, name="fleet", reward_fn="charsum")
+    grouped = make_reward_func(
+        trainer_gateway.url,
+        name="fleet_group",
+        reward_fn="charsum",
+        num_generations=4,
+        group_fn="rank_normalise",
+    )
     args = GRPOConfig(
         output_dir=str(tmp_path / "out"),
         per_device_train_batch_size=4,
@@ -53,11 +63,12 @@ def test_grpo_trainer_logs_the_gateway_rewards(
     trainer = GRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(tiny_policy),
         processing_class=AutoTokenizer.from_pretrained(tiny_policy),
-        reward_funcs=[reward],
+        reward_funcs=[reward, grouped],
         args=args,
         train_dataset=dataset,
     )
     seen: list[tuple[float, list[float]]] = []
+    grouped: list[tuple[float, list[float]]] = []
 
     class Recorder(TrainerCallback):
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
@@ -65,6 +76,8 @@ def test_grpo_trainer_logs_the_gateway_rewards(
                 # TRL keeps the completions of the latest generation batch: the ones these rewards are for
                 completions = list(trainer._logs["completion"])
                 seen.append((logs["rewards/fleet/mean"], [charsum(c) for c in completions]))
+                per_completion = list(trainer._logs["rewards"]["fleet_group"])
+                grouped.append((logs["rewards/fleet_group/mean"], per_completion))
 
     trainer.add_callback(Recorder())
     trainer.train()
@@ -72,5 +85,10 @@ def test_grpo_trainer_logs_the_gateway_rewards(
     for logged_mean, local in seen:
         assert len(local) == 4
         assert logged_mean == pytest.approx(sum(local) / len(local), abs=1e-6)
+    for (grouped_mean, rewards), (_, local) in zip(grouped, seen, strict=True):
+        # one prompt per generation batch here: its 4 completions are one group, ranked once together
+        ranked = compute_group_score(samples=[{}] * 4, scores=list(local))
+        assert rewards == pytest.approx(ranked, abs=1e-6)
+        assert grouped_mean == pytest.approx(sum(rewards) / 4, abs=1e-6)
     # the formula really varies over what the random policy wrote (a constant would prove little)
     assert len({v for _, local in seen for v in local}) > 1

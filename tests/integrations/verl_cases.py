@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,7 @@ from tests.integrations.verl_harness import (
     rollout_batch,
     write_parquet,
 )
+from tests.support import REPO_ROOT
 
 GSM8K_SUFFIX = ' Let\'s think step by step and output the final answer after "####".'
 # (data_source, question, ground truth, response): gsm8k rows first, math_dapo rows last, so each of the two
@@ -172,3 +174,80 @@ def test_reward_loop_workers_in_ray_mixed_data_sources(
     assert list(columns["reward_status"]) == ["ok"] * 4 and not any(columns["reward_failed"])
     assert json.loads(columns["reward_extra"][2])["pred"] == expected[2]["pred"]
     assert all(not math.isnan(float(a)) for a in columns["acc"])
+
+
+def group_overrides(gateway_url: str) -> list[str]:
+    """The verl override lines of docs/group_judging.md's `### verl` bash block, pointed at the test gateway,
+    with the test's group function (rank_normalise needs no judge pool) and a scorer that varies."""
+    text = (REPO_ROOT / "docs" / "group_judging.md").read_text()
+    block = re.search(r"```bash\n(.*?)```", text[text.index("### verl\n") :], re.S)
+    if block is None:
+        raise AssertionError("docs/group_judging.md's verl section has no bash block")
+    lines = [line.strip().rstrip("\\").strip() for line in block.group(1).splitlines()]
+    lines = [line for line in lines if "=" in line and not line.startswith("python")]
+    lines = [re.sub(r"gateway_url=\S+", f"gateway_url={gateway_url}", line) for line in lines]
+    lines = [re.sub(r"group_fn=\S+", "group_fn=rank_normalise", line) for line in lines]
+    return [
+        *[re.sub(r"rollout.n=\S+", "rollout.n=3", line) for line in lines],
+        "+reward.custom_reward_function.reward_kwargs.reward_fn=charsum",
+    ]
+
+
+def test_group_reward_manager_sends_each_prompts_rollouts_as_one_group(
+    trainer_gateway: LiveGateway, tiny_policy: Path, tokenizer: Any, tmp_path: Path
+) -> None:
+    """With docs/group_judging.md's override lines, verl's reward-manager loading
+    (`resolve_reward_manager_cls`, importlib source) finds the adapter's manager; its `run_single` (verl's
+    NaiveRewardManager) scores two prompts' 3 rollouts each, every rollout carrying verl's `uid` of its
+    prompt: each prompt is one group, judged once, every member answered."""
+    import asyncio
+
+    import numpy as np
+    from verl.trainer.ppo.reward import get_custom_reward_fn, resolve_reward_manager_cls
+
+    from rewardfleet.services.integrations import verl_reward
+    from rewardfleet.services.integrations.verl_group import GroupRewardManager
+
+    config = compose_trainer_config(
+        [*group_overrides(trainer_gateway.url), f"actor_rollout_ref.model.path={tiny_policy}"]
+    )
+    assert resolve_reward_manager_cls(config) is GroupRewardManager
+    rows = [_row(0, "openai/gsm8k", "What is 6*7?", "42")] * 3 + [_row(1, "openai/gsm8k", "1+1?", "2")] * 3
+    responses = ["#### 42", "#### 41", "It is 42.\n#### 42", "#### 2", "#### 3", "#### 5"]
+    parquet = write_parquet(tmp_path / "group.parquet", rows)
+    batch = rollout_batch(parquet, tokenizer, responses, tmp_path / "cache")
+    uids = ["prompt-a-step7"] * 3 + ["prompt-b-step7"] * 3  # as verl's trainer: one uid per prompt, repeated
+    batch.non_tensor_batch["uid"] = np.array(uids, dtype=object)
+    # a tool's fields (merged into extra_info by verl after the manager's) cannot re-name a rollout's group
+    forged = {"rewardfleet_group": {"group_id": "forged", "group_size": 3}, "tool_calls": 1}
+    batch.non_tensor_batch["tool_extra_fields"] = np.array([{}] * 3 + [forged] * 3, dtype=object)
+
+    async def score_all() -> list[dict[str, Any]]:
+        manager = GroupRewardManager(config, tokenizer, get_custom_reward_fn(config))
+        try:
+            return list(await asyncio.gather(*(manager.run_single(batch[i : i + 1]) for i in range(6))))
+        finally:
+            await verl_reward.aclose()
+
+    outs = asyncio.run(score_all())
+    extras = [json.loads(o["reward_extra_info"]["reward_extra"]) for o in outs]
+    assert [o["reward_extra_info"]["reward_status"] for o in outs] == ["ok"] * 6
+    assert [e["group"]["id"] for e in extras] == uids
+    assert all(e["group"]["size"] == 3 and e["group"]["received"] == 3 for e in extras)
+    assert all(e["group"]["fn"] == "rank_normalise" and not e["group_partial"] for e in extras)
+    # charsum.py scores each rollout; rank_normalise ranks them within their own prompt's group only
+    from rewardfleet.reward_fns.groups.rank_normalise import compute_group_score
+
+    per_sample = [e["sample_score"] for e in extras]
+    expected = [
+        *compute_group_score(samples=[{}] * 3, scores=per_sample[:3]),
+        *compute_group_score(samples=[{}] * 3, scores=per_sample[3:]),
+    ]
+    assert [o["reward_score"] for o in outs] == expected
+    assert (
+        sorted(expected[:3]) == sorted(expected[3:]) == [0.0, 0.5, 1.0]
+    )  # two groups of three, not one of 6
+    assert "rewardfleet_group" not in extras[0]  # the group travels as fields, not as extra_info
+    assert (
+        batch.non_tensor_batch["extra_info"][0].get("rewardfleet_group") is None
+    )  # caller's batch untouched

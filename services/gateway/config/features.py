@@ -64,6 +64,11 @@ class GroupFunctionConfig(_Strict):
     )
     kwargs: dict[str, Any] = Field(default_factory=dict)
     timeout_s: float = Field(default=30.0, gt=0)
+    score_partial: bool = Field(
+        default=True,
+        description="At the group deadline, run the function over the members present (extra.group_partial); "
+        "false: every present member gets status group_timeout.",
+    )
 
 
 class GroupsConfig(_Strict):

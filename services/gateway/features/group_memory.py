@@ -31,6 +31,7 @@ class _Group:
     state: str = "open"
     until: float = 0.0
     received: int = 0
+    partial: bool = False
     members: dict[str, tuple[ScoreRequest, ScoreResult] | None] = field(default_factory=dict)
     final: dict[str, ScoreResult] = field(default_factory=dict)
     waiters: set[_Wake] = field(default_factory=set)
@@ -79,6 +80,8 @@ class MemoryGroupStore:
         now, group = self._now(), self._find(group_id)
         fn = fn_name or ""
         if group is not None and group.state in ("done", "timeout"):
+            if member not in group.members and (group.state == "timeout" or group.partial):
+                return "late", group.received
             return "answered", float(member in group.members)
         if group is None:
             for gid in [g for g, until in self._open.items() if until < now]:
@@ -160,15 +163,19 @@ class MemoryGroupStore:
         if group is None or group.state != "completing":
             return
         group.final.update(answers)
-        group.state = "done"
+        group.state, group.received = "done", len(answers)
         self._retire(group_id, group)
         self._publish(group)
 
-    async def expire(self, group_id: GroupId) -> tuple[str, int]:
+    async def expire(self, group_id: GroupId, partial_lease_s: float = 0.0) -> tuple[str, int]:
         group = self._find(group_id)
         if group is None:
             return "", 0
         now = self._now()
+        scored = any(payload is not None for payload in group.members.values())
+        if group.state == "open" and partial_lease_s > 0 and now >= group.deadline and scored:
+            group.state, group.until, group.partial = "completing", now + partial_lease_s, True
+            return "partial", len(group.members)
         if (group.state == "open" and now >= group.deadline) or (
             group.state == "completing" and now >= group.until
         ):

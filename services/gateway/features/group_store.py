@@ -11,7 +11,9 @@ every replica of a fleet, its Lua scripts atomic in Redis). Both follow the same
               scored says "complete": its caller runs the group function, leased for `spec.lease_s`
     collect   every reported member of a group (for the completer)
     finish    writes every member's answer, retires the group (finished ones kept for late retries), wakes
-    expire    past the deadline (or a completer's lease), times the group out once -> (state, received)
+    expire    past the deadline, with a partial lease and a member scored: "partial", its caller judges the
+              members present (leased, as a completer); else past the deadline (or a completer's lease)
+              times the group out once -> (state, received)
     answer    one member's own answer (its timeout answer), wakes its repeated posts
     read      a member's answer, if written
     listen    a waiter's wake-up for a group (`Waiter.wait(timeout_s)`); waiters re-read at least every
@@ -53,7 +55,8 @@ class GroupStore(Protocol):
 
     async def join(self, group_id: GroupId, member: str, size: int, fn_name: str | None) -> tuple[str, float]:
         """(status, value): ("new" | "dup", seconds to the deadline), ("answered", 1 if a member else 0),
-        ("open_full", open groups), ("size", the group's size), ("fn" | "full", 0)."""
+        ("late", members answered: not a member of a group timed out or judged partial), ("open_full", open
+        groups), ("size", the group's size), ("fn" | "full", 0)."""
         ...
 
     def listen(self, group_id: GroupId) -> AbstractAsyncContextManager[Waiter]: ...
@@ -69,7 +72,7 @@ class GroupStore(Protocol):
 
     async def finish(self, group_id: GroupId, answers: dict[str, ScoreResult]) -> None: ...
 
-    async def expire(self, group_id: GroupId) -> tuple[str, int]: ...
+    async def expire(self, group_id: GroupId, partial_lease_s: float = 0.0) -> tuple[str, int]: ...
 
     async def answer(self, group_id: GroupId, member: str, answer: ScoreResult) -> None: ...
 

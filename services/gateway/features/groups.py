@@ -3,8 +3,11 @@
 Each member's per-sample score starts as soon as it arrives. When `group_size` distinct members are in and
 scored, the group function (if any) runs once over the group and every waiting request gets its final score,
 with the per-sample result in `extra.sample_score` and `extra.group`. A group still incomplete `timeout_s`
-after its first member answers every member with `status: "group_timeout"` (score null, per-sample score in
-extra).
+after its first member is partial: its group function (unless `score_partial: false`) runs once over the
+members present (`extra.group_partial`, `members_present`, `members_expected`, `members_missing`); a group
+without one, or with no member scored, answers every member with `status: "group_timeout"` (score null,
+per-sample score in extra). A member that arrives after its group timed out or was judged partial gets
+`group_timeout` with a `GroupTimeout` error saying it came late (not scored).
 
 Members are told apart by `group_index` when given, else by `uid`. A second post of a member already in the
 group (a client retry) does not score again: it waits for, and gets, the same answer. Finished groups are
@@ -16,8 +19,10 @@ its waiters: in-process by default (features/group_memory.py), fleet-wide with `
 (state_store/redis_groups.py). A new member is scored in a background task of the request that brought it
 (a client that goes away does not take the group's answer with it) and reported to the store; the report
 that completes the group makes its request the completer, which runs the group function once and writes
-every member's answer. Past the deadline any waiter times the group out (once), and each member's own
-request writes that member's `group_timeout` answer; a repeated post waits for it.
+every member's answer. Past the deadline the first waiter to ask becomes the completer of the partial group
+(leased like any completer); otherwise it times the group out (once), and each member's own request writes
+that member's `group_timeout` answer; a repeated post waits for it. A member still being scored when a
+partial group was judged writes its own late answer.
 
 Group functions: modules of `groups.builtin_package` (default `rewardfleet.reward_fns.groups`) defining
 `compute_group_score(samples, scores, **kwargs)`, plus `groups.functions.<name>.path` entries. Async ones are
@@ -53,7 +58,7 @@ from rewardfleet.services.gateway.execution.loader import load_module, resolve
 from rewardfleet.services.gateway.execution.results import as_score
 from rewardfleet.services.gateway.features.group_memory import MemoryGroupStore
 from rewardfleet.services.gateway.features.group_store import GroupStore, Waiter, group_key
-from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult
+from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
 
 logger = logging.getLogger(__name__)
 GROUP_ENTRY_POINT = "compute_group_score"
@@ -70,6 +75,7 @@ class GroupFunction:
     kwargs: dict[str, Any]
     timeout_s: float
     version: str
+    score_partial: bool = True
     # GROUP_INJECTABLE names in the signature (http_client only for async functions): passed from the
     # gateway's injectables, as a reward function gets them.
     injected: tuple[str, ...] = ()
@@ -98,6 +104,7 @@ def _load_group_function(
         is_async=is_async,
         kwargs=dict(cfg.kwargs),
         timeout_s=cfg.timeout_s,
+        score_partial=cfg.score_partial,
         version=function_version(source, cfg),
         injected=injected,
     )
@@ -194,6 +201,21 @@ def _member_order(member: str) -> tuple[str, Any]:
     return (str(type(key)), key)
 
 
+def _presence(spec: GroupSpec, present: list[str], partial: bool) -> dict[str, Any]:
+    """What every answer of a judged group says about who was in it. `members_missing`: the missing
+    `group_index` values (members posted with `uid` only cannot be named: null)."""
+    keys = [json.loads(m) for m in present]
+    missing = None
+    if all(kind == "index" for kind, _ in keys):
+        missing = sorted(set(range(spec.size)) - {index for _, index in keys})
+    return {
+        "group_partial": partial,
+        "members_present": len(present),
+        "members_expected": spec.size,
+        "members_missing": missing if partial else [],
+    }
+
+
 class GroupScorer:
     """The group logic over a `GroupStore` (features/group_store.py): in-process by default, or fleet-wide
     (state_store/redis_groups.py), with the same answers."""
@@ -255,6 +277,8 @@ class GroupScorer:
             raise GroupRequestError(f"group {gid!r} members name different group functions")
         if status == "full":
             raise GroupRequestError(f"group {gid!r} already has {size} members")
+        if status == "late":
+            return self._late(request, fn, spec, int(value))
         if status == "answered" and not value:
             raise GroupRequestError(
                 f"group {gid!r} is already answered; {key[0]} {key[1]!r} is not one of it"
@@ -302,16 +326,28 @@ class GroupScorer:
         the member) write its `group_timeout` answer."""
         loop = asyncio.get_running_loop()
         poll_s = self.store.poll_s
-        give_up = deadline + spec.lease_s + poll_s
+        give_up = deadline + 2 * spec.lease_s + poll_s
+        partial_lease_s = spec.lease_s if spec.fn is not None and spec.fn.score_partial else 0.0
         while True:
             answer = await self.store.read(spec.key, member)
             if answer is not None:
                 return answer
             now = loop.time()
             if now >= deadline:
-                state, received = await self.store.expire(spec.key)
+                state, received = await self.store.expire(spec.key, partial_lease_s)
+                if state == "partial":
+                    answers = await self._complete(spec, partial=True)
+                    if member in answers:
+                        return answers[member]
+                    continue  # this member was still being scored: its own request answers it
                 if state == "timeout" and own is not None:
                     return await self._timeout_answer(spec, member, received, own)
+                if state == "done" and own is not None:
+                    # finish writes every answer with the state: none now means judged without this member
+                    answer = await self.store.read(spec.key, member)
+                    if answer is not None:
+                        return answer
+                    return await self._late_answer(spec, member, received, own)
                 if not state:
                     raise StateStoreUnavailable(
                         f"group {spec.group_id!r}: its state was lost (the store restarted?)"
@@ -331,10 +367,45 @@ class GroupScorer:
         await self.store.answer(spec.key, member, answer)
         return answer
 
-    async def _complete(self, spec: GroupSpec) -> dict[str, ScoreResult]:
-        """Run the group function once over every member (in member order) and write every answer."""
+    def _late(self, request: ScoreRequest, fn: RewardFunction, spec: GroupSpec, answered: int) -> ScoreResult:
+        """A member arriving after its group timed out or was judged without it: not scored, a typed
+        `GroupTimeout` (the same answer for every retry of it)."""
+        message = (
+            f"group {spec.group_id!r} was answered at its {self.config.timeout_s}s deadline with "
+            f"{answered} of {spec.size} members; this member arrived late and is not scored"
+        )
+        late = ScoreResult(
+            uid=request.uid,
+            score=None,
+            extra={"group_late": True, "members_present": answered, "members_expected": spec.size},
+            reward_fn=fn.name,
+            data_source=request.data_source,
+            status="group_timeout",
+            error=ErrorInfo(type="GroupTimeout", message=message),
+            timings=Timings(compute_s=0.0, total_s=0.0),
+        )
+        return self._final(late, spec, answered, None, "group_timeout", late.error)
+
+    async def _late_answer(
+        self, spec: GroupSpec, member: str, answered: int, own: ScoreResult
+    ) -> ScoreResult:
+        """This member was still being scored when its group was judged partial, without it."""
+        message = (
+            f"group {spec.group_id!r} was judged at its {self.config.timeout_s}s deadline with {answered} of "
+            f"{spec.size} members; this member was still being scored"
+        )
+        error = ErrorInfo(type="GroupTimeout", message=message)
+        answer = self._final(own, spec, answered, None, "group_timeout", error)
+        answer.extra.update(group_late=True, members_present=answered, members_expected=spec.size)
+        await self.store.answer(spec.key, member, answer)
+        return answer
+
+    async def _complete(self, spec: GroupSpec, partial: bool = False) -> dict[str, ScoreResult]:
+        """Run the group function once over every member reported (in member order) and write every answer:
+        all `size` members, or (`partial`, past the deadline) the members present."""
         gfn = spec.fn
         members = sorted(await self.store.collect(spec.key), key=lambda r: _member_order(r[0]))
+        presence = _presence(spec, [name for name, _, _ in members], partial)
         per_sample = [result for _, _, result in members]
         scores = [r.score if r.status == "ok" else None for r in per_sample]
         finals: list[MemberAnswer] = [MemberAnswer(s) for s in scores]
@@ -354,6 +425,7 @@ class GroupScorer:
             answer = self._final(result, spec, len(members), final.score, status, own_error or result.error)
             if final.extra:
                 answer.extra.update(final.extra)
+            answer.extra.update(presence)
             answers[name] = answer
         await self.store.finish(spec.key, answers)
         return answers

@@ -3,7 +3,9 @@
     POST /slime        POST /slime/{reward_fn}
 
 slime posts one sample, `{"prompt", "response", "label"}` (we also read `data_source`, `reward_fn`,
-`extra_info`, `metadata` and `uid`), and uses whatever JSON comes back (`--reward-key` picks a field). The
+`extra_info`, `metadata`, `uid` and the group fields `group_id`, `group_size`, `group_index`, `group_fn`,
+which a custom `--custom-rm-path` function may send: slime's own `remote_rm` cannot, see
+docs/group_judging.md), and uses whatever JSON comes back (`--reward-key` picks a field). The
 answer holds the function's extra keys at the top level (but not over the reserved names below), then
 `score`, `status`, `error`, `reward_failed`, `reward_fn`, `data_source`, `uid` and the whole `extra`.
 
@@ -49,6 +51,10 @@ class SlimeRequest(BaseModel):
     extra_info: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
     uid: str | None = None
+    group_id: str | int | None = None
+    group_size: int | None = None
+    group_index: int | None = None
+    group_fn: str | None = None
 
 
 def make_router(backend: TrainerBackend) -> APIRouter:
@@ -69,6 +75,9 @@ def make_router(backend: TrainerBackend) -> APIRouter:
             body["prompt"] = request.prompt
         if reward_fn or request.reward_fn:
             body["reward_fn"] = reward_fn or request.reward_fn
+        for field in ("group_id", "group_size", "group_index", "group_fn"):
+            if getattr(request, field) is not None:
+                body[field] = getattr(request, field)
         body["uid"] = request.uid or content_uid(body)
         (sample,) = build_samples(backend, [body], lambda _, field: [_FIELDS.get(field, field)])
         result = await backend.score_one(sample)

@@ -9,8 +9,10 @@ The report that completes the group makes its replica the completer: it reads ev
 function once, and `GROUP_FINISH` writes every member's answer and publishes. Every waiting request, on
 whatever replica, wakes and reads its own answer.
 
-Past the deadline, any member's replica times the group out (`GROUP_EXPIRE`, once), and each member's own
-replica writes that member's `group_timeout` answer from its per-sample result, as in-process. A completer
+Past the deadline, the first replica to call `GROUP_EXPIRE` on a group whose function judges partial groups
+(and with a member scored) becomes its completer over the members present; otherwise `GROUP_EXPIRE` times
+the group out (once), and each member's own replica writes that member's `group_timeout` answer from its
+per-sample result, as in-process. A member that joins after that is told `late`. A completer
 that dies is covered by its lease: after it, the group times out. Answered groups stay readable for the
 finished-group window (`finished_groups_kept` most recent, at most `keep_s`), so a late retry gets the same
 answer. The order of samples given to the group function, and so every score, equals the in-process one.
@@ -89,7 +91,7 @@ class RedisGroupStore:
         status = reply[0].decode()
         if status in ("new", "dup"):
             return status, int(reply[1]) / 1000
-        if status in ("answered", "open_full", "size"):
+        if status in ("answered", "open_full", "size", "late"):
             return status, float(reply[1])
         return status, 0.0
 
@@ -123,9 +125,9 @@ class RedisGroupStore:
         args = [k.gid, self.config.finished_groups_kept, self.prefix, k.channel, *pairs]
         await self._run("group_finish", self._finish, [k.meta, k.final, self.open_key, self.done_key], args)
 
-    async def expire(self, group_id: GroupId) -> tuple[str, int]:
+    async def expire(self, group_id: GroupId, partial_lease_s: float = 0.0) -> tuple[str, int]:
         k = self._keys(group_id)
-        args = [k.gid, self.config.finished_groups_kept, self.prefix, k.channel]
+        args = [k.gid, self.config.finished_groups_kept, self.prefix, k.channel, int(partial_lease_s * 1000)]
         keys = [k.meta, k.members, self.open_key, self.done_key]
         reply = await self._run("group_expire", self._expire, keys, args)
         return reply[0].decode(), int(reply[1])

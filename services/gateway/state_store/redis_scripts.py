@@ -178,18 +178,24 @@ return 1
 
 # ---- groups (redis_groups.py) ------------------------------------------------------------------------------
 # meta hash: size, fn, deadline (ms, Redis clock), state (open|completing|done|timeout), scored, received,
-# until (completing lease). members hash: member -> "" while scoring, then its payload. final hash: member ->
-# its answer. open zset: gid -> deadline + grace. done zset: gid -> finish time (trimmed to `kept`).
+# until (completing lease), partial (1 when judged at its deadline over the members present). members hash:
+# member -> "" while scoring, then its payload. final hash: member -> its answer. open zset: gid -> deadline +
+# grace. done zset: gid -> finish time (trimmed to `kept`).
 
 # KEYS: meta, members, open. ARGV: gid, member, size, fn, timeout_ms, max_open, keep_ms.
 # -> {"new"|"dup", ms to deadline, open groups (when it opened one, else 0)} | {"answered", 0|1 member known}
 #    | {"open_full", n} | {"size", size} | {"fn", fn} | {"full", size}
+#    | {"late", members answered}: not a member of a group that timed out or was judged partial
 GROUP_JOIN = (
     _NOW
     + """
 local st = redis.call('HGET', KEYS[1], 'state')
 if st == 'done' or st == 'timeout' then
-  return {'answered', redis.call('HEXISTS', KEYS[2], ARGV[2])}
+  local known = redis.call('HEXISTS', KEYS[2], ARGV[2])
+  if known == 0 and (st == 'timeout' or redis.call('HGET', KEYS[1], 'partial') == '1') then
+    return {'late', tonumber(redis.call('HGET', KEYS[1], 'received') or '0')}
+  end
+  return {'answered', known}
 end
 local deadline
 if not st then
@@ -261,15 +267,17 @@ GROUP_FINISH = (
 if redis.call('HGET', KEYS[1], 'state') ~= 'completing' then return 0 end
 for i = 5, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
 redis.call('PEXPIRE', KEYS[2], redis.call('PTTL', KEYS[1]))
-redis.call('HSET', KEYS[1], 'state', 'done')
+redis.call('HSET', KEYS[1], 'state', 'done', 'received', (#ARGV - 4) / 2)
 retire(ARGV[1], tonumber(ARGV[2]), ARGV[3])
 redis.call('PUBLISH', ARGV[4], '1')
 return 1
 """
 )
 
-# KEYS: meta, members, open, done. ARGV: gid, kept, prefix, channel.
-# Times the group out when its deadline (or a completer's lease) has passed. -> {state, received}
+# KEYS: meta, members, open, done. ARGV: gid, kept, prefix, channel, partial lease ms (0: no partial judging).
+# An open group past its deadline with a member scored and a partial lease: this caller judges the members
+# present, leased like a completer -> {"partial", joined}. Otherwise times the group out when its deadline (or
+# a completer's lease) has passed. -> {state, received}
 GROUP_EXPIRE = (
     _NOW
     + _FIFO_ADD
@@ -277,6 +285,12 @@ GROUP_EXPIRE = (
     + """
 local st = redis.call('HGET', KEYS[1], 'state')
 if not st then return {'', 0} end
+local lease = tonumber(ARGV[5])
+if st == 'open' and lease > 0 and now >= tonumber(redis.call('HGET', KEYS[1], 'deadline'))
+  and tonumber(redis.call('HGET', KEYS[1], 'scored')) > 0 then
+  redis.call('HSET', KEYS[1], 'state', 'completing', 'until', now + lease, 'partial', 1)
+  return {'partial', redis.call('HLEN', KEYS[2])}
+end
 local expired = (st == 'open' and now >= tonumber(redis.call('HGET', KEYS[1], 'deadline')))
   or (st == 'completing' and now >= tonumber(redis.call('HGET', KEYS[1], 'until')))
 if expired then

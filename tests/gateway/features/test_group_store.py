@@ -116,3 +116,38 @@ async def test_the_store_keys_groups_by_digest_and_1_is_not_the_string_1() -> No
     assert [a.extra["group"]["id"] for a in answers] == ["1", 1, long_id]  # answers name the client's id
     keys = list(store._done)
     assert len(set(keys)) == 3 and all(len(k) == 32 and "GGG" not in k for k in keys)
+
+
+def _rank(samples: list[dict[str, Any]], scores: list[float | None]) -> list[float]:
+    return [float(i) for i in range(len(scores))]
+
+
+async def test_a_member_still_scoring_when_its_partial_group_is_judged_gets_a_late_answer() -> None:
+    from rewardfleet.services.gateway.features.groups import GroupFunction
+
+    held = asyncio.Event()  # this test's own: an Event belongs to the loop that first waits on it
+
+    async def held_length(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any) -> float:
+        if solution_str == "slow":
+            await held.wait()
+        return float(len(solution_str))
+
+    fn = async_function("held_length", held_length)
+    fns = {
+        "rank": GroupFunction(name="rank", fn=_rank, is_async=False, kwargs={}, timeout_s=5.0, version="r")
+    }
+    g = GroupScorer(config(timeout_s=0.1), scorer())
+    slow = asyncio.create_task(g.submit(member_fn("p", 0, "slow", 3), fn, "d", fns))
+    async with asyncio.timeout(30):  # a guard only: the answer comes at the group's 0.1 s deadline
+        fast = await g.submit(member_fn("p", 1, "ab", 3), fn, "d", fns)
+    assert fast.status == "ok" and fast.extra["group_partial"] and fast.extra["members_present"] == 1
+    assert fast.extra["members_missing"] == [0, 2] and not slow.done()
+    held.set()  # the slow member reports after its group was judged without it
+    late = await slow
+    assert late.status == "group_timeout" and late.extra["group_late"] and late.score is None
+    assert late.error is not None and "1 of 3 members" in late.error.message
+    assert late.extra["sample_score"] == 4.0
+
+
+def member_fn(gid: str, index: int, text: str, size: int) -> Any:
+    return sample(group_id=gid, group_size=size, group_index=index, solution_str=text, group_fn="rank")

@@ -106,3 +106,35 @@ async def test_bad_members_and_too_many_groups() -> None:
         await g.submit(member("g4", 0, "x"), LENGTH, "d", {})
     await g.submit(member("g3", 1, "y"), LENGTH, "d", {})
     assert (await waiting).status == "ok"
+
+
+async def test_a_partial_group_is_judged_over_the_members_present_and_a_late_one_told_so() -> None:
+    calls.clear()
+    g = groups(timeout_s=0.2)
+    fns = {"rank": RANK}
+    present = await asyncio.gather(
+        *(g.submit(member("p1", i, "x" * (i + 1), size=4, group_fn="rank"), LENGTH, "d", fns) for i in (0, 2))
+    )
+    assert calls == [2]  # the group function ran once, over the two members present
+    assert [a.status for a in present] == ["ok", "ok"] and [a.score for a in present] == [0.0, 1.0]
+    extra = present[1].extra
+    assert extra["group_partial"] is True and extra["members_missing"] == [1, 3]
+    assert (extra["members_present"], extra["members_expected"]) == (2, 4)
+    late = await g.submit(member("p1", 1, "zz", size=4, group_fn="rank"), LENGTH, "d", fns)
+    assert late.status == "group_timeout" and late.score is None and late.error is not None
+    assert late.error.type == "GroupTimeout" and "2 of 4 members" in late.error.message
+    assert late.extra["group_late"] is True and calls == [2]  # not scored, nothing re-run
+    again = await g.submit(member("p1", 0, "x", size=4, group_fn="rank"), LENGTH, "d", fns)
+    assert again == present[0]  # a retry of a present member: the same answer
+
+
+async def test_score_partial_false_keeps_the_timeout() -> None:
+    calls.clear()
+    no_partial = GroupFunction(
+        name="rank", fn=_rank, is_async=False, kwargs={}, timeout_s=5.0, version="r1", score_partial=False
+    )
+    g = groups(timeout_s=0.05)
+    result = await g.submit(
+        member("p2", 0, "abc", size=3, group_fn="rank"), LENGTH, "d", {"rank": no_partial}
+    )
+    assert result.status == "group_timeout" and result.score is None and calls == []

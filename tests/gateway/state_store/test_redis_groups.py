@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -137,3 +138,19 @@ async def test_mismatched_members_are_refused(replicas: list[RedisBackend]) -> N
     with pytest.raises(GroupRequestError, match="different group functions"):
         await fleet[2].submit(member("m", 1, size=2, group_fn="rank_normalise"), None, "t", FNS)
     await pending
+
+
+async def test_a_partial_group_is_judged_once_fleet_wide_as_in_process(replicas: list[RedisBackend]) -> None:
+    config = GroupsConfig(timeout_s=0.3)
+    fleet, counter = scorers(replicas, config)
+    local = GroupScorer(config, cast(Any, LengthScorer()))
+    present = [member("part", i, size=4, group_fn="rank_normalise") for i in (0, 1, 3)]
+    spread = await asyncio.gather(*(fleet[i].submit(m, None, "t", FNS) for i, m in enumerate(present)))
+    alone = await asyncio.gather(*(local.submit(m, cast(Any, None), "t", FNS) for m in present))
+    assert [a.status for a in spread] == ["ok"] * 3 and counter.calls == 3
+    assert [essence(a) for a in spread] == [essence(a) for a in alone]
+    assert all(a.extra["group_partial"] and a.extra["members_missing"] == [2] for a in spread)
+    named = SimpleNamespace(name="length")  # the late answer names the reward function, unscored
+    late = await fleet[1].submit(member("part", 2, size=4, group_fn="rank_normalise"), named, "t", FNS)
+    assert late.status == "group_timeout" and late.error is not None and "3 of 4" in late.error.message
+    assert counter.calls == 3  # the late member is not scored

@@ -1,6 +1,7 @@
 """`pairwise_judge` across three gateway replicas sharing a real redis-server behind a real round-robin
 HAProxy: members spread over the replicas get the same exact answers as on one gateway, the group's judge
-calls run once, and a retried member (through another replica) runs nothing again."""
+calls run once, and a retried member (through another replica) runs nothing again; a group with a member
+that never arrives is judged once, at its deadline, over the members present."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def replicated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Fleet
     config = {
         "routers": {"judge": judge.address},
         "functions": {"stamped": {"reward_kwargs": {"log_path": str(tmp / "runs.log")}}},
-        "groups": {"timeout_s": 10.0, "functions": group_functions(pool_of_biased="judge")},
+        "groups": {"timeout_s": 5.0, "functions": group_functions(pool_of_biased="judge")},
     }
     fleet = Fleet(tmp, redis, config)
     try:
@@ -35,7 +36,7 @@ def replicated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Fleet
         redis.stop()
 
 
-def _member(i: int, quality: int, size: int) -> dict[str, Any]:
+def _member(i: int, quality: int, size: int, group_id: str = "spread") -> dict[str, Any]:
     return {
         "data_source": "x",
         "reward_fn": "stamped",
@@ -43,7 +44,7 @@ def _member(i: int, quality: int, size: int) -> dict[str, Any]:
         "ground_truth": "",
         "prompt": "Pick the best.",
         "uid": f"m{i}",
-        "group_id": "spread",
+        "group_id": group_id,
         "group_size": size,
         "group_fn": "pairwise_judge",
     }
@@ -66,3 +67,29 @@ def test_a_group_spread_over_three_replicas_is_judged_once_exactly(
     again = [httpx.post(f"{fleet.url}/score", json=posts[0], timeout=60).json() for _ in range(3)]
     assert {a["score"] for a in again} == {answers[0]["score"]}  # every replica has the answer
     assert len(judge.log()) == 30
+
+
+def test_a_member_that_never_arrives_leaves_a_partial_group_judged_once(
+    replicated: tuple[Fleet, Judge],
+) -> None:
+    fleet, judge = replicated
+    before = len(judge.log())
+    qualities = [3, 1, 2]  # a group of 4: member m3 never arrives
+    posts = [_member(i, q, 4, group_id="partial") for i, q in enumerate(qualities)]
+    with ThreadPoolExecutor(len(posts)) as ex:
+        answers = [
+            r.json() for r in ex.map(lambda b: httpx.post(f"{fleet.url}/score", json=b, timeout=60), posts)
+        ]
+    assert [a["status"] for a in answers] == ["ok"] * 3, answers
+    assert [a["score"] for a in answers] == pytest.approx([1.0, 0.0, 0.5])  # win rate among the three
+    for a in answers:
+        extra = a["extra"]
+        assert (extra["group_partial"], extra["members_present"], extra["members_expected"]) == (True, 3, 4)
+        assert extra["members_missing"] is None  # members posted by uid cannot be named
+    assert len(judge.log()) - before == 6  # 3 pairs, both orders: once for the whole fleet
+    late = [httpx.post(f"{fleet.url}/score", json=_member(3, 4, 4, "partial"), timeout=60) for _ in range(3)]
+    assert [r.status_code for r in late] == [200] * 3  # through each replica of the round robin
+    assert {r.json()["status"] for r in late} == {"group_timeout"}
+    assert {r.json()["error"]["type"] for r in late} == {"GroupTimeout"}
+    assert "3 of 4 members" in late[0].json()["error"]["message"]
+    assert len(judge.log()) - before == 6

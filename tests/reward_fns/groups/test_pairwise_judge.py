@@ -107,12 +107,13 @@ def test_a_retried_member_does_not_run_the_group_again(fleet: GroupJudgeFleet) -
     assert len(_calls(fleet, before)) == 2
 
 
-def test_a_group_with_a_member_missing_times_out_without_judge_calls(fleet: GroupJudgeFleet) -> None:
+def test_a_group_with_a_member_missing_is_judged_over_the_members_present(fleet: GroupJudgeFleet) -> None:
     before = len(fleet.judge.log())
     answers = fleet.group("pairwise_judge", "missing", _texts([1, 2]), group_size=3)
-    assert [a["status"] for a in answers] == ["group_timeout"] * 2
-    assert all(a["score"] is None and a["error"]["type"] == "GroupTimeout" for a in answers)
-    assert len(_calls(fleet, before)) == 0
+    assert [a["status"] for a in answers] == ["ok"] * 2
+    assert [a["score"] for a in answers] == [0.0, 1.0]  # one pair, the two present
+    assert all(a["extra"]["group_partial"] and a["extra"]["members_missing"] == [2] for a in answers)
+    assert len(_calls(fleet, before)) == 2  # both orders of the one pair
 
 
 def test_a_bad_setting_fails_every_member_naming_it(fleet: GroupJudgeFleet) -> None:
