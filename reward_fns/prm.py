@@ -67,6 +67,13 @@ def aggregate_steps(step_scores: Sequence[float], how: str) -> float:
     raise ValueError(f"aggregate must be one of {AGGREGATES}, not {how!r}")
 
 
+def remove_tag(text: str, step_tag: str) -> str:
+    """`text` without `step_tag`, removed until none is left (removing one may join the halves of another)."""
+    while step_tag in text:
+        text = text.replace(step_tag, "")
+    return text
+
+
 def tagged_chat(
     steps: Sequence[str], messages: Sequence[Mapping[str, Any]], step_tag: str, system_prompt: str | None
 ) -> list[dict[str, Any]]:
@@ -76,8 +83,8 @@ def tagged_chat(
     for m in messages:
         content = m.get("content")
         text = content if isinstance(content, str) else str(content or "")
-        chat.append({"role": str(m.get("role")), "content": text.replace(step_tag, "")})
-    clean = [s.replace(step_tag, "").strip() for s in steps]
+        chat.append({"role": str(m.get("role")), "content": remove_tag(text, step_tag)})
+    clean = [remove_tag(s, step_tag).strip() for s in steps]
     clean = [s for s in clean if s]
     chat.append({"role": "assistant", "content": "".join(s + step_tag for s in clean)})
     return chat
@@ -147,7 +154,7 @@ async def compute_score(
         raise PrmInputError(
             "no prompt for this sample: send `prompt` (text or chat messages) or extra_info['raw_prompt']"
         )
-    steps = [s for s in split_steps_minimal(solution_str, step_separator) if s.replace(step_tag, "").strip()]
+    steps = [s for s in split_steps_minimal(solution_str, step_separator) if remove_tag(s, step_tag).strip()]
     if not steps:
         raise PrmInputError("the response has no steps to score (it is empty or only step tags)")
     try:

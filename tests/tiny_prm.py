@@ -82,3 +82,20 @@ def step_tag_id(path: str | Path) -> int:
     from transformers import AutoTokenizer
 
     return int(AutoTokenizer.from_pretrained(path).convert_tokens_to_ids(STEP_TAG))
+
+
+def reference_step_logits(path: str | Path, ids: list[int], tag_id: int) -> list[list[float]]:
+    """The label logits at each `tag_id` position of `ids`, computed here on its own: one unpadded sequence
+    through transformers' `Qwen2Model`, then vLLM's `score` MLP written out with the checkpoint's tensors."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import Qwen2Model
+
+    base = Qwen2Model.from_pretrained(path).eval()
+    w = load_file(str(Path(path) / "model.safetensors"))
+    with torch.inference_mode():
+        hidden = base(input_ids=torch.tensor([ids])).last_hidden_state[0]
+        inner = torch.relu(hidden @ w["score.0.weight"].T + w["score.0.bias"])
+        logits = inner @ w["score.2.weight"].T + w["score.2.bias"]
+    positions = [i for i, t in enumerate(ids) if t == tag_id]
+    return [logits[i].tolist() for i in positions]
