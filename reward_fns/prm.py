@@ -94,7 +94,9 @@ def step_rewards(body: Any, expected_steps: int, positive_label: int, url: str) 
     """The probability of `positive_label` at each step tag of vLLM's `PoolingResponse`, one per step."""
 
     def bad(why: str) -> PrmCallError:
-        return PrmCallError(f"unusable answer from {url}: {why}: {str(body)[:300]}", url=url, kind="bad_response")
+        return PrmCallError(
+            f"unusable answer from {url}: {why}: {str(body)[:300]}", url=url, kind="bad_response"
+        )
 
     try:
         rows = body["data"][0]["data"]
@@ -138,10 +140,10 @@ async def compute_score(
     """`{"score": aggregate of the step rewards, "step_scores": [...], "num_steps", "prompt_source"}`.
     `ground_truth` is not used: the PRM judges the steps themselves.
 
-    `aggregate`: min (default), mean, last or product. `model`, when given, is sent as the request's `model` (vLLM
-    checks it against its served name; left out, the server's own model is used). `system_prompt` goes first when given
-    (Qwen2.5-Math-PRM's card uses "Please reason step by step, and put your final answer within
-    \\boxed{}.").
+    `aggregate`: min (default), mean, last or product. `model`, when given, is sent as the request's
+    `model` (vLLM checks it against its served name; left out, the server's own model is used).
+    `system_prompt` goes first when given (Qwen2.5-Math-PRM's card uses "Please reason step by step, and
+    put your final answer within \\boxed{}.").
     """
     if aggregate not in AGGREGATES:
         raise PrmInputError(f"aggregate must be one of {AGGREGATES}, not {aggregate!r}")

@@ -23,7 +23,14 @@ STEP_TAG = "<extra_0>"
 HIDDEN = 32
 
 
-def build_tiny_qwen2_prm(path: str | Path, *, positive_logit: float | None = None, seed: int = 0) -> Path:
+def build_tiny_qwen2_prm(
+    path: str | Path,
+    *,
+    positive_logit: float | None = None,
+    seed: int = 0,
+    hidden_size: int = HIDDEN,
+    num_layers: int = 2,
+) -> Path:
     import torch
     from safetensors.torch import save_file
     from transformers import AddedToken, Qwen2Config, Qwen2Model
@@ -39,9 +46,9 @@ def build_tiny_qwen2_prm(path: str | Path, *, positive_logit: float | None = Non
         pad_token_id=tok.pad_token_id,
         eos_token_id=tok.eos_token_id,
         num_labels=2,
-        num_hidden_layers=2,
-        hidden_size=HIDDEN,
-        intermediate_size=2 * HIDDEN,
+        num_hidden_layers=num_layers,
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=512,
@@ -53,16 +60,16 @@ def build_tiny_qwen2_prm(path: str | Path, *, positive_logit: float | None = Non
     head: dict[str, Any]
     if positive_logit is None:
         head = {
-            "score.0.weight": torch.randn(HIDDEN, HIDDEN, generator=g) * 0.5,
-            "score.0.bias": torch.randn(HIDDEN, generator=g) * 0.5,
-            "score.2.weight": torch.randn(2, HIDDEN, generator=g) * 0.5,
+            "score.0.weight": torch.randn(hidden_size, hidden_size, generator=g) * 0.5,
+            "score.0.bias": torch.randn(hidden_size, generator=g) * 0.5,
+            "score.2.weight": torch.randn(2, hidden_size, generator=g) * 0.5,
             "score.2.bias": torch.randn(2, generator=g) * 0.5,
         }
     else:
         head = {
-            "score.0.weight": torch.zeros(HIDDEN, HIDDEN),
-            "score.0.bias": torch.zeros(HIDDEN),
-            "score.2.weight": torch.zeros(2, HIDDEN),
+            "score.0.weight": torch.zeros(hidden_size, hidden_size),
+            "score.0.bias": torch.zeros(hidden_size),
+            "score.2.weight": torch.zeros(2, hidden_size),
             "score.2.bias": torch.tensor([0.0, positive_logit]),
         }
     path.mkdir(parents=True, exist_ok=True)

@@ -151,7 +151,9 @@ class PoolConfig(BaseModel):
                 "external with a vLLM server (external.api: vllm_pooling)"
             )
         if self.backend == "external" and not vllm_pooling:
-            raise ValueError("kind prm with backend external needs external.api: vllm_pooling (a vLLM server)")
+            raise ValueError(
+                "kind prm with backend external needs external.api: vllm_pooling (a vLLM server)"
+            )
         if self.backend == "cpu" and self.replicas != 1:
             raise ValueError(
                 "kind prm: replicas must be 1 (sglang-router 0.3.2 does not proxy /pooling, so the gateway "

@@ -22,7 +22,13 @@ from rewardfleet.services.common.request_metrics import RequestMetrics
 from rewardfleet.services.model_server.config import ModelServerSettings
 from rewardfleet.services.model_server.errors import error_response_body, install_error_handlers
 from rewardfleet.services.model_server.metrics import ModelServerMetrics
-from rewardfleet.services.model_server.routes import health, native, openai_generation, openai_pooling, pooling
+from rewardfleet.services.model_server.routes import (
+    health,
+    native,
+    openai_generation,
+    openai_pooling,
+    pooling,
+)
 from rewardfleet.services.model_server.server import ModelServer
 
 logger = logging.getLogger(__name__)

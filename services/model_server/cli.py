@@ -55,8 +55,8 @@ def serve_model(
         str | None,
         typer.Option(
             "--returned-token-ids",
-            help="PRM from a causal LM (Math-Shepherd style): comma-separated vocabulary ids whose logits are "
-            "the step labels, e.g. 648,387.",
+            help="PRM from a causal LM (Math-Shepherd style): comma-separated vocabulary ids whose logits "
+            "are the step labels, e.g. 648,387.",
         ),
     ] = None,
     max_batch_size: Annotated[int, typer.Option("--max-batch-size", help="Requests per forward pass.")] = 32,

@@ -22,7 +22,10 @@ def _load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        ("pools: {p: {kind: prm, backend: sglang, model_path: /m}}", "SGLang 0.5.23 serves no process reward"),
+        (
+            "pools: {p: {kind: prm, backend: sglang, model_path: /m}}",
+            "SGLang 0.5.23 serves no process reward",
+        ),
         ("pools: {p: {kind: prm, model_path: /m, replicas: 2}}", "replicas must be 1"),
         (
             "pools: {p: {kind: prm, backend: external, external: {base_url: 'http://h:8000', model: m}}}",
@@ -34,7 +37,8 @@ def _load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
             "vllm_pooling is for kind prm",
         ),
         (
-            "pools: {p: {kind: prm, backend: external, external: {base_url: 'http://h', model: m, api: grpc}}}",
+            "pools: {p: {kind: prm, backend: external, external: {base_url: 'http://h', model: m, "
+            "api: grpc}}}",
             "pools.p.external.api",
         ),
     ],

@@ -51,7 +51,9 @@ def tokenizer(prm_path: Path) -> Any:
 
 
 @pytest.fixture(scope="module")
-def prm_server(prm_path: Path, tag_id: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+def prm_server(
+    prm_path: Path, tag_id: int, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningServer]:
     logs = tmp_path_factory.mktemp("prm-logs")
     server = start_server(
         prm_path, logs, "--step-tag-id", str(tag_id), "--served-model-name", "tiny-prm", name="prm"
@@ -101,8 +103,12 @@ def test_concurrent_single_posts_match_an_unpadded_reference(
     assert answers[3]["data"][0]["data"] == []  # no step tag, no step
 
 
-def test_list_input_and_raw_logits(prm_server: RunningServer, prm_path: Path, tokenizer: Any, tag_id: int) -> None:
-    resp = httpx.post(prm_server.url + "/pooling", json={"input": TEXTS[:3], "use_activation": False}, timeout=30)
+def test_list_input_and_raw_logits(
+    prm_server: RunningServer, prm_path: Path, tokenizer: Any, tag_id: int
+) -> None:
+    resp = httpx.post(
+        prm_server.url + "/pooling", json={"input": TEXTS[:3], "use_activation": False}, timeout=30
+    )
     assert resp.status_code == 200, resp.text
     data = resp.json()["data"]
     assert [d["index"] for d in data] == [0, 1, 2]
@@ -114,7 +120,7 @@ def test_list_input_and_raw_logits(prm_server: RunningServer, prm_path: Path, to
 def test_chat_request_is_rendered_with_the_models_template(
     prm_server: RunningServer, prm_path: Path, tokenizer: Any, tag_id: int
 ) -> None:
-    """vLLM's PoolingChatRequest: the server applies the chat template, adding no special tokens of its own."""
+    """vLLM's PoolingChatRequest: the server applies the chat template, adding no special tokens itself."""
     chat = [
         {"role": "user", "content": "What is 2 + 2?"},
         {"role": "assistant", "content": f"2 + 2 = 4{STEP_TAG}The answer is 4{STEP_TAG}"},
@@ -139,13 +145,18 @@ def test_chat_request_is_rendered_with_the_models_template(
         ({"input": ""}, "input"),
         ({"messages": [{"role": "wizard", "content": "x"}]}, "messages"),
         (
-            {"messages": [{"role": "user", "content": "q"}], "add_generation_prompt": True,
-             "continue_final_message": True},
+            {
+                "messages": [{"role": "user", "content": "q"}],
+                "add_generation_prompt": True,
+                "continue_final_message": True,
+            },
             "continue_final_message",
-        ),  # fmt: skip
+        ),
     ],
 )
-def test_bad_requests_get_400_naming_the_field(prm_server: RunningServer, body: dict[str, Any], field: str) -> None:
+def test_bad_requests_get_400_naming_the_field(
+    prm_server: RunningServer, body: dict[str, Any], field: str
+) -> None:
     resp = httpx.post(prm_server.url + "/pooling", json=body, timeout=30)
     assert resp.status_code == 400, resp.text
     assert field in resp.text
@@ -158,7 +169,9 @@ def test_prm_server_refuses_the_reward_model_routes(prm_server: RunningServer) -
 
 
 @pytest.fixture(scope="module")
-def prm_router(prm_server: RunningServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProcess]:
+def prm_router(
+    prm_server: RunningServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RouterProcess]:
     cfg = RouterConfig(
         port=free_port(), prometheus_port=free_port(), worker_urls=[prm_server.url], policy="round_robin"
     )

@@ -34,7 +34,9 @@ def test_aggregates(how: str, want: float) -> None:
 
 def test_unknown_aggregate_is_an_input_error() -> None:
     with pytest.raises(PrmInputError, match="aggregate"):
-        asyncio.run(compute_score("d", "a\n\nb", prompt="q", router_addresses={"prm": "h:1"}, aggregate="max"))
+        asyncio.run(
+            compute_score("d", "a\n\nb", prompt="q", router_addresses={"prm": "h:1"}, aggregate="max")
+        )
 
 
 def test_chat_places_one_tag_after_each_step() -> None:

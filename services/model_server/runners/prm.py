@@ -78,7 +78,9 @@ def load_process_reward_model(
                 f"model_type {base.config.model_type!r} loads {type(base).__name__}"
             )
         return base.eval(), load_head(family, base.config, path, base.dtype)
-    model_cls = AutoModelForTokenClassification if family.head == "token_classification" else AutoModelForCausalLM
+    model_cls = (
+        AutoModelForTokenClassification if family.head == "token_classification" else AutoModelForCausalLM
+    )
     model = model_cls.from_pretrained(path, dtype=dtype, trust_remote_code=False, **extra)
     return model.eval(), None
 
@@ -190,4 +192,3 @@ class ProcessRewardRunner(Runner):
         if self.family.head == "lm_logits" and self.returned_token_ids is not None:
             return logits[..., self.returned_token_ids]
         return logits
-
