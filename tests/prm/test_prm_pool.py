@@ -275,3 +275,9 @@ def test_a_response_without_steps_is_a_typed_error_not_a_zero(gw: Gateway, respo
     assert result["status"] == "error", result
     assert result["score"] is None
     assert "no steps" in result["error"]["message"]
+
+
+def test_deep_health_check_runs_a_step_request(prm_server: RunningServer) -> None:
+    """`/health_generate` pushes one request through the PRM's own batcher (a reward-model probe would be
+    refused by a PRM server, and the deep check would always fail)."""
+    assert httpx.get(prm_server.url + "/health_generate", timeout=30).status_code == 200

@@ -43,7 +43,7 @@ def _inputs(body: PoolingRequest) -> list[StepInput]:
     if value and isinstance(value[0], str):
         return [StepInput(text=str(t), add_special_tokens=special) for t in value]
     if value and isinstance(value[0], list):
-        return [StepInput(input_ids=list(ids), add_special_tokens=special) for ids in value]  # type: ignore[arg-type]
+        return [StepInput(input_ids=list(ids), add_special_tokens=special) for ids in value]
     return [StepInput(input_ids=list(value or []), add_special_tokens=special)]  # type: ignore[arg-type]
 
 
