@@ -65,12 +65,12 @@ def offline(model_path: Path, tag: int, threads: int, seconds: float) -> dict[in
 
 
 def served(
-    model_path: Path, tag: int, threads: int, concurrency: int, requests: int, log: Path
+    model_path: Path, tag: int, threads: int, concurrency: int, requests: int, max_batch_size: int, log: Path
 ) -> tuple[float, float]:
     port = free_port()
     cmd = rewardfleet_cmd(
         "serve-model", "--model-path", str(model_path), "--port", str(port), "--step-tag-id", str(tag),
-        "--torch-num-threads", str(threads), "--max-batch-size", "32", "--max-queue", "4096",
+        "--torch-num-threads", str(threads), "--max-batch-size", str(max_batch_size), "--max-queue", "4096",
         "--log-level", "warning",
     )  # fmt: skip
     child = ChildProcess(cmd, log, env=OFFLINE_ENV)
@@ -94,6 +94,7 @@ def run(
     hidden_size: int = 64,
     layers: int = 4,
     rounds: int = 2,
+    max_batch_size: int = 32,
 ) -> BenchResult:
     os.environ.update(OFFLINE_ENV)
     work = Path(tempfile.mkdtemp(prefix="rf-bench-prm-"))
@@ -103,7 +104,8 @@ def run(
     result.notes.append(
         f"tiny Qwen2ForProcessRewardModel (hidden {hidden_size}, {layers} layers), {len(STEPS)} steps per "
         f"input; concurrency {concurrency} single-input clients on /pooling, {requests} requests a run, "
-        f"torch threads {threads}, {os.cpu_count()} cores, {rounds} alternating rounds, medians; samples/s"
+        f"server --max-batch-size {max_batch_size}, torch threads {threads}, {os.cpu_count()} cores, "
+        f"{rounds} alternating rounds, medians; samples/s"
     )
     offs: dict[int, list[float]] = {}
     ons: list[tuple[float, float]] = []
@@ -114,7 +116,11 @@ def run(
                 for bs, sps in offline(model, tag, threads, offline_seconds).items():
                     offs.setdefault(bs, []).append(sps)
             else:
-                ons.append(served(model, tag, threads, concurrency, requests, work / f"server-{r}.log"))
+                ons.append(
+                    served(
+                        model, tag, threads, concurrency, requests, max_batch_size, work / f"server-{r}.log"
+                    )
+                )
     off = {bs: median(v) for bs, v in offs.items()}
     best_bs, best = max(off.items(), key=lambda kv: kv[1])
     on, p50 = median([x[0] for x in ons]), median([x[1] for x in ons])
@@ -142,6 +148,7 @@ def main() -> None:
     ap.add_argument("--hidden-size", type=int, default=64)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--max-batch-size", type=int, default=32, help="the server's (its default: 32)")
     args = ap.parse_args()
     print_result(
         run(
@@ -152,6 +159,7 @@ def main() -> None:
             args.hidden_size,
             args.layers,
             args.rounds,
+            args.max_batch_size,
         )
     )
 
