@@ -150,7 +150,7 @@ class PoolConfig(BaseModel):
                 "kind prm: SGLang 0.5.23 serves no process reward model; use backend cpu, or backend "
                 "external with a vLLM server (external.api: vllm_pooling)"
             )
-        if self.backend == "external" and not vllm_pooling:
+        if self.backend == "external" and self.external is not None and not vllm_pooling:
             raise ValueError(
                 "kind prm with backend external needs external.api: vllm_pooling (a vLLM server)"
             )

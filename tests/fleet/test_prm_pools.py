@@ -27,6 +27,7 @@ def _load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
             "SGLang 0.5.23 serves no process reward",
         ),
         ("pools: {p: {kind: prm, model_path: /m, replicas: 2}}", "replicas must be 1"),
+        ("pools: {p: {kind: prm, backend: external}}", "needs an `external:` section"),
         (
             "pools: {p: {kind: prm, backend: external, external: {base_url: 'http://h:8000', model: m}}}",
             "needs external.api: vllm_pooling",
