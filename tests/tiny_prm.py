@@ -13,6 +13,7 @@ random (seeded), and a test compares with its own forward pass.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -91,15 +92,20 @@ def step_tag_id(path: str | Path) -> int:
     return int(AutoTokenizer.from_pretrained(path).convert_tokens_to_ids(STEP_TAG))
 
 
+@functools.lru_cache(maxsize=4)
+def _reference_parts(path: str) -> tuple[Any, dict[str, Any]]:
+    from safetensors.torch import load_file
+    from transformers import Qwen2Model
+
+    return Qwen2Model.from_pretrained(path).eval(), load_file(str(Path(path) / "model.safetensors"))
+
+
 def reference_step_logits(path: str | Path, ids: list[int], tag_id: int) -> list[list[float]]:
     """The label logits at each `tag_id` position of `ids`, computed here on its own: one unpadded sequence
     through transformers' `Qwen2Model`, then vLLM's `score` MLP written out with the checkpoint's tensors."""
     import torch
-    from safetensors.torch import load_file
-    from transformers import Qwen2Model
 
-    base = Qwen2Model.from_pretrained(path).eval()
-    w = load_file(str(Path(path) / "model.safetensors"))
+    base, w = _reference_parts(str(path))
     with torch.inference_mode():
         hidden = base(input_ids=torch.tensor([ids])).last_hidden_state[0]
         inner = torch.relu(hidden @ w["score.0.weight"].T + w["score.0.bias"])

@@ -281,3 +281,10 @@ def test_deep_health_check_runs_a_step_request(prm_server: RunningServer) -> Non
     """`/health_generate` pushes one request through the PRM's own batcher (a reward-model probe would be
     refused by a PRM server, and the deep check would always fail)."""
     assert httpx.get(prm_server.url + "/health_generate", timeout=30).status_code == 200
+
+
+def test_gateway_is_ready_with_a_prm_replica_as_a_pool_address(gw: Gateway) -> None:
+    """The gateway's readiness probes every pool address with `GET /health`: a PRM replica answers it as
+    sglang-router would, so a fleet with a prm pool becomes ready."""
+    resp = httpx.get(gw.url + "/ready", timeout=30)
+    assert resp.status_code == 200, resp.text
