@@ -3,7 +3,7 @@
 ```yaml
 pools:
   encoder:
-    kind: encoder            # judge | reward_model | encoder
+    kind: encoder            # judge | reward_model | encoder | prm
     backend: cpu             # cpu (our model server) | sglang (GPU hosts)
     model_path: builtin:minilm
     replicas: 1
@@ -36,7 +36,7 @@ _POOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 # Set by the fleet for each router; a pool's `router:` section may not set them.
 _ROUTER_MANAGED = frozenset({"host", "port", "worker_urls", "prometheus_port", "prometheus_host"})
 
-PoolKind = Literal["judge", "reward_model", "encoder"]
+PoolKind = Literal["judge", "reward_model", "encoder", "prm"]
 
 
 class FleetConfigError(ValueError):
@@ -103,6 +103,7 @@ class PoolConfig(BaseModel):
 
     @model_validator(mode="after")
     def _kind_backend(self) -> PoolConfig:
+        self._prm_pool()
         if self.backend == "external":
             if self.external is None:
                 raise ValueError("backend external needs an `external:` section (base_url, model, ...)")
@@ -135,6 +136,29 @@ class PoolConfig(BaseModel):
                     "router.policy: power_of_two needs at least 2 replicas (the router refuses 1)"
                 )
         return self
+
+    def _prm_pool(self) -> None:
+        """A process reward model pool speaks vLLM's `/pooling`, which SGLang does not serve and sglang-router
+        0.3.2 does not proxy (404): the gateway reaches its one replica directly."""
+        vllm_pooling = self.external is not None and self.external.api == "vllm_pooling"
+        if self.kind != "prm":
+            if vllm_pooling:
+                raise ValueError("external.api vllm_pooling is for kind prm (a process reward model)")
+            return
+        if self.backend == "sglang":
+            raise ValueError(
+                "kind prm: SGLang 0.5.23 serves no process reward model; use backend cpu, or backend "
+                "external with a vLLM server (external.api: vllm_pooling)"
+            )
+        if self.backend == "external" and self.external is not None and not vllm_pooling:
+            raise ValueError(
+                "kind prm with backend external needs external.api: vllm_pooling (a vLLM server)"
+            )
+        if self.backend == "cpu" and self.replicas != 1:
+            raise ValueError(
+                "kind prm: replicas must be 1 (sglang-router 0.3.2 does not proxy /pooling, so the gateway "
+                "addresses the replica itself); run more PRM pools for more capacity"
+            )
 
     @property
     def checkpoint(self) -> str:

@@ -172,6 +172,14 @@ def sglang_available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("sglang", "sgl_kernel"))
 
 
+def _gateway_address(pool: PoolPlan) -> str:
+    """What reward functions get as the pool's address: its router's, or for a PRM pool its one replica's
+    (sglang-router 0.3.2 answers 404 to vLLM's /pooling; the config allows one replica per PRM pool)."""
+    if pool.config.kind == "prm":
+        return pool.replicas[0].url.removeprefix("http://")
+    return pool.router.address
+
+
 # Time the gateway gets after its drain to stop its worker pool and exit, before SIGKILL.
 GATEWAY_STOP_MARGIN_S = 15.0
 
@@ -211,6 +219,11 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
             router, f"{name}-router", logs / f"{name}-router.log", background=pool.load_in_background
         )
         plan = PoolPlan(name=name, config=pool, replicas=replicas, router=router, router_spec=router_spec)
+        if pool.kind == "prm":
+            notes.append(
+                f"pool {name!r} (prm): the gateway posts /pooling to {replicas[0].url} directly; its router "
+                "only watches the replica's health (sglang-router 0.3.2 does not proxy /pooling)"
+            )
         if plan.external_commands:
             notes.append(
                 f"pool {name!r}: SGLang is not installed here; start these on the GPU host "
@@ -221,7 +234,7 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
 
     gateway = config.gateway.model_copy(deep=True)
     gateway.port = gateway_port
-    gateway.routers = {**gateway.routers, **{p.name: p.router.address for p in pools}}
+    gateway.routers = {**gateway.routers, **{p.name: _gateway_address(p) for p in pools}}
     gateway.external_pools = {**gateway.external_pools, **external}
     if config.default_pool is not None:
         gateway.default_router = config.default_pool

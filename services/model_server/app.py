@@ -22,7 +22,13 @@ from rewardfleet.services.common.request_metrics import RequestMetrics
 from rewardfleet.services.model_server.config import ModelServerSettings
 from rewardfleet.services.model_server.errors import error_response_body, install_error_handlers
 from rewardfleet.services.model_server.metrics import ModelServerMetrics
-from rewardfleet.services.model_server.routes import health, native, openai_generation, openai_pooling
+from rewardfleet.services.model_server.routes import (
+    health,
+    native,
+    openai_generation,
+    openai_pooling,
+    pooling,
+)
 from rewardfleet.services.model_server.server import ModelServer
 
 logger = logging.getLogger(__name__)
@@ -62,7 +68,7 @@ def create_app(
     """`on_boot_failure` runs if the model cannot load or warm up (default: SIGTERM to this process; the CLI
     asks its uvicorn server to exit and then exits 1)."""
     # Hot routes first: the router matches paths in order, and every route skipped costs each request.
-    routers = (native.router, openai_pooling.router, openai_generation.router, health.router)
+    routers = (native.router, openai_pooling.router, pooling.router, openai_generation.router, health.router)
     paths = [getattr(route, "path", "") for r in routers for route in r.routes]
     metrics = metrics or ModelServerMetrics(endpoints=paths)
     server = ModelServer(settings, metrics)

@@ -47,6 +47,18 @@ def serve_model(
     context_length: Annotated[
         int | None, typer.Option("--context-length", help="Longest input in tokens (default: the model's).")
     ] = None,
+    step_tag_id: Annotated[
+        int | None,
+        typer.Option("--step-tag-id", help="PRM: the token id whose positions get a step reward (as vLLM)."),
+    ] = None,
+    returned_token_ids: Annotated[
+        str | None,
+        typer.Option(
+            "--returned-token-ids",
+            help="PRM from a causal LM (Math-Shepherd style): comma-separated vocabulary ids whose logits "
+            "are the step labels, e.g. 648,387.",
+        ),
+    ] = None,
     max_batch_size: Annotated[int, typer.Option("--max-batch-size", help="Requests per forward pass.")] = 32,
     batch_wait_timeout_s: Annotated[
         float,
@@ -101,6 +113,8 @@ def serve_model(
             body_read_timeout_s=body_read_timeout_s,
             max_body_bytes=max_body_bytes,
             context_length=context_length,
+            step_tag_id=step_tag_id,
+            returned_token_ids=_token_ids(returned_token_ids),
             max_batch_size=max_batch_size,
             batch_wait_timeout_s=batch_wait_timeout_s,
             max_queue=max_queue,
@@ -116,6 +130,16 @@ def serve_model(
         typer.echo(f"invalid settings:\n{exc}", err=True)
         raise typer.Exit(2) from None
     run(settings)
+
+
+def _token_ids(value: str | None) -> list[int] | None:
+    if value is None:
+        return None
+    try:
+        return [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        typer.echo(f"--returned-token-ids {value!r}: expected comma-separated integers", err=True)
+        raise typer.Exit(2) from None
 
 
 def run(settings: object) -> None:

@@ -40,6 +40,14 @@ class ModelServerSettings(BaseSettings):
     max_body_bytes: int | None = Field(default=None, ge=1)
     context_length: int | None = Field(default=None, ge=1)
 
+    # Process reward models (vLLM's pooler config of the same names): the token id whose positions are pooled
+    # (None: the family's default, vLLM's 151651 `<extra_0>` for Qwen2ForProcessRewardModel; else every
+    # token), and, for a causal LM served as a PRM (Math-Shepherd style), the vocabulary ids whose LM logits
+    # make the step's labels (e.g. the ids of "+" and "-"). Setting `returned_token_ids` makes a causal LM
+    # checkpoint a PRM.
+    step_tag_id: int | None = Field(default=None, ge=0)
+    returned_token_ids: list[int] | None = Field(default=None, min_length=1)
+
     max_batch_size: int = Field(default=32, ge=1)
     batch_wait_timeout_s: float = Field(default=0.005, ge=0.0, le=10.0)
     max_queue: int = Field(default=1024, ge=1)

@@ -284,3 +284,71 @@ class CompletionRequest(_OpenAISampling):
     @classmethod
     def _prompt(cls, v: Any) -> Any:
         return _check_texts_or_ids(v, "prompt")
+
+
+# -- vLLM's pooling API: /pooling (process reward models) --------------------------------------------------
+class PoolingRequest(_Body):
+    """vLLM's `PoolingRequest` (`vllm/entrypoints/pooling/pooling/protocol.py`): `PoolingCompletionRequest`
+    (`input`) or `PoolingChatRequest` (`messages`), with the fields of its mixins
+    (`vllm/entrypoints/pooling/base/protocol.py`). Fields this server cannot honour are refused by name
+    rather than ignored: a PRM's answer must not silently differ from vLLM's."""
+
+    model: str | None = None
+    user: str | None = None
+    request_id: str | None = None
+    priority: int = 0
+    truncate_prompt_tokens: int | None = Field(default=None, ge=-1)
+    task: str | None = None
+    input: str | list[str] | list[int] | list[list[int]] | None = None
+    messages: list[ChatMessage] | None = Field(default=None, min_length=1)
+    # vLLM's default is True for `input` and False for `messages` (the chat template adds them).
+    add_special_tokens: bool | None = None
+    add_generation_prompt: bool = False
+    continue_final_message: bool = False
+    chat_template: str | None = None
+    chat_template_kwargs: dict[str, Any] | None = None
+    mm_processor_kwargs: dict[str, Any] | None = None
+    encoding_format: str = "float"
+    embed_dtype: str = "float32"
+    endianness: str = "native"
+    dimensions: int | None = None
+    normalize: bool | None = None
+    # ClassifyRequestMixin: `softmax` and `activation` are vLLM's deprecated names of `use_activation`.
+    softmax: bool | None = None
+    activation: bool | None = None
+    use_activation: bool | None = None
+
+    @model_validator(mode="after")
+    def _supported(self) -> PoolingRequest:
+        if (self.input is None) == (self.messages is None):
+            raise ValueError("give exactly one of 'input' or 'messages'")
+        if self.input is not None:
+            _check_texts_or_ids(self.input, "input")
+        if self.continue_final_message and self.add_generation_prompt:
+            raise ValueError("Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
+        refused = {
+            "task": self.task not in (None, "token_classify", "encode"),
+            "truncate_prompt_tokens": self.truncate_prompt_tokens is not None,
+            "priority": self.priority != 0,
+            "chat_template": self.chat_template is not None,
+            "mm_processor_kwargs": self.mm_processor_kwargs is not None,
+            "encoding_format": self.encoding_format != "float",
+            "dimensions": self.dimensions is not None,
+        }
+        bad = [name for name, is_bad in refused.items() if is_bad]
+        if bad:
+            raise ValueError(
+                f"{', '.join(bad)}: not supported by this server's process reward models (task must be "
+                "token_classify or encode, encoding_format float; truncation, priority, a request's own "
+                "chat_template, mm_processor_kwargs and dimensions are refused)"
+            )
+        return self
+
+    @property
+    def activation_on(self) -> bool:
+        """vLLM's `get_use_activation` (`vllm/config/pooler.py`): the first of its deprecated `normalize`,
+        `softmax`, `activation` that is set, else `use_activation`, else True."""
+        for value in (self.normalize, self.softmax, self.activation, self.use_activation):
+            if value is not None:
+                return value
+        return True

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
@@ -11,7 +13,13 @@ class ExternalPoolConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     base_url: str = Field(
-        description="The API root, e.g. https://api.openai.com/v1 (paths /chat/completions...)."
+        description="The API root, e.g. https://api.openai.com/v1 (paths /chat/completions...); for "
+        "api vllm_pooling the vLLM server's root, e.g. http://prm-host:8000 (path /pooling)."
+    )
+    api: Literal["openai", "vllm_pooling"] = Field(
+        default="openai",
+        description="openai: chat/completions, completions and embeddings are forwarded below base_url; "
+        "vllm_pooling: only vLLM's /pooling is (a process reward model pool, the `prm` built-in).",
     )
     model: str = Field(
         description="The provider's model name; replaces the `model` of every forwarded request."

@@ -46,6 +46,9 @@ GRADERS_CALLER = "graders"
 # `judge`, `score_model` graders, `similarity` and `reward_model` post. Nothing else of the provider's API
 # (files, fine-tuning, admin) is reachable through a forwarding address.
 FORWARDED_ROUTES = frozenset({"chat/completions", "completions", "embeddings"})
+# A pool with `api: vllm_pooling` is a vLLM server (a process reward model): only its pooling API, which vLLM
+# serves at the server's root (`/pooling`, not below `/v1`).
+POOLING_ROUTES = frozenset({"pooling"})
 
 # SGLang-only request fields (constrained decoding) that OpenAI-style providers reject as unknown.
 SGLANG_ONLY_FIELDS = ("regex", "ebnf", "json_schema")
@@ -180,10 +183,13 @@ class ExternalPools:
         return secrets.compare_digest(token.encode(), self.token.encode())
 
 
-def forwarded_route(path: str) -> str | None:
-    """The route of `FORWARDED_ROUTES` that `path` (as the server decoded it, `v1/` optional) names, or None.
+def forwarded_route(path: str, api: str = "openai") -> str | None:
+    """The route of `FORWARDED_ROUTES` that `path` (as the server decoded it, `v1/` optional) names, or None;
+    for an `api: vllm_pooling` pool, the route of `POOLING_ROUTES` (exactly `pooling`).
     Only an exact name passes: any `.`/`..`/empty segment, backslash or leftover `%` (double encoding) fails,
     so no spelling of a path reaches another of the provider's routes."""
+    if api == "vllm_pooling":
+        return path if path in POOLING_ROUTES else None
     route = path.removeprefix("v1/")
     return route if route in FORWARDED_ROUTES else None
 

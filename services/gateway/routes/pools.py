@@ -10,7 +10,8 @@ masked in every error and log line). When the gateway has API keys, a caller tha
 one as well (services/common/api_keys.py): reward functions, which run in the gateway's process or its
 workers, call from this host and hold no key. What it reaches: only the configured pools, only for a
 configured function (the name selects the budget and the metric label: an unknown one is refused before
-either exists), only the routes of `FORWARDED_ROUTES`. Every refusal is the same 404, which reveals nothing.
+either exists), only the routes of `FORWARDED_ROUTES` (`POOLING_ROUTES` for a vLLM pooling pool). Every
+refusal is the same 404, which reveals nothing.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ async def forward(
     pools = gateway.external_pools
     if pools is None or not pools.check_token(token) or pool not in pools.pools:
         return _error(404, "no such pool")
-    route = forwarded_route(path)
+    route = forwarded_route(path, pools.pools[pool].config.api)
     if route is None or not _known_function(gateway, function):
         return _error(404, "no such pool")
     try:

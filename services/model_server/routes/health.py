@@ -15,6 +15,7 @@ from rewardfleet.services.model_server.errors import ModelServerError
 from rewardfleet.services.model_server.metrics import CONTENT_TYPE
 from rewardfleet.services.model_server.runners.common import TextInput
 from rewardfleet.services.model_server.runners.generation import GenerationInput, SamplingParams
+from rewardfleet.services.model_server.runners.prm import StepInput
 
 router = APIRouter()
 
@@ -53,11 +54,14 @@ async def health_generate(server: ServerDep) -> Response:
     if not server.ready or server.runner is None:
         return Response(status_code=503)
     probe = TextInput(input_ids=[0])
-    op, item = (
-        ("generate", GenerationInput(probe, SamplingParams(max_new_tokens=1, temperature=0.0)))
-        if server.runner.is_generation
-        else (server.pooling_op, probe)
-    )
+    op: str
+    item: object
+    if server.runner.is_generation:
+        op, item = "generate", GenerationInput(probe, SamplingParams(max_new_tokens=1, temperature=0.0))
+    elif server.runner.kind == "prm":
+        op, item = "steps", StepInput(input_ids=[0])
+    else:
+        op, item = server.pooling_op, probe
     try:
         await asyncio.wait_for(server.run_one(op, item), HEALTH_GENERATE_TIMEOUT_S)
     except (TimeoutError, ModelServerError):

@@ -117,3 +117,48 @@ def reward_family(architectures: list[str]) -> RewardFamily:
         f"cannot serve the reward/classification checkpoint {named}{why}. The CPU server serves SGLang "
         f"0.5.23's families, pooled and scored as SGLang does: {', '.join(sorted(SUPPORTED))}"
     )
+
+
+# -- process reward models (vLLM's token pooling; SGLang 0.5.23 serves none) --------------------------------
+@dataclass(frozen=True, slots=True)
+class ProcessRewardFamily:
+    """How the CPU server scores every token of a PRM checkpoint (vLLM's `STEP` pooling then picks the
+    step-tag positions). `head`:
+
+    - `prm_mlp`: vLLM's `Qwen2ForProcessRewardModel` (qwen2_rm.py): the base model, then `score`:
+      Linear(hidden, hidden) -> ReLU -> Linear(hidden, 2); remote code on the Hub, so built here;
+    - `token_classification`: a transformers `*ForTokenClassification` class, its own head;
+    - `lm_logits`: a causal LM's vocabulary logits, cut to `returned_token_ids` (Math-Shepherd style).
+    """
+
+    architecture: str
+    head: Literal["prm_mlp", "token_classification", "lm_logits"]
+    base_model: str | None = None
+    # vLLM's default `step_tag_id` for the family (Qwen2ForProcessRewardModelConfig: `<extra_0>`).
+    default_step_tag_id: int | None = None
+
+
+PROCESS_REWARD_FAMILIES: dict[str, ProcessRewardFamily] = {
+    "Qwen2ForProcessRewardModel": ProcessRewardFamily(
+        "Qwen2ForProcessRewardModel", "prm_mlp", "Qwen2Model", default_step_tag_id=151651
+    ),
+}
+
+
+def process_reward_family(architectures: list[str], *, lm_with_token_ids: bool) -> ProcessRewardFamily | None:
+    """The PRM family the checkpoint names, or None when it is no PRM. A causal LM is one only when the
+    server was given `returned_token_ids` (vLLM serves Math-Shepherd that way)."""
+    for arch in architectures:
+        if arch in PROCESS_REWARD_FAMILIES:
+            return PROCESS_REWARD_FAMILIES[arch]
+        if arch.endswith("ForProcessRewardModel"):
+            raise ValueError(
+                f"cannot serve the process reward model {arch}: the CPU server serves "
+                f"{', '.join(sorted(PROCESS_REWARD_FAMILIES))}, any *ForTokenClassification, and causal LMs "
+                "with --returned-token-ids"
+            )
+        if arch.endswith("ForTokenClassification"):
+            return ProcessRewardFamily(arch, "token_classification")
+        if lm_with_token_ids and arch.endswith(("ForCausalLM", "LMHeadModel")):
+            return ProcessRewardFamily(arch, "lm_logits")
+    return None

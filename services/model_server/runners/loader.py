@@ -9,20 +9,27 @@ from typing import Any, Literal
 from rewardfleet.services.model_server.checkpoints import Checkpoint
 from rewardfleet.services.model_server.config import ModelServerSettings
 from rewardfleet.services.model_server.runners.base import Runner
-from rewardfleet.services.model_server.runners.families import is_reward_architecture, reward_family
+from rewardfleet.services.model_server.runners.families import (
+    is_reward_architecture,
+    process_reward_family,
+    reward_family,
+)
 
 logger = logging.getLogger(__name__)
 
-ModelKind = Literal["reward", "generation", "encoder"]
+ModelKind = Literal["reward", "generation", "encoder", "prm"]
 
 _PADDING_OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert")
 _GENERATION_SUFFIXES = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
 
 
-def detect_kind(architectures: list[str]) -> ModelKind:
+def detect_kind(architectures: list[str], *, lm_is_prm: bool = False) -> ModelKind:
     """reward for sequence classifiers and reward models (only SGLang's families: `families.py`; any other
-    is refused here, naming it and the served ones), generation for causal LMs, encoder for bare encoders
-    (`BertModel`, `XLMRobertaModel`, ...)."""
+    is refused here, naming it and the served ones), prm for process reward models (token classifiers, and
+    causal LMs when `lm_is_prm`: the server has `returned_token_ids`), generation for causal LMs, encoder
+    for bare encoders (`BertModel`, `XLMRobertaModel`, ...)."""
+    if process_reward_family(architectures, lm_with_token_ids=lm_is_prm) is not None:
+        return "prm"
     for arch in architectures:
         if is_reward_architecture(arch):
             reward_family(architectures)  # raises for a family the server does not serve
@@ -50,7 +57,9 @@ def _read_architectures(checkpoint: Checkpoint) -> list[str]:
 
 def model_kind(settings: ModelServerSettings) -> ModelKind:
     """The kind of model the settings' checkpoint holds, from its config alone (no weights loaded)."""
-    return detect_kind(_read_architectures(settings.checkpoint))
+    return detect_kind(
+        _read_architectures(settings.checkpoint), lm_is_prm=settings.returned_token_ids is not None
+    )
 
 
 def load_runner(settings: ModelServerSettings) -> Runner:
@@ -67,7 +76,7 @@ def load_runner(settings: ModelServerSettings) -> Runner:
         torch.set_num_threads(settings.torch_num_threads)
     checkpoint = settings.checkpoint
     path, extra = checkpoint.folder, checkpoint.load_kwargs
-    kind = detect_kind(_read_architectures(checkpoint))
+    kind = model_kind(settings)
     if kind == "generation" and settings.is_embedding:
         raise ValueError(f"{path} is a causal LM; --is-embedding serves reward models and encoders only")
     dtype = "auto" if settings.dtype == "auto" else getattr(torch, settings.dtype)
@@ -76,7 +85,11 @@ def load_runner(settings: ModelServerSettings) -> Runner:
     else:  # a GGUF file holds its tokenizer and chat template too
         tokenizer = AutoTokenizer.from_pretrained(path, **extra)
     head = None
-    if kind == "reward":
+    if kind == "prm":
+        from rewardfleet.services.model_server.runners.prm import load_process_reward_model
+
+        model, head = load_process_reward_model(checkpoint, settings, dtype)
+    elif kind == "reward":
         model, head = _load_reward_model(checkpoint, dtype)
     else:
         model_cls = AutoModelForCausalLM if kind == "generation" else AutoModel
@@ -99,7 +112,11 @@ def load_runner(settings: ModelServerSettings) -> Runner:
 
     common = {"model_path": checkpoint.path, "context_length": context}
     runner: Runner
-    if kind == "reward":
+    if kind == "prm":
+        from rewardfleet.services.model_server.runners.prm import ProcessRewardRunner
+
+        runner = ProcessRewardRunner(model, tokenizer, head=head, settings=settings, **common)
+    elif kind == "reward":
         family = reward_family(_read_architectures(checkpoint))
         runner = RewardRunner(model, tokenizer, family=family, head=head, **common)
     elif kind == "generation":

@@ -16,7 +16,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from rewardfleet.services.model_server.runners.families import RewardFamily
+from rewardfleet.services.model_server.runners.families import ProcessRewardFamily, RewardFamily
+
+AnyFamily = RewardFamily | ProcessRewardFamily
 
 
 class _WeightedNormal(nn.Module):
@@ -46,11 +48,14 @@ class _WeightedNormal(nn.Module):
         return (rewards * weights).sum(dim=-1).view(-1, 1)
 
 
-def _build(family: RewardFamily, config: Any) -> tuple[nn.Module, dict[str, str]]:
+def _build(family: AnyFamily, config: Any) -> tuple[nn.Module, dict[str, str]]:
     """The head module and {checkpoint tensor name: head parameter name}."""
     hidden = int(config.hidden_size)
-    if family.head == "mlp":  # qwen2_rm.py / qwen3_rm.py: one score, whatever num_labels says
-        head: nn.Module = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+    if family.head in ("mlp", "prm_mlp"):
+        # qwen2_rm.py / qwen3_rm.py: one score, whatever num_labels says; vLLM's
+        # Qwen2ForProcessRewardModel: the same MLP with 2 labels per token.
+        out = 2 if family.head == "prm_mlp" else 1
+        head: nn.Module = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, out))
         prefix = "score."
     elif family.head == "classification_head":  # llama_classification.py
         size = getattr(config, "classification_out_size", None)
@@ -78,7 +83,7 @@ def _safetensors_files(folder: Path) -> list[Path]:
     return files
 
 
-def load_head(family: RewardFamily, config: Any, folder: Path, dtype: torch.dtype) -> nn.Module:
+def load_head(family: AnyFamily, config: Any, folder: Path, dtype: torch.dtype) -> nn.Module:
     """SGLang's head for `family`, with the checkpoint's weights; the float16 part of `weighted_normal`
     stays float16 as in SGLang."""
     from safetensors import safe_open
