@@ -34,6 +34,7 @@ from bench import (
     judge_throughput,
     router_hop,
     state_backend,
+    step_admission,
     step_growth,
     trainer_view,
 )
@@ -78,6 +79,7 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
             9: _titled(CODE, lambda: code_sandbox.run(samples_count=16, rounds=1)),
             10: _titled(STATE, lambda: state_backend.run(duration_s=3, rounds=1)),
             11: _titled(JUDGE, lambda: judge_throughput.run(8, 32, 2)),
+            12: lambda: step_admission.run(sizes=(4096,), low_s=20.0, high_s=30.0),
         }
     return {
         1: lambda: gateway_overhead.run(duration_s=5, warmup_s=2, rounds=3, sync=True),
@@ -94,6 +96,8 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
         10: _titled(STATE, lambda: state_backend.run(duration_s=6, rounds=2)),
         # SmolLM2-135M judge on the CPU, 16 samples: the slowest benchmark (minutes per figure when loaded)
         11: _titled(JUDGE, lambda: judge_throughput.run(16, 64, 2)),
+        # a whole GRPO step posted at once, default admission settings (4096 and 8192 posts)
+        12: lambda: step_admission.run(sizes=(4096, 8192), low_s=20.0, high_s=30.0),
     }
 
 
@@ -163,7 +167,7 @@ def write_docs(results: list[BenchResult], header: list[str], plot_ok: bool) -> 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="short, single-round measurements")
-    ap.add_argument("--only", type=int, nargs="+", choices=range(1, 12), help="run only these benchmarks")
+    ap.add_argument("--only", type=int, nargs="+", choices=range(1, 13), help="run only these benchmarks")
     ap.add_argument("--no-docs", action="store_true", help="print only; do not rewrite docs/")
     args = ap.parse_args()
 

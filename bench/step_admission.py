@@ -23,9 +23,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import random
 import os
-import resource
+import random
 import sys
 import tempfile
 import time
@@ -39,6 +38,7 @@ import aiohttp
 import yaml
 
 from bench.common import OFFLINE_ENV, BenchResult, Row, print_result, write_fn
+from rewardfleet.services.common.open_files import raise_open_files_limit
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 
 TARGET = 1.05
@@ -86,15 +86,6 @@ class Burst:
     @property
     def ratio(self) -> float:
         return self.wall_s / self.max_latency_s
-
-
-def raise_open_files_limit(needed: int) -> int:
-    """One socket per post (and the judge's side when it runs in this process): lift the soft limit."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < needed:
-        soft = needed if hard == resource.RLIM_INFINITY else min(hard, needed)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    return soft
 
 
 def _cpu_s(pid: int) -> float:
@@ -182,12 +173,13 @@ async def _burst(
 
 
 @contextmanager
-def _gateway(tmp: Path, fns: Path) -> Iterator[tuple[str, int]]:
-    """`rewardfleet gateway` with the admission settings at their defaults (only the benchmark's function, no
-    built-ins); yields its base URL and pid (for its RSS) once `/ready` says 200."""
+def _gateway(tmp: Path, fns: Path, settings: dict[str, int]) -> Iterator[tuple[str, int]]:
+    """`rewardfleet gateway` with the admission settings at their defaults unless `settings` names them
+    (only the benchmark's function, no built-ins); yields its base URL and pid (for its RSS) once `/ready`
+    says 200."""
     port = free_port()
     cfg = tmp / "gateway.yaml"
-    cfg.write_text(yaml.safe_dump({"builtin_package": None}))
+    cfg.write_text(yaml.safe_dump({"builtin_package": None, **settings}))
     cmd = rewardfleet_cmd("gateway", "--port", str(port), "--config", str(cfg), "--log-level", "warning")
     child = ChildProcess([*cmd, "--reward-fns", str(fns)], tmp / "gateway.log", env=OFFLINE_ENV)
     try:
@@ -203,9 +195,11 @@ def run(
     low_s: float = 20.0,
     high_s: float = 30.0,
     judge: str = "http",
+    settings: dict[str, int] | None = None,
 ) -> BenchResult:
+    """`settings`: gateway settings instead of the defaults (e.g. the old `http_max_connections: 256`)."""
     result = BenchResult("12. a whole step posted at once (admission)")
-    raise_open_files_limit(2 * max(sizes) + 1024)
+    raise_open_files_limit(2 * max(sizes) + 1024, "one client connection per post, and the judge's side")
     bursts: list[Burst] = []
     with tempfile.TemporaryDirectory(prefix="rf-step-admission-") as tmp_name:
         tmp = Path(tmp_name)
@@ -219,7 +213,7 @@ def run(
                 judge_proc = ChildProcess(cmd, tmp / "judge.log")
                 judge_proc.wait_http(f"http://127.0.0.1:{port}/health", timeout_s=60)
                 judge_url = f"http://127.0.0.1:{port}/judge"
-            with _gateway(tmp, fns) as (base, pid):
+            with _gateway(tmp, fns, settings or {}) as (base, pid):
                 for n in sizes:
                     rng = random.Random(2900 + n)
                     latencies = [rng.uniform(low_s, high_s) for _ in range(n)]
@@ -230,7 +224,7 @@ def run(
             if judge_proc is not None:
                 judge_proc.stop()
     result.notes.append(
-        f"default admission settings; async judge-style function ({judge}: "
+        f"admission settings: {settings or 'defaults'}; async judge-style function ({judge}: "
         + ("a POST through the gateway's http_client to the stand-in judge process" if judge == "http"
            else "asyncio.sleep in the gateway")
         + f"), judge latency U({low_s:g} s, {high_s:g} s), one client process, one connection per post"
@@ -242,8 +236,8 @@ def run(
             f"wall {b.wall_s:.2f} s / max latency {b.max_latency_s:.2f} s = {b.ratio:.3f}; last post reached "
             f"its function {b.arrivals_span_s:.2f} s after the first send; gateway RSS +"
             f"{b.rss_growth_bytes / 2**20:.0f} MiB ({b.rss_growth_bytes / b.samples / 1024:.1f} KiB a post "
-            f"in flight); CPU: gateway {b.gateway_cpu_s:.2f} s ({b.gateway_cpu_s / b.samples * 1000:.2f} ms a "
-            f"post), client {b.client_cpu_s:.2f} s"
+            f"in flight); CPU: gateway {b.gateway_cpu_s:.2f} s "
+            f"({b.gateway_cpu_s / b.samples * 1000:.2f} ms a post), client {b.client_cpu_s:.2f} s"
         )
         all_in = b.accepted == b.samples
         result.rows.append(
@@ -267,8 +261,12 @@ def main() -> None:
     ap.add_argument("--low-s", type=float, default=20.0)
     ap.add_argument("--high-s", type=float, default=30.0)
     ap.add_argument("--judge", choices=("http", "sleep"), default="http")
+    ap.add_argument(
+        "--set", nargs="*", default=[], metavar="KEY=INT", help="gateway settings instead of the defaults"
+    )
     args = ap.parse_args()
-    print_result(run(tuple(args.samples), args.low_s, args.high_s, args.judge))
+    settings = {key: int(value) for key, value in (item.split("=", 1) for item in args.set)}
+    print_result(run(tuple(args.samples), args.low_s, args.high_s, args.judge, settings))
 
 
 if __name__ == "__main__":

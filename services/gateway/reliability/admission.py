@@ -79,8 +79,7 @@ class Admission:
 
     def _fits(self, body_bytes: int) -> bool:
         return (
-            self.active < self.max_inflight
-            and self.body_bytes + body_bytes <= self.max_inflight_body_bytes
+            self.active < self.max_inflight and self.body_bytes + body_bytes <= self.max_inflight_body_bytes
         )
 
     def _refuse(self, error: GatewayError) -> GatewayError:

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+from pydantic import ValidationError
+
+from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.errors import Draining, GatewayError, Overloaded
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.admission import Admission, Backlog, reserved_body_bytes
@@ -180,3 +184,8 @@ def test_reserved_body_bytes_follow_the_headers() -> None:
     assert reserved_body_bytes(scope((b"transfer-encoding", b"chunked")), 4096) == 4096
     assert reserved_body_bytes(scope((b"content-length", b"x")), 4096) == 4096
     assert reserved_body_bytes(scope((b"host", b"a")), 4096) == 0
+
+
+def test_a_body_budget_smaller_than_one_body_stops_start_up() -> None:
+    with pytest.raises(ValidationError, match=r"max_inflight_body_bytes \(2048\) must be at least max_body"):
+        GatewayConfig(max_body_bytes=4096, max_inflight_body_bytes=2048)

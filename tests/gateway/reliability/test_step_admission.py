@@ -9,21 +9,14 @@ and answers them only when released; the sync pool's queue is read from /metrics
 from __future__ import annotations
 
 import asyncio
-import resource
 from collections.abc import Awaitable
 from typing import Any
 
 import aiohttp
 
+from rewardfleet.services.common.open_files import raise_open_files_limit
+
 BURST = 2000  # more than the old 512 in flight + 1024 queued
-
-
-def _raise_open_files(needed: int) -> None:
-    """Each held post is two sockets here (the client's and the judge's): lift the soft limit if it is low.
-    The gateway inherits it."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < needed:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(needed, hard), hard))
 
 
 class HeldJudge:
@@ -87,7 +80,8 @@ async def _pool_queue_depth(session: aiohttp.ClientSession, url: str, depth: int
 
 
 def test_a_step_of_awaiting_posts_beyond_the_old_limits_is_all_accepted(gateway_factory: Any) -> None:
-    _raise_open_files(3 * BURST + 1024)
+    # Each held post is two sockets here (the client's, the judge's); the gateway inherits the limit.
+    raise_open_files_limit(3 * BURST + 1024, "the burst")
     gw = gateway_factory({"default_reward_fn": "held_judge"})  # admission at its defaults
 
     async def run() -> list[tuple[int, Any, Any]]:
@@ -114,9 +108,7 @@ def test_sync_work_over_the_pool_queue_bound_is_429_with_retry_after(gateway_fac
         async with HeldJudge() as judge, aiohttp.ClientSession() as session:
             body = {"data_source": "x", "solution_str": "s", "extra_info": {"judge_port": judge.port}}
             # One call runs (the only worker, held by the judge), three wait for it: over max_pool_queue=2.
-            posts = [
-                asyncio.create_task(_post(session, gw.url, {**body, "uid": f"u{i}"})) for i in range(4)
-            ]
+            posts = [asyncio.create_task(_post(session, gw.url, {**body, "uid": f"u{i}"})) for i in range(4)]
             await _before_any_answer(judge.holding(1), posts)
             await _before_any_answer(_pool_queue_depth(session, gw.url, 3), posts)
             refused = await _post(session, gw.url, {**body, "uid": "over"})
@@ -142,9 +134,7 @@ def test_body_bytes_in_flight_over_the_bound_are_429_with_retry_after(gateway_fa
         async with HeldJudge() as judge, aiohttp.ClientSession() as session:
             body = {"data_source": "x", "extra_info": {"judge_port": judge.port}}
             large = {**body, "solution_str": "s" * 3000}  # two fit in 8192 bytes, a third does not
-            posts = [
-                asyncio.create_task(_post(session, gw.url, {**large, "uid": f"u{i}"})) for i in range(2)
-            ]
+            posts = [asyncio.create_task(_post(session, gw.url, {**large, "uid": f"u{i}"})) for i in range(2)]
             await _before_any_answer(judge.holding(2), posts)
             refused = await _post(session, gw.url, {**large, "uid": "over"})
             # The bound is bytes, not requests: a small post still fits beside the two large ones.
