@@ -173,13 +173,14 @@ async def _burst(
 
 
 @contextmanager
-def _gateway(tmp: Path, fns: Path, settings: dict[str, int]) -> Iterator[tuple[str, int]]:
+def _gateway(tmp: Path, fns: Path, timeout_s: float, settings: dict[str, int]) -> Iterator[tuple[str, int]]:
     """`rewardfleet gateway` with the admission settings at their defaults unless `settings` names them
-    (only the benchmark's function, no built-ins); yields its base URL and pid (for its RSS) once `/ready`
-    says 200."""
+    (only the benchmark's function, its `timeout_s` above the judge's latencies, no built-ins); yields its
+    base URL and pid (for its RSS) once `/ready` says 200."""
     port = free_port()
     cfg = tmp / "gateway.yaml"
-    cfg.write_text(yaml.safe_dump({"builtin_package": None, **settings}))
+    config = {"builtin_package": None, "functions": {"step_judge": {"timeout_s": timeout_s}}, **settings}
+    cfg.write_text(yaml.safe_dump(config))
     cmd = rewardfleet_cmd("gateway", "--port", str(port), "--config", str(cfg), "--log-level", "warning")
     child = ChildProcess([*cmd, "--reward-fns", str(fns)], tmp / "gateway.log", env=OFFLINE_ENV)
     try:
@@ -213,7 +214,7 @@ def run(
                 judge_proc = ChildProcess(cmd, tmp / "judge.log")
                 judge_proc.wait_http(f"http://127.0.0.1:{port}/health", timeout_s=60)
                 judge_url = f"http://127.0.0.1:{port}/judge"
-            with _gateway(tmp, fns, settings or {}) as (base, pid):
+            with _gateway(tmp, fns, 2 * high_s + 60, settings or {}) as (base, pid):
                 for n in sizes:
                     rng = random.Random(2900 + n)
                     latencies = [rng.uniform(low_s, high_s) for _ in range(n)]
