@@ -232,24 +232,34 @@ def run(
     )  # fmt: skip
     for b in bursts:
         result.notes.append(
-            f"{b.samples} posts: accepted {b.accepted}, refused (429) {b.refused}, failed {b.failed} "
-            f"{b.failures or ''}; "
+            f"{b.samples} posts: accepted {b.accepted}, refused (429) {b.refused}, failed {b.failed}"
+            f"{f' {b.failures}' if b.failures else ''}; "
             f"wall {b.wall_s:.2f} s / max latency {b.max_latency_s:.2f} s = {b.ratio:.3f}; last post reached "
             f"its function {b.arrivals_span_s:.2f} s after the first send; gateway RSS +"
             f"{b.rss_growth_bytes / 2**20:.0f} MiB ({b.rss_growth_bytes / b.samples / 1024:.1f} KiB a post "
             f"in flight); CPU: gateway {b.gateway_cpu_s:.2f} s "
             f"({b.gateway_cpu_s / b.samples * 1000:.2f} ms a post), client {b.client_cpu_s:.2f} s"
         )
-        all_in = b.accepted == b.samples
+        result.rows.append(
+            Row(
+                result.name,
+                f"posts accepted and scored ({b.samples} at once)",
+                b.accepted,
+                f"all {b.samples}",
+                b.accepted == b.samples,
+                f"refused (429) {b.refused}, failed {b.failed}",
+                fmt="{:.0f}",
+            )
+        )
         result.rows.append(
             Row(
                 result.name,
                 f"wall time / largest single latency ({b.samples} posts)",
                 b.ratio,
-                f"<= {TARGET:g}, all accepted",
-                all_in and b.ratio <= TARGET,
-                f"accepted {b.accepted}/{b.samples}, refused {b.refused}; last arrival at "
-                f"{b.arrivals_span_s:.2f} s",
+                f"<= {TARGET:g}",
+                b.ratio <= TARGET,
+                f"last post reached its function {b.arrivals_span_s:.2f} s after the first send; gateway "
+                f"CPU {b.gateway_cpu_s / b.samples * 1000:.2f} ms a post",
                 fmt="{:.3f}",
             )
         )
