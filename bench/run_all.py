@@ -5,7 +5,7 @@ Every ratio is measured against a baseline taken in the same invocation (alterna
 127.0.0.1 only, with bounded load. A benchmark that fails is reported as failed and the others still run.
 
     bash bench/setup                             # once: the `bench` extra (matplotlib, Ray Serve)
-    .venv/bin/python -m bench.run_all            # full: about 25-30 minutes on 2 shared cores
+    .venv/bin/python -m bench.run_all            # full: about 30-35 minutes on 2 shared cores
     .venv/bin/python -m bench.run_all --quick    # smoke-sized: about 10 minutes on a loaded machine, noisier
     .venv/bin/python -m bench.run_all --only 1 4 # a subset (the docs are not rewritten for a subset)
 """
