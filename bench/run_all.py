@@ -5,7 +5,7 @@ Every ratio is measured against a baseline taken in the same invocation (alterna
 127.0.0.1 only, with bounded load. A benchmark that fails is reported as failed and the others still run.
 
     bash bench/setup                             # once: the `bench` extra (matplotlib, Ray Serve)
-    .venv/bin/python -m bench.run_all            # full: about 25-30 minutes on 2 shared cores
+    .venv/bin/python -m bench.run_all            # full: about 30-35 minutes on 2 shared cores
     .venv/bin/python -m bench.run_all --quick    # smoke-sized: about 10 minutes on a loaded machine, noisier
     .venv/bin/python -m bench.run_all --only 1 4 # a subset (the docs are not rewritten for a subset)
 """
@@ -35,6 +35,7 @@ from bench import (
     prm_server,
     router_hop,
     state_backend,
+    step_admission,
     step_growth,
     trainer_view,
 )
@@ -81,6 +82,7 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
             10: _titled(STATE, lambda: state_backend.run(duration_s=3, rounds=1)),
             11: _titled(JUDGE, lambda: judge_throughput.run(8, 32, 2)),
             12: _titled(PRM, lambda: prm_server.run(requests=800, offline_seconds=1.0, rounds=1)),
+            13: lambda: step_admission.run(sizes=(4096,), low_s=20.0, high_s=30.0),
         }
     return {
         1: lambda: gateway_overhead.run(duration_s=5, warmup_s=2, rounds=3, sync=True),
@@ -98,6 +100,8 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
         # SmolLM2-135M judge on the CPU, 16 samples: the slowest benchmark (minutes per figure when loaded)
         11: _titled(JUDGE, lambda: judge_throughput.run(16, 64, 2)),
         12: _titled(PRM, lambda: prm_server.run(requests=2000, offline_seconds=2.0, rounds=2)),
+        # a whole GRPO step posted at once, default admission settings (4096 and 8192 posts)
+        13: lambda: step_admission.run(sizes=(4096, 8192), low_s=20.0, high_s=30.0),
     }
 
 
@@ -167,7 +171,7 @@ def write_docs(results: list[BenchResult], header: list[str], plot_ok: bool) -> 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="short, single-round measurements")
-    ap.add_argument("--only", type=int, nargs="+", choices=range(1, 13), help="run only these benchmarks")
+    ap.add_argument("--only", type=int, nargs="+", choices=range(1, 14), help="run only these benchmarks")
     ap.add_argument("--no-docs", action="store_true", help="print only; do not rewrite docs/")
     args = ap.parse_args()
 

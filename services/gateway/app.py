@@ -86,6 +86,7 @@ def create_app(
     metrics.pool_queue_depth.set_function(lambda: backlog.depth)
     admission = Admission(
         config.max_inflight_requests,
+        config.max_inflight_body_bytes,
         config.max_queued_requests,
         config.queue_timeout_s,
         config.retry_after_s,
@@ -258,7 +259,8 @@ def create_app(
         body_read_timeout_s=config.body_read_timeout_s,
         on_refused=metrics.body_refused,
     )
-    app.add_middleware(AdmissionMiddleware, admission=admission)  # after auth: refused keys take no slot
+    # After auth: refused keys take no slot.
+    app.add_middleware(AdmissionMiddleware, admission=admission, max_body_bytes=config.max_body_bytes)
     keys = api_keys(config)
     if keys:
         public = {"/health", "/metrics", "/monitors"} if config.auth_exempt_metrics else {"/health"}

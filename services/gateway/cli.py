@@ -64,6 +64,7 @@ def gateway(
     import uvicorn
     from pydantic import ValidationError
 
+    from rewardfleet.services.common.open_files import raise_open_files_limit
     from rewardfleet.services.gateway.app import create_app
     from rewardfleet.services.gateway.config import format_validation_error
 
@@ -73,6 +74,12 @@ def gateway(
     except (ValidationError, ValueError, OSError) as exc:
         typer.echo(f"rewardfleet gateway: invalid configuration:\n{format_validation_error(exc)}", err=True)
         raise typer.Exit(2) from exc
+    # A socket per request in flight, and another per judge call it awaits (docs/reliability.md).
+    inflight = settings.max_inflight_requests
+    raise_open_files_limit(
+        inflight + min(settings.http_max_connections, inflight) + 1024,
+        "max_inflight_requests requests awaiting judges (http_max_connections)",
+    )
     uvicorn.run(
         create_app(settings, freeze_startup=True),
         host=settings.host,

@@ -132,7 +132,10 @@ class GatewayConfig(BaseModel):
     )
     max_batch_samples: int = Field(default=4096, ge=1, description="Largest accepted /score/batch.")
     http_max_connections: int = Field(
-        default=256, ge=1, description="Connection limit of the shared aiohttp session (http_client)."
+        default=16384,
+        ge=1,
+        description="Connection limit of the shared aiohttp session (http_client): one per judge call in "
+        "flight, so as many as max_inflight_requests, or the judge calls of a step wait in line.",
     )
     on_load_error: Literal["fail", "skip"] = "fail"
     routers: dict[str, str] = Field(default_factory=dict, description="Router name -> bare host:port.")
@@ -161,8 +164,22 @@ class GatewayConfig(BaseModel):
     graders: dict[str, GraderSpec] = Field(default_factory=dict)
 
     # Reliability (reliability/, execution/isolation.py, docs/reliability.md).
-    max_inflight_requests: int = Field(default=512, ge=1, description="Work requests handled at once.")
-    max_queued_requests: int = Field(default=1024, ge=0, description="More that wait for a slot; then 429.")
+    # Admission bounds what costs memory or CPU, not requests awaiting I/O (reliability/admission.py).
+    max_inflight_requests: int = Field(
+        default=16384,
+        ge=1,
+        description="Work requests handled at once. One awaiting a remote judge costs a few KiB and two "
+        "sockets, so this is high enough for a whole GRPO step posted at once.",
+    )
+    max_inflight_body_bytes: int = Field(
+        default=512 * 1024 * 1024,
+        ge=1024,
+        description="Request bodies in flight, by Content-Length (a chunked body counts max_body_bytes): "
+        "the memory of the samples being scored. At least max_body_bytes.",
+    )
+    max_queued_requests: int = Field(
+        default=1024, ge=0, description="More that wait for room (requests or body bytes); then 429."
+    )
     queue_timeout_s: float = Field(default=30.0, gt=0, description="Longest wait for a slot before 429.")
     max_pool_queue: int = Field(default=4096, ge=0, description="Sync calls waiting for a worker; then 429.")
     retry_after_s: int = Field(default=1, ge=0, description="Retry-After sent with 429 and 503.")
@@ -281,6 +298,15 @@ class GatewayConfig(BaseModel):
             if not name.isidentifier():
                 raise ValueError(f"functions: {name!r} is not a valid function name (use letters, digits, _)")
         return value
+
+    @model_validator(mode="after")
+    def _body_budget_holds_a_body(self) -> GatewayConfig:
+        if self.max_inflight_body_bytes < self.max_body_bytes:
+            raise ValueError(
+                f"max_inflight_body_bytes ({self.max_inflight_body_bytes}) must be at least max_body_bytes "
+                f"({self.max_body_bytes}), or a request of the largest size could never be admitted"
+            )
+        return self
 
     @model_validator(mode="after")
     def _default_router(self) -> GatewayConfig:

@@ -5,16 +5,26 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+from pydantic import ValidationError
+
+from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.errors import Draining, GatewayError, Overloaded
 from rewardfleet.services.gateway.metrics import GatewayMetrics
-from rewardfleet.services.gateway.reliability.admission import Admission, Backlog
+from rewardfleet.services.gateway.reliability.admission import Admission, Backlog, reserved_body_bytes
 from tests.gateway.units import counter
 
 
 def admission(
-    max_inflight: int = 1, max_queued: int = 4, timeout_s: float = 30.0, metrics: GatewayMetrics | None = None
+    max_inflight: int = 1,
+    max_queued: int = 4,
+    timeout_s: float = 30.0,
+    metrics: GatewayMetrics | None = None,
+    max_body_bytes: int = 1 << 30,
 ) -> Admission:
-    return Admission(max_inflight, max_queued, timeout_s, 3, 10, Backlog(), metrics or GatewayMetrics())
+    return Admission(
+        max_inflight, max_body_bytes, max_queued, timeout_s, 3, 10, Backlog(), metrics or GatewayMetrics()
+    )
 
 
 async def settle() -> None:
@@ -117,3 +127,65 @@ async def test_draining_refuses_new_and_queued_requests() -> None:
     assert counter(metrics, "gateway_admission_rejections", reason="draining") == 2
     gate.leave()  # the admitted request finishes normally
     assert gate.active == 0
+
+
+async def test_body_bytes_bound_admission_in_arrival_order() -> None:
+    """Requests wait while their bodies would not fit; a large one at the head is not overtaken by small ones
+    behind it (it would starve), and the bytes of every request that leaves are given back."""
+    gate = admission(max_inflight=100, max_body_bytes=1000)
+    assert await gate.enter(600) is None
+    large = asyncio.create_task(gate.enter(500))
+    small = asyncio.create_task(gate.enter(10))
+    await settle()
+    assert not large.done() and not small.done() and gate.queued == 2
+    gate.leave(600)
+    await settle()
+    assert large.result() is None and small.result() is None
+    assert gate.active == 2 and gate.body_bytes == 510
+    gate.leave(500)
+    gate.leave(10)
+    assert gate.active == 0 and gate.body_bytes == 0
+
+
+async def test_body_bytes_over_the_bound_with_a_full_queue_are_overload() -> None:
+    gate = admission(max_inflight=100, max_queued=0, max_body_bytes=1000)
+    assert await gate.enter(900) is None
+    refused = await gate.enter(200)
+    assert isinstance(refused, Overloaded) and refused.headers == {"Retry-After": "3"}
+    assert "max_inflight_body_bytes=1000" in refused.message and "900 body bytes" in refused.message
+    assert await gate.enter(100) is None  # the bound is bytes, not requests
+    # One request larger than the whole budget counts as the whole budget: it can still run alone.
+    gate.leave(900)
+    gate.leave(100)
+    assert await gate.enter(5000) is None and gate.body_bytes == 1000
+    gate.leave(5000)
+    assert gate.body_bytes == 0
+
+
+async def test_a_large_waiter_that_goes_away_lets_the_ones_behind_it_in() -> None:
+    gate = admission(max_inflight=100, max_body_bytes=1000)
+    assert await gate.enter(600) is None
+    large = asyncio.create_task(gate.enter(500))
+    await settle()
+    small = asyncio.create_task(gate.enter(10))
+    await settle()
+    assert gate.queued == 2
+    large.cancel()  # its client went away (a timeout takes the same way out)
+    assert await small is None  # admitted, not left waiting for queue_timeout_s
+    assert large.cancelled() and gate.body_bytes == 610 and gate.queued == 0
+
+
+def test_reserved_body_bytes_follow_the_headers() -> None:
+    def scope(*headers: tuple[bytes, bytes]) -> dict[str, object]:
+        return {"headers": list(headers)}
+
+    assert reserved_body_bytes(scope((b"content-length", b"1234")), 4096) == 1234
+    assert reserved_body_bytes(scope((b"content-length", b"99999")), 4096) == 4096  # 413 follows
+    assert reserved_body_bytes(scope((b"transfer-encoding", b"chunked")), 4096) == 4096
+    assert reserved_body_bytes(scope((b"content-length", b"x")), 4096) == 4096
+    assert reserved_body_bytes(scope((b"host", b"a")), 4096) == 0
+
+
+def test_a_body_budget_smaller_than_one_body_stops_start_up() -> None:
+    with pytest.raises(ValidationError, match=r"max_inflight_body_bytes \(2048\) must be at least max_body"):
+        GatewayConfig(max_body_bytes=4096, max_inflight_body_bytes=2048)

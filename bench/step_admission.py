@@ -1,0 +1,284 @@
+"""A whole GRPO step posted at once: 4096 and 8192 concurrent single-sample posts of an async judge-style
+function (it only awaits a remote call), against a gateway with the default admission settings. Every post
+should be accepted and scored, and they should overlap: wall time ÷ the largest single judge latency (the
+best possible) <= 1.05.
+
+The function awaits a POST to the stand-in judge (`bench/judge_server.py`, its own process) through the
+gateway's shared `http_client`, so the gateway's connection pool to judges is on the path; the judge answers
+after a latency drawn from U(low, high) (seeded, carried in `extra_info`). `--judge sleep` awaits
+`asyncio.sleep` in the gateway instead (no judge process: admission and the gateway alone).
+
+Also printed: accepted / refused (429) / failed counts, the spread of arrivals (when the last post reached
+its function, from the function's own clock: the gateway's per-request cost, not admission), and the
+gateway's RSS growth per request in flight (what `max_inflight_requests` bounds).
+
+One client process (aiohttp, one connection per post, the file-descriptor limit raised) on the same 2 cores
+as the gateway: the client's own cost is in the wall time.
+
+    .venv/bin/python -m bench.step_admission [--samples 4096 8192] [--low-s 20 --high-s 30] [--judge sleep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import yaml
+
+from bench.common import OFFLINE_ENV, BenchResult, Row, print_result, write_fn
+from rewardfleet.services.common.open_files import raise_open_files_limit
+from tests.support import ChildProcess, free_port, rewardfleet_cmd
+
+TARGET = 1.05
+
+# The judge-style function: its whole work is one awaited remote call, through the gateway's shared session.
+HTTP_JUDGE = """
+import time
+
+
+async def compute_score(data_source, solution_str, ground_truth, extra_info=None, http_client=None):
+    started = time.monotonic()
+    body = {"response": solution_str, "latency_s": extra_info["judge_latency_s"]}
+    async with http_client.post(extra_info["judge_url"], json=body) as resp:
+        resp.raise_for_status()
+        score = float((await resp.json())["score"])
+    return {"score": score, "started_monotonic": started}
+"""
+
+SLEEP_JUDGE = """
+import asyncio
+import time
+
+
+async def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    started = time.monotonic()
+    await asyncio.sleep(extra_info["judge_latency_s"])  # stands in for a remote judge's answer time
+    return {"score": 1.0, "started_monotonic": started}
+"""
+
+
+@dataclass
+class Burst:
+    samples: int
+    wall_s: float
+    max_latency_s: float
+    accepted: int
+    refused: int
+    failed: int
+    arrivals_span_s: float  # first send -> the last post's function started
+    rss_growth_bytes: int
+    failures: dict[str, int]
+    gateway_cpu_s: float
+    client_cpu_s: float
+
+    @property
+    def ratio(self) -> float:
+        return self.wall_s / self.max_latency_s
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process `pid` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+async def _burst(
+    url: str, latencies: list[float], judge_url: str | None, gateway_pid: int, timeout_s: float
+) -> Burst:
+    bodies = [
+        json.dumps(
+            {
+                "data_source": "bench",
+                "reward_fn": "step_judge",
+                "solution_str": "the answer is yes",
+                "uid": f"s{i}",
+                "extra_info": {"judge_latency_s": lat, "judge_url": judge_url},
+            }
+        ).encode()
+        for i, lat in enumerate(latencies)
+    ]
+    headers = {"content-type": "application/json"}
+    statuses: list[int] = []
+    starts: list[float] = []
+    failures: Counter[str] = Counter()
+    rss_before = _rss_bytes(gateway_pid)
+    rss_peak = rss_before
+    connector = aiohttp.TCPConnector(limit=0, force_close=True)
+    timeout = aiohttp.ClientTimeout(total=timeout_s)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+
+        async def one(body: bytes) -> None:
+            try:
+                async with session.post(url, data=body, headers=headers) as resp:
+                    answer = await resp.json()
+            except Exception as exc:  # counted, never retried: a failure here is a failure of the run
+                failures[type(exc).__name__] += 1
+                return
+            statuses.append(resp.status)
+            if resp.status == 200 and answer["status"] == "ok":
+                starts.append(answer["extra"]["started_monotonic"])
+            elif resp.status != 429:
+                error = answer.get("error") or {}
+                failures[f"{resp.status} {error.get('type', answer.get('status'))}"] += 1
+
+        async def watch_rss() -> None:
+            nonlocal rss_peak
+            while True:
+                rss_peak = max(rss_peak, _rss_bytes(gateway_pid))
+                await asyncio.sleep(0.25)
+
+        watcher = asyncio.create_task(watch_rss())
+        gateway_cpu = _cpu_s(gateway_pid)
+        client_cpu = time.process_time()
+        sent = time.monotonic()
+        await asyncio.gather(*(one(b) for b in bodies))
+        wall = time.monotonic() - sent
+        client_cpu = time.process_time() - client_cpu
+        gateway_cpu = _cpu_s(gateway_pid) - gateway_cpu
+        watcher.cancel()
+    accepted = len(starts)
+    refused = statuses.count(429)
+    return Burst(
+        samples=len(bodies),
+        wall_s=wall,
+        max_latency_s=max(latencies),
+        accepted=accepted,
+        refused=refused,
+        failed=len(bodies) - accepted - refused,
+        arrivals_span_s=(max(starts) - sent) if starts else float("nan"),
+        rss_growth_bytes=rss_peak - rss_before,
+        failures=dict(failures),
+        gateway_cpu_s=gateway_cpu,
+        client_cpu_s=client_cpu,
+    )
+
+
+@contextmanager
+def _gateway(tmp: Path, fns: Path, timeout_s: float, settings: dict[str, int]) -> Iterator[tuple[str, int]]:
+    """`rewardfleet gateway` with the admission settings at their defaults unless `settings` names them
+    (only the benchmark's function, its `timeout_s` above the judge's latencies, no built-ins); yields its
+    base URL and pid (for its RSS) once `/ready` says 200."""
+    port = free_port()
+    cfg = tmp / "gateway.yaml"
+    config = {"builtin_package": None, "functions": {"step_judge": {"timeout_s": timeout_s}}, **settings}
+    cfg.write_text(yaml.safe_dump(config))
+    cmd = rewardfleet_cmd("gateway", "--port", str(port), "--config", str(cfg), "--log-level", "warning")
+    child = ChildProcess([*cmd, "--reward-fns", str(fns)], tmp / "gateway.log", env=OFFLINE_ENV)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        child.wait_http(base + "/ready", timeout_s=120)
+        yield base, child.pid
+    finally:
+        child.stop()
+
+
+def run(
+    sizes: tuple[int, ...] = (4096, 8192),
+    low_s: float = 20.0,
+    high_s: float = 30.0,
+    judge: str = "http",
+    settings: dict[str, int] | None = None,
+) -> BenchResult:
+    """`settings`: gateway settings instead of the defaults (e.g. the old `http_max_connections: 256`)."""
+    result = BenchResult("13. a whole step posted at once (admission)")
+    raise_open_files_limit(2 * max(sizes) + 1024, "one client connection per post, and the judge's side")
+    bursts: list[Burst] = []
+    with tempfile.TemporaryDirectory(prefix="rf-step-admission-") as tmp_name:
+        tmp = Path(tmp_name)
+        fns = write_fn(tmp / "fns", "step_judge", HTTP_JUDGE if judge == "http" else SLEEP_JUDGE)
+        judge_proc = None
+        judge_url = None
+        try:
+            if judge == "http":
+                port = free_port()
+                cmd = [sys.executable, "-m", "bench.judge_server", "--port", str(port)]
+                judge_proc = ChildProcess(cmd, tmp / "judge.log")
+                judge_proc.wait_http(f"http://127.0.0.1:{port}/health", timeout_s=60)
+                judge_url = f"http://127.0.0.1:{port}/judge"
+            with _gateway(tmp, fns, 2 * high_s + 60, settings or {}) as (base, pid):
+                for n in sizes:
+                    rng = random.Random(2900 + n)
+                    latencies = [rng.uniform(low_s, high_s) for _ in range(n)]
+                    bursts.append(
+                        asyncio.run(_burst(base + "/score", latencies, judge_url, pid, 4 * high_s + 120))
+                    )
+        finally:
+            if judge_proc is not None:
+                judge_proc.stop()
+    result.notes.append(
+        f"admission settings: {settings or 'defaults'}; async judge-style function ({judge}: "
+        + ("a POST through the gateway's http_client to the stand-in judge process" if judge == "http"
+           else "asyncio.sleep in the gateway")
+        + f"), judge latency U({low_s:g} s, {high_s:g} s), one client process, one connection per post"
+    )  # fmt: skip
+    for b in bursts:
+        result.notes.append(
+            f"{b.samples} posts: accepted {b.accepted}, refused (429) {b.refused}, failed {b.failed}"
+            f"{f' {b.failures}' if b.failures else ''}; "
+            f"wall {b.wall_s:.2f} s / max latency {b.max_latency_s:.2f} s = {b.ratio:.3f}; last post reached "
+            f"its function {b.arrivals_span_s:.2f} s after the first send; gateway RSS +"
+            f"{b.rss_growth_bytes / 2**20:.0f} MiB ({b.rss_growth_bytes / b.samples / 1024:.1f} KiB a post "
+            f"in flight); CPU: gateway {b.gateway_cpu_s:.2f} s "
+            f"({b.gateway_cpu_s / b.samples * 1000:.2f} ms a post), client {b.client_cpu_s:.2f} s"
+        )
+        result.rows.append(
+            Row(
+                result.name,
+                f"posts accepted and scored ({b.samples} at once)",
+                b.accepted,
+                f"all {b.samples}",
+                b.accepted == b.samples,
+                f"refused (429) {b.refused}, failed {b.failed}",
+                fmt="{:.0f}",
+            )
+        )
+        result.rows.append(
+            Row(
+                result.name,
+                f"wall time / largest single latency ({b.samples} posts)",
+                b.ratio,
+                f"<= {TARGET:g}",
+                b.ratio <= TARGET,
+                f"last post reached its function {b.arrivals_span_s:.2f} s after the first send; gateway "
+                f"CPU {b.gateway_cpu_s / b.samples * 1000:.2f} ms a post",
+                fmt="{:.3f}",
+            )
+        )
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--samples", type=int, nargs="+", default=[4096, 8192])
+    ap.add_argument("--low-s", type=float, default=20.0)
+    ap.add_argument("--high-s", type=float, default=30.0)
+    ap.add_argument("--judge", choices=("http", "sleep"), default="http")
+    ap.add_argument(
+        "--set", nargs="*", default=[], metavar="KEY=INT", help="gateway settings instead of the defaults"
+    )
+    args = ap.parse_args()
+    settings = {key: int(value) for key, value in (item.split("=", 1) for item in args.set)}
+    print_result(run(tuple(args.samples), args.low_s, args.high_s, args.judge, settings))
+
+
+if __name__ == "__main__":
+    main()
