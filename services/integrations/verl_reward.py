@@ -31,6 +31,9 @@ Failures: a function error/timeout for which the gateway has an `on_error_score`
 otherwise the call raises `RewardFunctionFailed` — verl has no "no reward" value, and a made-up 0 would train
 on a lie.
 
+A multimodal sample's images (in verl 0.9.1: image parts of `extra_info["raw_prompt"]`, see _verl_images.py)
+are sent as the sample's `images`, inline, in order.
+
 verl's own `reward_router_address` / `reward_model_tokenizer` arguments are accepted and ignored: the gateway
 has its own routers. `reward_kwargs` are verl's config-level keyword arguments (they win over call arguments).
 """
@@ -45,6 +48,7 @@ from typing import Any
 
 from rewardfleet.services.client import RewardFleetError, ScoreResult
 from rewardfleet.services.integrations._common import ClientPerLoop, gateway_url, shared_sync_client
+from rewardfleet.services.integrations._verl_images import extract_images
 
 logger = logging.getLogger(__name__)
 
@@ -152,12 +156,17 @@ def _url(explicit: str | None) -> str:
 def _body(
     data_source: str, solution_str: str, ground_truth: Any, extra_info: Any, reward_fn: str | None
 ) -> dict[str, Any]:
+    images: list[str] = []
+    if isinstance(extra_info, Mapping):
+        extra_info, images = extract_images(extra_info)  # verl's multimodal sample shape (_verl_images.py)
     body: dict[str, Any] = {
         "data_source": str(data_source),
         "solution_str": solution_str,
         "ground_truth": _jsonable(ground_truth),
         "extra_info": _jsonable(extra_info) if isinstance(extra_info, Mapping) else {},
     }
+    if images:
+        body["images"] = images
     if reward_fn:
         body["reward_fn"] = reward_fn
     return body
