@@ -1,0 +1,143 @@
+"""A VLM judge end to end: a tiny Qwen2-VL (built at test time) served by the CPU model server, behind the
+real sglang-router, called by the gateway's built-in `judge` with a sample's image. Plus the server's own
+image checks and SGLang's protocol classes on the request and the response."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from rewardfleet.router import RouterConfig
+from tests.gateway.conftest import Gateway, start_gateway
+from tests.model_server.conftest import RunningServer, start_server
+from tests.multimodal.images import data_url, png_bytes, png_url
+from tests.router.conftest import FAST_HEALTH
+from tests.router.router_process import RouterProcess
+from tests.sglang_conformance import sglang_source as sgl
+from tests.support import free_port
+from tests.tiny_models import build_tiny_qwen2_vl
+
+
+@dataclass
+class Stack:
+    server: RunningServer
+    router: RouterProcess
+    gateway: Gateway
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    tmp = tmp_path_factory.mktemp("vlm")
+    model = build_tiny_qwen2_vl(tmp / "vlm")
+    server = start_server(model, tmp, "--served-model-name", "vlm", "--max-image-pixels", "40000", name="vlm")
+    router = None
+    try:
+        cfg = RouterConfig(
+            port=free_port(), prometheus_port=free_port(), worker_urls=[server.url], policy="round_robin",
+            **FAST_HEALTH,
+        )  # fmt: skip
+        router = RouterProcess(cfg, tmp / "router.log")
+        router.start()
+        router.wait_ready(timeout_s=30)
+        config = {
+            "workers": 1,
+            "routers": {"judge": f"127.0.0.1:{cfg.port}"},
+            "functions": {"judge": {"reward_kwargs": {"generation": {"max_tokens": 8}}}},
+        }
+        gateway = start_gateway(tmp, config, None)
+        yield Stack(server, router, gateway)
+        gateway.proc.stop()
+    finally:
+        if router is not None:
+            router.stop()
+        server.process.stop()
+
+
+def _chat(url: str, content: list[dict[str, Any]], **extra: Any) -> httpx.Response:
+    body = {"model": "vlm", "messages": [{"role": "user", "content": content}], "max_tokens": 6, **extra}
+    return httpx.post(f"{url}/v1/chat/completions", json=body, timeout=120)
+
+
+def _image(url: str) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def test_vlm_chat_with_images_conforms_to_sglang(stack: Stack) -> None:
+    content = [
+        _image(png_url(40, 30)),
+        {"type": "text", "text": "Is the square red?"},
+        _image(png_url(60, 60)),
+    ]
+    request = {"model": "vlm", "messages": [{"role": "user", "content": content}], "max_tokens": 6}
+    sgl.protocol().ChatCompletionRequest.model_validate(request)  # SGLang accepts what the judge sends
+    # Through the router, constrained to a verdict: only "Yes" or "No" can come out.
+    resp = _chat(stack.router.url, content, regex="(Yes|No)")
+    assert resp.status_code == 200, resp.text[:500]
+    body = resp.json()
+    sgl.protocol().ChatCompletionResponse.model_validate(body)
+    assert body["choices"][0]["message"]["content"] in ("Yes", "No")
+    # The images are in the prompt: two images of different sizes make more prompt tokens than none.
+    text_only = _chat(stack.server.url, [{"type": "text", "text": "Is the square red?"}]).json()
+    assert body["usage"]["prompt_tokens"] > text_only["usage"]["prompt_tokens"] + 2
+
+
+def test_vlm_batches_mixed_requests_each_under_its_own_grammar(stack: Stack) -> None:
+    """Concurrent requests with and without images, constrained differently, are batched together; each
+    row keeps its own grammar and token budget."""
+    import concurrent.futures
+
+    cases = [
+        ([_image(png_url(30, 30, (255, 0, 0))), {"type": "text", "text": "a"}], {"regex": "(Yes|No)"}),
+        ([_image(png_url(50, 20, (0, 0, 255))), {"type": "text", "text": "bb"}], {"max_tokens": 3}),
+        ([{"type": "text", "text": "no image here"}], {"ebnf": 'root ::= "A" | "B"'}),
+    ]
+    with concurrent.futures.ThreadPoolExecutor(len(cases) * 2) as pool:
+        futures = [pool.submit(_chat, stack.server.url, c, **kw) for c, kw in cases * 2]
+        bodies = [f.result().json() for f in futures]
+    texts = [b["choices"][0]["message"]["content"] for b in bodies]
+    assert all(t in ("Yes", "No") for t in texts[0::3]) and all(t in ("A", "B") for t in texts[2::3]), texts
+    assert all(b["usage"]["completion_tokens"] <= 3 for b in bodies[1::3])
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("data:image/png;base64,***", "invalid base64"),
+        (data_url(b"not an image"), "not an image"),
+        (png_url(300, 300), "max_image_pixels"),
+        ("http://169.254.169.254/latest/meta-data", "no URL is fetched"),
+    ],
+)
+def test_the_server_refuses_bad_images_naming_the_part(stack: Stack, url: str, words: str) -> None:
+    resp = _chat(stack.server.url, [{"type": "text", "text": "q"}, _image(url)])
+    assert resp.status_code == 400, resp.text[:300]
+    body = resp.json()
+    sgl.protocol().ErrorResponse.model_validate(body)
+    assert body["param"] == "messages[0].content[1].image_url.url" and words in body["message"], body
+
+
+def test_gateway_judge_shows_the_image_to_the_vlm(stack: Stack) -> None:
+    sample = {
+        "data_source": "chart_qa",
+        "reward_fn": "judge",
+        "solution_str": "The bar is red.",
+        "ground_truth": "red",
+        "prompt": [{"role": "user", "content": [{"type": "text", "text": "What colour is the bar?"}]}],
+        "images": [png_url(40, 40)],
+    }
+    resp = httpx.post(f"{stack.gateway.url}/score", json=sample, timeout=120)
+    assert resp.status_code == 200, resp.text[:500]
+    result = resp.json()
+    assert result["status"] == "ok", result
+    assert result["extra"]["judge_verdict"] in ("correct", "incorrect") and result["score"] in (0.0, 1.0)
+    without = httpx.post(f"{stack.gateway.url}/score", json={**sample, "images": None}, timeout=120).json()
+    # The image reached the model: the judge's prompt was longer by the image's vision tokens.
+    assert result["extra"]["usage"]["prompt_tokens"] > without["extra"]["usage"]["prompt_tokens"] + 2
+    # The gateway's own limits hold before any judge call: a bad image is a 422 naming it.
+    bad = httpx.post(f"{stack.gateway.url}/score", json={**sample, "images": [data_url(png_bytes()[:20])]})
+    assert bad.status_code == 422 and bad.json()["error"]["field"] == "images[0]"
