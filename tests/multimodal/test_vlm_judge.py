@@ -47,7 +47,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         config = {
             "workers": 1,
             "routers": {"judge": f"127.0.0.1:{cfg.port}"},
-            "functions": {"judge": {"reward_kwargs": {"generation": {"max_tokens": 8}}}},
+            "functions": {
+                "judge": {
+                    "reward_kwargs": {"generation": {"max_tokens": 40}, "verdict": {"reasoning_chars": 0}}
+                }
+            },
         }
         gateway = start_gateway(tmp, config, None)
         yield Stack(server, router, gateway)
@@ -133,7 +137,7 @@ def test_gateway_judge_shows_the_image_to_the_vlm(stack: Stack) -> None:
     resp = httpx.post(f"{stack.gateway.url}/score", json=sample, timeout=120)
     assert resp.status_code == 200, resp.text[:500]
     result = resp.json()
-    assert result["status"] == "ok", result
+    assert result["status"] == "ok", result["error"]
     assert result["extra"]["judge_verdict"] in ("correct", "incorrect") and result["score"] in (0.0, 1.0)
     without = httpx.post(f"{stack.gateway.url}/score", json={**sample, "images": None}, timeout=120).json()
     # The image reached the model: the judge's prompt was longer by the image's vision tokens.
