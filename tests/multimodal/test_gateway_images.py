@@ -57,6 +57,9 @@ REFUSED: dict[str, tuple[dict[str, Any], int, str, str]] = {
     "url outside the allow-list": (
         {"images": ["http://127.0.0.1:6379/"]}, 422, "images[0]", "not in allowed_image_url_hosts"
     ),
+    "beside a text prompt": (
+        {"prompt": "What is it?", "images": ["http://10.0.0.1/x.png"]}, 422, "images[0]", "10.0.0.1"
+    ),
     "prompt part url": (
         {"prompt": [{"role": "user", "content": [_image_part("http://169.254.169.254/latest")]}]},
         422, "prompt[0].content[0].image_url.url", "169.254.169.254",

@@ -149,3 +149,42 @@ def test_gateway_judge_shows_the_image_to_the_vlm(stack: Stack) -> None:
     # The gateway's own limits hold before any judge call: a bad image is a 422 naming it.
     bad = httpx.post(f"{stack.gateway.url}/score", json={**sample, "images": [data_url(png_bytes()[:20])]})
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "images[0]"
+
+
+async def test_rule_then_judge_and_group_judges_send_the_images(stack: Stack) -> None:
+    """Each judge's chat request carries the sample's images: the VLM server decodes them (a good image is
+    judged, a non-image is refused with a 400 naming the part, which the judge reports as its failure)."""
+    import aiohttp
+
+    from rewardfleet.reward_fns import rule_then_judge
+    from rewardfleet.reward_fns.groups import listwise_judge, pairwise_judge
+
+    good, bad = [png_url(24, 24)], [data_url(b"not an image: the server must refuse it")]
+    addresses = {"judge": stack.router.address}
+
+    def members(images: list[str]) -> list[dict[str, Any]]:
+        return [
+            {"uid": i, "group_index": i, "data_source": "d", "solution_str": f"It is {c}.",
+             "ground_truth": "red", "extra_info": {}, "prompt": "What colour is the bar?", "images": images}
+            for i, c in enumerate(("red", "blue"))
+        ]  # fmt: skip
+
+    async with aiohttp.ClientSession() as session:
+        for group_fn in (pairwise_judge, listwise_judge):
+            kwargs = {"router_addresses": addresses, "http_client": session}
+            judged = await group_fn.compute_group_score(members(good), [None, None], **kwargs)
+            assert all(m["extra"]["failed_comparisons"] == 0 for m in judged), (group_fn.__name__, judged)
+            refused = await group_fn.compute_group_score(members(bad), [None, None], **kwargs)
+            assert all(m["extra"]["failed_comparisons"] > 0 for m in refused), (group_fn.__name__, refused)
+
+        async def rule_judge(images: list[str]) -> dict[str, Any]:
+            return await rule_then_judge.compute_score(
+                "math_dapo", "The answer is 4. Answer: 4", "4", {}, router_addresses=addresses,
+                http_client=session, prompt="2+2?", images=images, on_judge_error="rule",
+                generation={"max_tokens": 40}, verdict={"reasoning_chars": 0},
+            )  # fmt: skip
+
+        judged_one = await rule_judge(good)
+        assert judged_one["judge_called"] and "JudgeCallError" not in judged_one["judge_error"], judged_one
+        refused_one = await rule_judge(bad)
+        assert "JudgeCallError" in refused_one["judge_error"] and "not an image" in refused_one["judge_error"]

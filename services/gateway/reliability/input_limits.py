@@ -126,15 +126,15 @@ class SampleLimits:
             else:
                 self._value("ground_truth", gt, self.max_json_depth, self.max_ground_truth_chars)
         prompt = sample.prompt
+        image_chars = 0
+        if sample.images is not None or isinstance(prompt, list):
+            image_chars = self.check_images(sample)
         if prompt is not None:
             if isinstance(prompt, str):
                 if len(prompt) > self.max_prompt_chars:
                     _too_many("prompt", len(prompt), self.max_prompt_chars)
             else:
-                image_chars = self.check_images(sample)
                 self._value("prompt", prompt, self.max_json_depth, self.max_prompt_chars + image_chars)
-        elif sample.images is not None:
-            self.check_images(sample)
         if sample.extra_info:
             self._value("extra_info", sample.extra_info, self.max_extra_info_depth, self.max_extra_info_chars)
 
