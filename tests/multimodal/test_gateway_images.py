@@ -118,7 +118,7 @@ def test_verl_multimodal_sample_through_the_adapter(gw: Gateway, tmp_path: Path)
     path = tmp_path / "third.png"
     path.write_bytes(png_bytes(5, 5))
     raw = png_bytes(6, 6, (0, 255, 0))
-    extra_info = {
+    extra_info: dict[str, Any] = {
         "split": "train",
         "index": 3,
         "raw_prompt": [

@@ -5,6 +5,8 @@ image checks and SGLang's protocol classes on the request and the response."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,33 +34,34 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     tmp = tmp_path_factory.mktemp("vlm")
-    model = build_tiny_qwen2_vl(tmp / "vlm")
-    server = start_server(model, tmp, "--served-model-name", "vlm", "--max-image-pixels", "40000", name="vlm")
-    router = None
-    try:
+    router_port = free_port()
+    config = {
+        "workers": 1,
+        "routers": {"judge": f"127.0.0.1:{router_port}"},
+        "functions": {
+            "judge": {"reward_kwargs": {"generation": {"max_tokens": 40}, "verdict": {"reasoning_chars": 0}}}
+        },
+    }
+    with ExitStack() as cleanup, ThreadPoolExecutor(1) as pool:
+        # The gateway starts while the model is built and served (it needs the router only per call).
+        gateway_start = pool.submit(start_gateway, tmp, config, None)
+        # (runs after the pool has waited for the start, whatever failed meanwhile)
+        cleanup.callback(lambda: gateway_start.exception() or gateway_start.result().proc.stop())
+        model = build_tiny_qwen2_vl(tmp / "vlm")
+        server = start_server(
+            model, tmp, "--served-model-name", "vlm", "--max-image-pixels", "40000", name="vlm"
+        )
+        cleanup.callback(server.process.stop)
+        gateway = gateway_start.result()
         cfg = RouterConfig(
-            port=free_port(), prometheus_port=free_port(), worker_urls=[server.url], policy="round_robin",
+            port=router_port, prometheus_port=free_port(), worker_urls=[server.url], policy="round_robin",
             **FAST_HEALTH,
         )  # fmt: skip
         router = RouterProcess(cfg, tmp / "router.log")
+        cleanup.callback(router.stop)
         router.start()
         router.wait_ready(timeout_s=30)
-        config = {
-            "workers": 1,
-            "routers": {"judge": f"127.0.0.1:{cfg.port}"},
-            "functions": {
-                "judge": {
-                    "reward_kwargs": {"generation": {"max_tokens": 40}, "verdict": {"reasoning_chars": 0}}
-                }
-            },
-        }
-        gateway = start_gateway(tmp, config, None)
         yield Stack(server, router, gateway)
-        gateway.proc.stop()
-    finally:
-        if router is not None:
-            router.stop()
-        server.process.stop()
 
 
 def _chat(url: str, content: list[dict[str, Any]], **extra: Any) -> httpx.Response:
@@ -94,7 +97,7 @@ def test_vlm_batches_mixed_requests_like_each_alone(stack: Stack) -> None:
     what each gets alone; each row keeps its own grammar and token budget."""
     import concurrent.futures
 
-    cases = [
+    cases: list[tuple[list[dict[str, Any]], dict[str, Any]]] = [
         ([_image(png_url(30, 30, (255, 0, 0))), {"type": "text", "text": "a"}], {"regex": "(Yes|No)"}),
         ([_image(png_url(50, 20, (0, 0, 255))), {"type": "text", "text": "bb"}], {"max_tokens": 3}),
         ([{"type": "text", "text": "no image here"}], {"ebnf": 'root ::= "A" | "B"'}),
@@ -127,6 +130,12 @@ def test_the_server_refuses_bad_images_naming_the_part(stack: Stack, url: str, w
     body = resp.json()
     sgl.protocol().ErrorResponse.model_validate(body)
     assert body["param"] == "messages[0].content[1].image_url.url" and words in body["message"], body
+
+
+def test_what_a_vlm_does_not_serve_is_a_400(stack: Stack) -> None:
+    body = {"model": "vlm", "query": "Is it red?", "items": [" Yes"], "label_token_ids": [1, 2]}
+    resp = httpx.post(f"{stack.server.url}/v1/score", json=body, timeout=30)
+    assert resp.status_code == 400 and "does not serve" in resp.json()["message"], resp.text[:300]
 
 
 def test_gateway_judge_shows_the_image_to_the_vlm(stack: Stack) -> None:
