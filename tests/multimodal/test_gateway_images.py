@@ -5,6 +5,9 @@ adapter unchanged."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +18,9 @@ from PIL import Image
 
 from rewardfleet.services.integrations import verl_reward
 from tests.gateway.conftest import Gateway, start_gateway
+from tests.integrations.test_verl_trainer_code import ANTLR_FOR_VERL
 from tests.multimodal.images import bomb_png, data_url, png_bytes, png_url
+from tests.support import REPO_ROOT
 
 FNS = Path(__file__).parent / "image_fns"
 
@@ -166,3 +171,21 @@ def test_verl_multimodal_sample_through_the_adapter(gw: Gateway, tmp_path: Path)
     }
     with pytest.raises(Exception, match="images\\[0\\]"):
         verl_reward.compute_score_sync("d", "a", "b", big, gateway_url=gw.url, reward_fn="seen_images")
+
+
+def test_verl_own_build_messages_sample_through_the_adapter(gw: Gateway) -> None:
+    """The same, with the chat made by verl 0.9.1's own `RLHFDataset._build_messages`, in an interpreter
+    where verl imports (verl_mm_sample.py)."""
+    if not (ANTLR_FOR_VERL / "antlr4").is_dir():
+        pytest.fail(f"no antlr4 4.9 for verl in {ANTLR_FOR_VERL}: run .ci/setup")
+    pythonpath = os.pathsep.join(p for p in (str(ANTLR_FOR_VERL), os.environ.get("PYTHONPATH")) if p)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.multimodal.verl_mm_sample", gw.url],
+        cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": pythonpath}, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["image_parts"] == ["Image", "PngImageFile"]  # verl's shape: PIL images in the parts
+    assert out["result"]["score"] == 1.0 and out["result"]["reward_failed"] == 0.0
+    assert json.loads(out["result"]["reward_extra"])["n_images"] == 2
