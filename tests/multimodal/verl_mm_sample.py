@@ -11,6 +11,7 @@ import io
 import json
 import sys
 from types import SimpleNamespace
+from typing import Any
 
 from PIL import Image
 from verl.utils.dataset.rl_dataset import RLHFDataset
@@ -21,7 +22,7 @@ from rewardfleet.services.integrations import verl_reward
 def main() -> None:
     png = io.BytesIO()
     Image.new("RGB", (6, 6), (0, 255, 0)).save(png, format="PNG")
-    row = {
+    row: dict[str, Any] = {
         "prompt": [{"role": "user", "content": "<image>Which one is green? <image>"}],
         "images": [Image.new("RGB", (7, 7), (0, 0, 255)), {"bytes": png.getvalue(), "path": None}],
         "extra_info": {"split": "train", "index": 0},
