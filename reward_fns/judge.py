@@ -28,6 +28,9 @@ reads. Set it to False for a backend that rejects unknown fields; the free-text 
 The verdict is parsed by `_verdicts.parse_verdict`; a judge that cannot be read, or a call that fails, raises
 (`VerdictParseError`, `JudgeTruncatedError`, `JudgeCallError`, `JudgeConfigError`) and never scores 0.
 Extras keep the raw verdict and the judge's text, with the same keys for every sample of one configuration.
+
+Images (`images`, and `image_url` parts of the `prompt` messages) go to the judge as `image_url` parts of
+its chat request (`_judge_images`): a VLM pool sees them. Only the chat route carries them.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from rewardfleet.reward_fns._answer_match import (
     pick_value,
     reference_number,
 )
+from rewardfleet.reward_fns._judge_images import image_parts, with_images
 from rewardfleet.reward_fns._judge_settings import (
     GenerationSettings,
     JudgeSettingsError,
@@ -126,7 +130,7 @@ class JudgeEndpoint:
     regex: str | None = None  # constrain the output to this regex (SGLang's `regex` sampling parameter)
 
 
-async def ask_judge(endpoint: JudgeEndpoint, messages: list[dict[str, str]]) -> JudgeReply:
+async def ask_judge(endpoint: JudgeEndpoint, messages: list[dict[str, Any]]) -> JudgeReply:
     """One judge generation for `messages`, through the router."""
     if endpoint.use_generate:
         return await _ask_generate(endpoint, messages)
@@ -164,7 +168,7 @@ async def ask_judge(endpoint: JudgeEndpoint, messages: list[dict[str, str]]) -> 
     )
 
 
-async def _ask_generate(endpoint: JudgeEndpoint, messages: list[dict[str, str]]) -> JudgeReply:
+async def _ask_generate(endpoint: JudgeEndpoint, messages: list[dict[str, Any]]) -> JudgeReply:
     tokenizer = _require_tokenizer(endpoint.tokenizer, "use_generate=True")
     input_ids = await asyncio.to_thread(_chat_token_ids, tokenizer, messages)
     sampling: dict[str, Any] = {"max_new_tokens": endpoint.max_tokens, "temperature": endpoint.temperature}
@@ -198,7 +202,7 @@ async def _ask_generate(endpoint: JudgeEndpoint, messages: list[dict[str, str]])
     )
 
 
-def _chat_token_ids(tokenizer: Any, messages: list[dict[str, str]]) -> list[int]:
+def _chat_token_ids(tokenizer: Any, messages: list[dict[str, Any]]) -> list[int]:
     ids = tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
     if isinstance(ids, Mapping):  # transformers 5 returns a BatchEncoding by default
         ids = ids["input_ids"]
@@ -237,7 +241,7 @@ def _require_tokenizer(tokenizer: Any, why: str) -> Any:
 async def judge_probability(
     endpoint: JudgeEndpoint,
     score_server_address: str | Sequence[str],
-    messages: list[dict[str, str]],
+    messages: list[dict[str, Any]],
     label_tokens: Sequence[str],
 ) -> tuple[float, float, float]:
     """(score, p_yes, p_no) from a model server's `/v1/score` for the next token after the rendered chat."""
@@ -300,7 +304,7 @@ async def _post_score(endpoint: JudgeEndpoint, addresses: list[str], payload: di
 
 
 def _score_inputs(
-    tokenizer: Any, messages: list[dict[str, str]], labels: Sequence[str]
+    tokenizer: Any, messages: list[dict[str, Any]], labels: Sequence[str]
 ) -> tuple[list[int], list[int], list[int]]:
     """Token ids of (query, item, labels). Query = the chat without the assistant header, item = the header:
     SGLang scores the next token after query + item, i.e. the first token of the judge's answer. The chat
@@ -361,6 +365,7 @@ async def compute_score(
     http_client: aiohttp.ClientSession | None = None,
     reward_model_tokenizer: Any = None,
     prompt: Any = None,
+    images: Sequence[str] | None = None,
     pool: str = "judge",
     model: str = "default",
     method: str = "verdict",
@@ -386,6 +391,12 @@ async def compute_score(
         raise JudgeConfigError(str(exc)) from exc
     tmpl, gen, ver = settings.template, settings.generation, settings.verdict
     by_probability = settings.method == "probability"
+    shown = image_parts(images, prompt)  # the sample's images, for a VLM judge (_judge_images.py)
+    if shown and (by_probability or gen.use_generate):
+        raise JudgeConfigError(
+            "this sample has images; only the chat route (/v1/chat/completions) carries them: not method "
+            "probability or generation.use_generate"
+        )
     tripped = check_answer(solution_str, settings.guards)
     if tripped is not None:
         guarded: dict[str, Any] = {
@@ -418,11 +429,12 @@ async def compute_score(
     )
     values = template_values(solution_str, ground_truth, extra_info, prompt, ver.rubric)
 
-    def render(vals: Mapping[str, str | None]) -> list[dict[str, str]]:
+    def render(vals: Mapping[str, str | None]) -> list[dict[str, Any]]:
         try:
-            return tmpl.render({k: v for k, v in vals.items() if v is not None}, ver.system_prompt)
+            messages = tmpl.render({k: v for k, v in vals.items() if v is not None}, ver.system_prompt)
         except TemplateError as exc:
             raise JudgeConfigError(str(exc)) from exc
+        return with_images(list(messages), shown)
 
     if by_probability:
         prob = settings.probability

@@ -27,6 +27,7 @@ from typing import Any
 
 import aiohttp
 
+from rewardfleet.reward_fns._judge_images import image_parts, with_images
 from rewardfleet.reward_fns._judge_settings import (
     GenerationSettings,
     JudgeSettingsError,
@@ -114,6 +115,7 @@ async def compute_score(
     http_client: aiohttp.ClientSession | None = None,
     reward_model_tokenizer: Any = None,
     prompt: Any = None,
+    images: Sequence[str] | None = None,
     rule: str = "math_dapo",
     rule_kwargs: Mapping[str, Any] | None = None,
     pool: str = "judge",
@@ -185,6 +187,10 @@ async def compute_score(
         messages = tmpl.render({k: v for k, v in values.items() if v is not None}, ver.system_prompt)
     except TemplateError as exc:
         raise JudgeConfigError(str(exc)) from exc
+    shown = image_parts(images, prompt)  # a VLM judge sees the sample's images (_judge_images.py)
+    if shown and gen.use_generate:
+        raise JudgeConfigError("this sample has images; generation.use_generate cannot carry them")
+    messages = with_images(list(messages), shown)
     result["judge_called"] = True
     try:
         reply = await ask_judge(endpoint, messages)

@@ -191,3 +191,71 @@ def build_tiny_llama(
         Path(path), kind, tok, "Llama", bos_token_id=tok.bos_token_id, seed=seed, hidden_size=hidden_size,
         num_layers=num_layers, num_heads=num_heads, max_position_embeddings=max_position_embeddings,
     )  # fmt: skip
+
+
+# Qwen2-VL's chat format: each image part is the vision span around one `<|image_pad|>` placeholder, which
+# the processor (here the model server) expands to the image's vision tokens.
+QWEN2_VL_TEMPLATE = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' }}"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' or part['type'] == 'image_url' %}"
+    "{{ '<|vision_start|><|image_pad|><|vision_end|>' }}"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}{{ '<|im_end|>\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+_VISION_TOKENS = ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>")
+
+
+def build_tiny_qwen2_vl(path: str | Path, *, seed: int = 0, hidden_size: int = 32) -> Path:
+    """Write a tiny `Qwen2VLForConditionalGeneration` (2 text layers, a 1-block vision tower, M-RoPE) with
+    a ChatML tokenizer holding Qwen2-VL's vision tokens and a `Qwen2VLImageProcessor` config (small
+    `max_pixels`, so an image is a few vision tokens) to `path`; return `path`. No processor class is
+    saved: transformers' Qwen2-VL processor needs torchvision for its video half; the server combines the
+    tokenizer and the image processor itself."""
+    import torch
+    from transformers import (
+        AddedToken,
+        Qwen2VLConfig,
+        Qwen2VLForConditionalGeneration,
+        Qwen2VLImageProcessorPil,
+    )
+
+    path = Path(path)
+    tok = _build_qwen2_tokenizer()
+    tok.add_special_tokens(
+        {
+            "additional_special_tokens": [
+                AddedToken(t, special=True, normalized=False) for t in ("<|im_start|>", *_VISION_TOKENS)
+            ]
+        }
+    )
+    tok.chat_template = QWEN2_VL_TEMPLATE
+    ids = {t: tok.convert_tokens_to_ids(t) for t in _VISION_TOKENS}
+    heads = 4
+    config = Qwen2VLConfig(
+        text_config={
+            "vocab_size": len(tok), "hidden_size": hidden_size, "intermediate_size": hidden_size * 2,
+            "num_hidden_layers": 2, "num_attention_heads": heads, "num_key_value_heads": heads // 2,
+            "max_position_embeddings": 2048, "tie_word_embeddings": False, "bos_token_id": None,
+            "pad_token_id": tok.pad_token_id, "eos_token_id": tok.eos_token_id,
+            # M-RoPE sections (temporal, height, width) over half the head dimension
+            "rope_scaling": {"type": "mrope", "mrope_section": [1, 1, hidden_size // heads // 2 - 2]},
+        },
+        vision_config={
+            "depth": 1, "embed_dim": 32, "hidden_size": hidden_size, "num_heads": 2, "mlp_ratio": 2,
+            "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "in_channels": 3,
+        },
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    model = Qwen2VLForConditionalGeneration(config).eval()
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    _save(model, tok, path)
+    Qwen2VLImageProcessorPil(min_pixels=28 * 28, max_pixels=112 * 112).save_pretrained(path)
+    return path

@@ -9,6 +9,7 @@ from typing import Any
 
 import aiohttp
 
+from rewardfleet.reward_fns._judge_images import image_parts, with_images
 from rewardfleet.reward_fns._judge_templates import problem_text
 from rewardfleet.reward_fns.guards import GuardSettings, check_answer
 from rewardfleet.reward_fns.judge import JudgeEndpoint
@@ -62,6 +63,15 @@ def member_texts(samples: list[dict[str, Any]]) -> tuple[str, list[str]]:
     question = problem_text(first.get("prompt"), first.get("extra_info")) or "(not given)"
     texts = [neutralise_tags(str(s.get("solution_str") or "")) for s in samples]
     return neutralise_tags(question), texts
+
+
+def question_messages(samples: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    """The judge's one user message: `text` after the question's images (the first member's `images` and
+    `image_url` prompt parts: the members of a group share their prompt), as `image_url` parts."""
+    first = samples[0] if samples else {}
+    return with_images(
+        [{"role": "user", "content": text}], image_parts(first.get("images"), first.get("prompt"))
+    )
 
 
 def guarded_members(samples: list[dict[str, Any]], guards: Any) -> tuple[GuardSettings, dict[int, str]]:

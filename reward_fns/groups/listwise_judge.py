@@ -31,6 +31,7 @@ from rewardfleet.reward_fns.groups._group_judging import (
     guarded_members,
     judge_endpoint,
     member_texts,
+    question_messages,
 )
 from rewardfleet.reward_fns.judge import ask_judge
 from rewardfleet.services.common.router_http import RemoteCallError
@@ -99,7 +100,7 @@ async def compute_group_score(
         prompt = template.format(
             question=question, responses=listing, labels=", ".join(labels), example=">".join(labels)
         )
-        reply = await ask_judge(endpoint, [{"role": "user", "content": prompt}])
+        reply = await ask_judge(endpoint, question_messages(samples, prompt))
         ranking = parse_ranking(reply.text, labels)
         return [order[labels.index(label)] for label in ranking]
 

@@ -37,6 +37,7 @@ from rewardfleet.reward_fns.groups._group_judging import (
     guarded_members,
     judge_endpoint,
     member_texts,
+    question_messages,
 )
 from rewardfleet.reward_fns.groups._pairwise import (
     AGGREGATES,
@@ -108,7 +109,7 @@ async def compute_group_score(
         nonlocal calls
         calls += 1
         prompt = template.format(question=question, response_a=texts[a], response_b=texts[b])
-        reply = await ask_judge(endpoint, [{"role": "user", "content": prompt}])
+        reply = await ask_judge(endpoint, question_messages(samples, prompt))
         return parse_pair_verdict(reply.text)
 
     async def judge_pair(pair: Pair) -> None:

@@ -12,6 +12,8 @@
     ├── PayloadTooLarge           413: body over `max_body_bytes` (answered by common/body_limits.py)
     ├── FieldTooLarge             413: one field of a sample over its `max_*_chars` (`field` names it)
     ├── TooDeep                   422: JSON nested deeper than `max_extra_info_depth` / `max_json_depth`
+    ├── InvalidImage              422: an image that is not one (bad base64, not a known format) or a URL
+                                  outside `allowed_image_url_hosts` (`field` names it; too large is 413)
     ├── GroupRequestError         422: inconsistent group fields (`group_id`, `group_size`, `group_index`)
     ├── Overloaded                429: admission is full (+ Retry-After)
     ├── RewardFunctionFailed      500: OpenRLHF/slime sample failed with no fallback score
@@ -132,6 +134,11 @@ class FieldTooLarge(GatewayError):
 class TooDeep(GatewayError):
     status_code = 422
     type = "TooDeep"
+
+
+class InvalidImage(GatewayError):
+    status_code = 422
+    type = "InvalidImage"
 
 
 class GroupRequestError(GatewayError):

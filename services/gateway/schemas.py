@@ -39,6 +39,11 @@ class ScoreRequest(BaseModel):
     prompt: str | list[dict[str, Any]] | None = Field(
         default=None, description="The prompt text or its chat messages; injected as `prompt`."
     )
+    images: list[str] | None = Field(
+        default=None,
+        description="Images of the sample: `data:image/...;base64,` URLs, or http(s) URLs of allowed hosts "
+        "(docs/multimodal.md); injected as `images`. `prompt` messages may also carry `image_url` parts.",
+    )
     reward_fn: str | None = Field(default=None, description="Function name; overrides dispatch.")
     uid: str | int | None = Field(default=None, description="Echoed back; injected as `uid`.")
     group_id: str | int | None = Field(default=None, description="GRPO group this sample belongs to.")

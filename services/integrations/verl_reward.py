@@ -35,6 +35,9 @@ GRPO groups (group judging, docs/group_judging.md): with verl_group.GroupRewardM
 each sample carries its prompt's `uid` and `rollout.n`, sent as `group_id` / `group_size`, and
 `reward_kwargs.group_fn` names the group function (else the gateway's `groups.default_group_fn`).
 
+A multimodal sample's images (in verl 0.9.1: image parts of `extra_info["raw_prompt"]`, see _verl_images.py)
+are sent as the sample's `images`, inline, in order.
+
 verl's own `reward_router_address` / `reward_model_tokenizer` arguments are accepted and ignored: the gateway
 has its own routers. `reward_kwargs` are verl's config-level keyword arguments (they win over call arguments).
 """
@@ -54,6 +57,7 @@ from rewardfleet.services.integrations._common import (
     gateway_url,
     shared_sync_client,
 )
+from rewardfleet.services.integrations._verl_images import extract_images
 
 logger = logging.getLogger(__name__)
 
@@ -171,12 +175,15 @@ def _body(
 ) -> dict[str, Any]:
     info = dict(extra_info) if isinstance(extra_info, Mapping) else {}
     group = info.pop(GROUP_KEY, None)
+    info, images = extract_images(info)  # verl's multimodal sample shape (_verl_images.py)
     body: dict[str, Any] = {
         "data_source": str(data_source),
         "solution_str": solution_str,
         "ground_truth": _jsonable(ground_truth),
         "extra_info": _jsonable(info),
     }
+    if images:
+        body["images"] = images
     if reward_fn:
         body["reward_fn"] = reward_fn
     if isinstance(group, Mapping):  # verl_group.GroupRewardManager: the prompt's uid and rollout.n

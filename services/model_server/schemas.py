@@ -201,14 +201,31 @@ class ContentPart(_Body):
     text: str
 
 
+class ImageUrl(_Body):
+    url: str
+    detail: Literal["auto", "low", "high"] = "auto"
+
+
+class ImageUrlPart(_Body):
+    """An image, as SGLang's `ChatCompletionMessageContentImagePart` (a vision-language model only)."""
+
+    type: Literal["image_url"]
+    image_url: ImageUrl
+
+
 class ChatMessage(_Body):
     role: Literal["system", "user", "assistant", "tool", "developer"]
-    content: str | list[ContentPart] = ""
+    content: str | list[ContentPart | ImageUrlPart] = ""
 
     def text(self) -> str:
         if isinstance(self.content, str):
             return self.content
-        return "".join(part.text for part in self.content)
+        return "".join(part.text for part in self.content if isinstance(part, ContentPart))
+
+    def image_urls(self) -> list[str]:
+        if isinstance(self.content, str):
+            return []
+        return [part.image_url.url for part in self.content if isinstance(part, ImageUrlPart)]
 
 
 class JsonSchemaFormat(_Body):

@@ -140,7 +140,9 @@ class ModelServer:
     async def run_many(self, op: str, items: Sequence[Any], request: Request | None = None) -> list[Any]:
         """Queue every item as its own request, wait for all results; cancel them if the client leaves."""
         self.require_runner()
-        batcher = self.batchers[op]
+        batcher = self.batchers.get(op)
+        if batcher is None:  # e.g. /v1/score on a vision-language model (runners/vision.py)
+            raise InvalidRequest(f"this model does not serve {op!r} requests")
         futures: list[asyncio.Future[Any]] = []
         try:
             for item in items:

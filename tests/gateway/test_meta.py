@@ -81,6 +81,7 @@ def test_reward_fns_lists_functions(gw: Gateway, fake_router: str) -> None:
         "http_client",
         "prompt",
         "uid",
+        "images",
     ]
     assert "http_client" not in fns["inject_sync"]["injected_params"]
     assert fns["claims_exact"]["data_sources"] == ["test/exact", "test/overridden"]

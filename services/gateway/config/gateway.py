@@ -219,6 +219,19 @@ class GatewayConfig(BaseModel):
     max_grader_spec_chars: int = Field(
         default=100_000, ge=1, description="An inline grader spec on /graders/*, sized like extra_info."
     )
+    # Images on samples (services/common/images.py, docs/multimodal.md, docs/security.md).
+    max_images_per_sample: int = Field(
+        default=16, ge=0, description="Images of one sample: `images` plus image_url parts of `prompt`."
+    )
+    max_image_bytes: int = Field(default=8 * 1024 * 1024, ge=1, description="One image's decoded bytes.")
+    max_image_pixels: int = Field(
+        default=4096 * 4096, ge=1, description="One image's width x height, read from its header only."
+    )
+    allowed_image_url_hosts: list[str] = Field(
+        default_factory=list,
+        description="Hosts an image URL may name (`*.example.org` for subdomains); empty = no image URL is "
+        "accepted (inline data: URLs only). The gateway never fetches a URL; the judge pool does.",
+    )
     max_result_extra_chars: int = Field(
         default=1_000_000,
         ge=1024,

@@ -145,6 +145,7 @@ class Scorer:
                 "router_addresses": for_function(inj.router_addresses, fn.name),
                 "prompt": request.prompt,
                 "uid": request.uid,
+                "images": request.images,
             }
             if fn.is_async:
                 available["http_client"] = inj.http_client

@@ -442,6 +442,7 @@ class GroupScorer:
                 "ground_truth": r.ground_truth,
                 "extra_info": r.extra_info,
                 "prompt": r.prompt,
+                "images": r.images,
             }
             for r in requests
         ]

@@ -10,9 +10,10 @@ should not pay for a second judge call. The key of a sample (`idempotency` in th
   call (assumes the function is deterministic for equal inputs).
 - `"off"`.
 
-The digest (BLAKE2b-128) covers data_source, solution_str, ground_truth, extra_info and prompt (and the uid in
-`"uid"` mode): no client string is kept in a key, so the keys' memory is the same whatever clients send. A
-function's new version changes the key, so a reloaded function is never answered from the old one's results.
+The digest (BLAKE2b-128) covers data_source, solution_str, ground_truth, extra_info, prompt and images (and
+the uid in `"uid"` mode): no client string is kept in a key, so the keys' memory is the same whatever clients
+send. A function's new version changes the key, so a reloaded function is never answered from the old one's
+results.
 
 While a call is running, later requests with the same key wait for it and get its result. Only results with
 status "ok" are cached (an error or a timeout may be transient; the next attempt calls again). An answer
@@ -48,6 +49,7 @@ def inputs_digest(request: ScoreRequest, with_uid: bool = False) -> bytes:
         canonical_json(request.ground_truth),
         canonical_json(request.extra_info),
         canonical_json(request.prompt),
+        canonical_json(request.images),
     ):
         data = part if isinstance(part, bytes) else part.encode("utf-8", "surrogatepass")
         h.update(len(data).to_bytes(8, "little"))  # length-prefixed: no two splits of one string collide

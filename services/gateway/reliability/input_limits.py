@@ -13,18 +13,25 @@
     max_grader_spec_chars   413 FieldTooLarge     an inline grader spec (its size)
     max_extra_info_depth    422 TooDeep           extra_info nested deeper than this (a flat dict is depth 1)
     max_json_depth          422 TooDeep           ground_truth, prompt or a grader spec, deeper than this
+    max_images_per_sample   413 FieldTooLarge     `images` plus the image_url parts of `prompt` messages
+    max_image_bytes         413 FieldTooLarge     an image: `images[2]`, `prompt[0].content[1].image_url.url`
+    max_image_pixels        413 FieldTooLarge     one image's width x height (from its header)
+    allowed_image_url_hosts 422 InvalidImage      an image URL of another host; also bad base64, not an image
 
 Lengths are in characters (Python `len`), not bytes. The *size* of a JSON value is `sizes.json_size`'s: one
 per value plus the characters of every string and key, counted without reading any string (see there).
+The characters of the image URLs in `prompt` messages count against the image limits, not `max_prompt_chars`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from rewardfleet.services.common.images import ImageError, ImageLimits, check_images, check_message_images
 from rewardfleet.services.gateway.config import GatewayConfig
-from rewardfleet.services.gateway.errors import FieldTooLarge, TooDeep
+from rewardfleet.services.gateway.errors import FieldTooLarge, InvalidImage, TooDeep
 from rewardfleet.services.gateway.schemas import ScoreRequest
 from rewardfleet.services.gateway.sizes import json_size
 
@@ -71,6 +78,7 @@ class SampleLimits:
     max_group_id_chars: int = 256
     max_function_name_chars: int = 128
     max_grader_spec_chars: int = 100_000
+    images: ImageLimits = dataclasses.field(default_factory=ImageLimits)
 
     @classmethod
     def from_config(cls, config: GatewayConfig) -> SampleLimits:
@@ -86,6 +94,12 @@ class SampleLimits:
             max_group_id_chars=config.max_group_id_chars,
             max_function_name_chars=config.max_function_name_chars,
             max_grader_spec_chars=config.max_grader_spec_chars,
+            images=ImageLimits(
+                max_images=config.max_images_per_sample,
+                max_image_bytes=config.max_image_bytes,
+                max_image_pixels=config.max_image_pixels,
+                allowed_url_hosts=tuple(config.allowed_image_url_hosts),
+            ),
         )
 
     def check(self, sample: ScoreRequest) -> None:
@@ -112,14 +126,33 @@ class SampleLimits:
             else:
                 self._value("ground_truth", gt, self.max_json_depth, self.max_ground_truth_chars)
         prompt = sample.prompt
+        image_chars = 0
+        if sample.images is not None or isinstance(prompt, list):
+            image_chars = self.check_images(sample)
         if prompt is not None:
             if isinstance(prompt, str):
                 if len(prompt) > self.max_prompt_chars:
                     _too_many("prompt", len(prompt), self.max_prompt_chars)
             else:
-                self._value("prompt", prompt, self.max_json_depth, self.max_prompt_chars)
+                self._value("prompt", prompt, self.max_json_depth, self.max_prompt_chars + image_chars)
         if sample.extra_info:
             self._value("extra_info", sample.extra_info, self.max_extra_info_depth, self.max_extra_info_chars)
+
+    def check_images(self, sample: ScoreRequest) -> int:
+        """`images` and the image_url parts of `prompt` messages (services/common/images.py): 413 for a value
+        over a bound, 422 InvalidImage for one that is not an image or names a host not allowed. Returns the
+        characters of the prompt's image URLs."""
+        try:
+            count = 0
+            if sample.images:
+                check_images(sample.images, "images", self.images)
+                count = len(sample.images)
+            if isinstance(sample.prompt, list):
+                return check_message_images(sample.prompt, "prompt", self.images, already=count)
+            return 0
+        except ImageError as exc:
+            error = FieldTooLarge if exc.too_large else InvalidImage
+            raise error(str(exc), field=exc.field) from None
 
     def check_name(self, field: str, name: str) -> None:
         """A function or grader name from the client (a route's `{reward_fn}`, a grader's name)."""

@@ -1,7 +1,11 @@
-"""OpenAI-style generation routes: `/v1/chat/completions`, `/v1/completions`, and SGLang's `/v1/score`."""
+"""OpenAI-style generation routes: `/v1/chat/completions`, `/v1/completions`, and SGLang's `/v1/score`.
+
+A vision-language model's chat takes `image_url` parts (inline data URLs: no URL is fetched), as SGLang's.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
@@ -9,6 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from rewardfleet.services.common.images import ImageError, ImageLimits, decode_image
 from rewardfleet.services.common.json_body import parse_json_body
 from rewardfleet.services.model_server.deps import get_server
 from rewardfleet.services.model_server.errors import InvalidRequest
@@ -20,7 +25,15 @@ from rewardfleet.services.model_server.runners.generation import (
     NextTokenInput,
     SamplingParams,
 )
-from rewardfleet.services.model_server.schemas import ChatCompletionRequest, CompletionRequest, ScoreRequest
+from rewardfleet.services.model_server.runners.vision import VisionGenerationInput, VisionGenerationRunner
+from rewardfleet.services.model_server.schemas import (
+    ChatCompletionRequest,
+    ChatMessage,
+    CompletionRequest,
+    ContentPart,
+    ImageUrlPart,
+    ScoreRequest,
+)
 from rewardfleet.services.model_server.server import ModelServer
 
 router = APIRouter()
@@ -56,12 +69,54 @@ def _sampling(
     )
 
 
+def _chat_images(server: ModelServer, body: ChatCompletionRequest) -> tuple[Any, ...]:
+    """The decoded images of the chat's `image_url` parts, in order, each checked first (bytes, header
+    pixels, format; services/common/images.py); only a vision-language model takes them."""
+    urls = [
+        (f"messages[{m}].content[{p}].image_url.url", part.image_url.url)
+        for m, message in enumerate(body.messages)
+        if not isinstance(message.content, str)
+        for p, part in enumerate(message.content)
+        if isinstance(part, ImageUrlPart)
+    ]
+    if not urls:
+        return ()
+    if not isinstance(server.require_runner(), VisionGenerationRunner):
+        raise InvalidRequest("this model takes no images (not a vision-language model)", param=urls[0][0])
+    settings = server.settings
+    limits = ImageLimits(
+        max_images=settings.max_images_per_request,
+        max_image_bytes=settings.max_image_bytes,
+        max_image_pixels=settings.max_image_pixels,
+    )
+    if len(urls) > limits.max_images:
+        raise InvalidRequest(
+            f"{len(urls)} images; this server's limit is {limits.max_images}", param=urls[-1][0]
+        )
+    try:
+        return tuple(decode_image(url, where, limits) for where, url in urls)
+    except ImageError as exc:
+        raise InvalidRequest(str(exc), param=exc.field) from None
+
+
+def _message_for_template(message: ChatMessage) -> dict[str, Any]:
+    """A message as the chat template takes it: text, or (with images) parts where each image is the
+    processor's `{"type": "image"}` placeholder."""
+    if isinstance(message.content, str) or not message.image_urls():
+        return {"role": message.role, "content": message.text()}
+    parts = [
+        {"type": "text", "text": part.text} if isinstance(part, ContentPart) else {"type": "image"}
+        for part in message.content
+    ]
+    return {"role": message.role, "content": parts}
+
+
 def _render_chat(server: ModelServer, body: ChatCompletionRequest) -> list[int]:
     runner = server.require_kind("generation", endpoint="/v1/chat/completions")
     tok = runner.tokenizer
     if not getattr(tok, "chat_template", None):
         raise InvalidRequest("this model's tokenizer has no chat template; use /v1/completions or /generate")
-    messages = [{"role": m.role, "content": m.text()} for m in body.messages]
+    messages = [_message_for_template(m) for m in body.messages]
     try:
         text = tok.apply_chat_template(
             messages,
@@ -87,7 +142,10 @@ async def chat_completions(request: Request) -> JSONResponse:
     if max_new is None:  # OpenAI's default: whatever room the context leaves (capped by the server limit)
         max_new = max(1, min(server.settings.max_new_tokens_limit, runner.context_length - len(prompt_ids)))
     params = _sampling(body, max_new, server.settings.max_new_tokens_limit)
-    r = await server.run_one("generate", GenerationInput(TextInput(input_ids=prompt_ids), params), request)
+    images = await asyncio.to_thread(_chat_images, server, body)
+    prompt = TextInput(input_ids=prompt_ids)
+    item = VisionGenerationInput(prompt, images, params) if images else GenerationInput(prompt, params)
+    r = await server.run_one("generate", item, request)
     choice = {
         "index": 0,
         "message": {"role": "assistant", "content": r.text, "reasoning_content": None, "tool_calls": None},

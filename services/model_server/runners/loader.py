@@ -85,19 +85,26 @@ def load_runner(settings: ModelServerSettings) -> Runner:
     else:  # a GGUF file holds its tokenizer and chat template too
         tokenizer = AutoTokenizer.from_pretrained(path, **extra)
     head = None
+    image_processor = None
     if kind == "prm":
         from rewardfleet.services.model_server.runners.prm import load_process_reward_model
 
         model, head = load_process_reward_model(checkpoint, settings, dtype)
     elif kind == "reward":
         model, head = _load_reward_model(checkpoint, dtype)
+    elif kind == "generation" and is_vision_checkpoint(checkpoint):
+        from transformers import AutoModelForImageTextToText
+
+        model = AutoModelForImageTextToText.from_pretrained(path, dtype=dtype, **extra).eval()
+        image_processor = load_image_processor(checkpoint)
     else:
         model_cls = AutoModelForCausalLM if kind == "generation" else AutoModel
         model = model_cls.from_pretrained(path, dtype=dtype, **extra).eval()
     if not getattr(model.config, "architectures", None):
         model.config.architectures = [type(model).__name__]  # a GGUF config names no class; /model_info does
 
-    context = int(getattr(model.config, "max_position_embeddings", 0) or 0) or int(
+    text_config = getattr(model.config, "text_config", None) or model.config
+    context = int(getattr(text_config, "max_position_embeddings", 0) or 0) or int(
         getattr(tokenizer, "model_max_length", 2048)
     )
     if getattr(model.config, "model_type", "") in _PADDING_OFFSET_POSITIONS:
@@ -119,6 +126,10 @@ def load_runner(settings: ModelServerSettings) -> Runner:
     elif kind == "reward":
         family = reward_family(_read_architectures(checkpoint))
         runner = RewardRunner(model, tokenizer, family=family, head=head, **common)
+    elif image_processor is not None:
+        from rewardfleet.services.model_server.runners.vision import VisionGenerationRunner
+
+        runner = VisionGenerationRunner(model, tokenizer, image_processor, **common)
     elif kind == "generation":
         runner = GenerationRunner(model, tokenizer, **common)
     else:
@@ -127,6 +138,29 @@ def load_runner(settings: ModelServerSettings) -> Runner:
         "loaded %s (%s, %s) context=%d", checkpoint.path, kind, ",".join(runner.architectures), context
     )
     return runner
+
+
+def is_vision_checkpoint(checkpoint: Checkpoint) -> bool:
+    """An image-text-to-text checkpoint: a `*ForConditionalGeneration` with an image processor config."""
+    if checkpoint.gguf_file:
+        return False
+    archs = _read_architectures(checkpoint)
+    return (checkpoint.folder / "preprocessor_config.json").is_file() and any(
+        a.endswith("ForConditionalGeneration") for a in archs
+    )
+
+
+def load_image_processor(checkpoint: Checkpoint) -> Any:
+    """The checkpoint's image processor. The Pillow backend (`<Type>Pil`) when there is one: the default
+    backend needs torchvision, which this CPU server does not install."""
+    import transformers
+
+    config = json.loads((checkpoint.folder / "preprocessor_config.json").read_text())
+    name = str(config.get("image_processor_type") or "")
+    cls = getattr(transformers, f"{name}Pil", None) or getattr(transformers, name, None)
+    if cls is None:
+        raise ValueError(f"{checkpoint.folder}: unknown image_processor_type {name!r}")
+    return cls.from_pretrained(checkpoint.folder)
 
 
 def _load_reward_model(checkpoint: Checkpoint, dtype: Any) -> tuple[Any, Any]:
