@@ -153,7 +153,7 @@ def score(
     except (RuntimeError, OSError) as exc:
         console.print(f"[red]rewardfleet score failed:[/red] {exc}")
         raise typer.Exit(1) from exc
-    records = read_output(output).records
+    records = stats.records if only_failed or earlier is None else {**earlier.records, **stats.records}
     figures = _report(records, stats, repeat, compared, pass_threshold, plot_path, console)
     if summary_json is not None:
         summary_json.write_text(json.dumps(figures, indent=2))
@@ -170,9 +170,10 @@ def _entries(items: list[Item], earlier: Any, only_failed: bool) -> list[Entry]:
         if kept is not None and not only_failed:
             continue  # --resume: already written
         if kept is not None and earlier.records[item.key].get("status") == "ok":
-            entries.append(Entry(item, kept))
+            entries.append(Entry(item, kept, earlier.records[item.key]))
         elif item.problem is not None:
-            entries.append(Entry(item, encode(bad_input_line(item))))
+            record = bad_input_line(item)
+            entries.append(Entry(item, encode(record), record))
         else:
             entries.append(Entry(item))
     return entries
@@ -198,14 +199,14 @@ def _write(
 
     if only_failed:
         partial = output.with_name(output.name + ".partial")
-        with partial.open("w", encoding="utf-8") as out:
+        with partial.open("wb") as out:
             stats = asyncio.run(run_score(target, entries, out, options, console, show))
         os.replace(partial, output)
         return stats
     if earlier is not None and earlier.complete_bytes < earlier.size_bytes:
         with output.open("r+b") as f:
             f.truncate(earlier.complete_bytes)
-    with output.open("a" if earlier is not None else "w", encoding="utf-8") as out:
+    with output.open("ab" if earlier is not None else "wb") as out:
         return asyncio.run(run_score(target, entries, out, options, console, show))
 
 

@@ -44,6 +44,9 @@ def progress_bar(console: Console) -> Progress:
         TextColumn("[red]{task.fields[failed]} failed"),
         console=console,
         transient=False,
+        # rich redraws from a thread of its own, holding the GIL while it renders: 10 times a second by
+        # default, 2 is enough for a bar that moves by whole batches
+        refresh_per_second=2,
     )
 
 

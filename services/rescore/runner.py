@@ -24,7 +24,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
 from rewardfleet.services.client import (
     AsyncRewardClient,
@@ -34,7 +34,7 @@ from rewardfleet.services.client import (
     ScoreResult,
 )
 from rewardfleet.services.rescore.inputs import Item
-from rewardfleet.services.rescore.output import encode, result_line
+from rewardfleet.services.rescore.output import Key, encode, result_line
 
 logger = logging.getLogger(__name__)
 
@@ -49,11 +49,12 @@ class RunOptions:
 
 @dataclass(slots=True)
 class Entry:
-    """One output line to write: already known (`text`: kept from an earlier OUTPUT, or a bad input line) or
-    to be scored."""
+    """One output line to write: already known (`text` and its `record`: kept from an earlier OUTPUT, or a
+    bad input line) or to be scored."""
 
     item: Item
-    text: str | None = None
+    text: bytes | None = None
+    record: dict[str, Any] | None = None
 
 
 @dataclass
@@ -63,6 +64,8 @@ class RunStats:
     written: int = 0  # output lines written
     cached_repeats: int = 0  # repeats the gateway answered from its cache (not independent)
     total_s_by_fn: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    # every line written, as written (the summary's input: OUTPUT is not read back)
+    records: dict[Key, dict[str, Any]] = field(default_factory=dict)
 
 
 ProgressCallback = Callable[[int, int], None]  # (samples done now, of which failed)
@@ -132,7 +135,7 @@ async def _score_chunk(
 async def score_entries(
     client: AsyncRewardClient,
     entries: list[Entry],
-    out: TextIO,
+    out: BinaryIO,
     options: RunOptions,
     on_progress: ProgressCallback | None = None,
 ) -> RunStats:
@@ -145,20 +148,28 @@ async def score_entries(
     missing = [len(r) for r in results]
     next_to_write = 0
 
+    records = stats.records
+
     def flush() -> None:
         nonlocal next_to_write
-        texts: list[str] = []
+        texts: list[bytes] = []
         while next_to_write < len(entries) and missing[next_to_write] == 0:
             entry = entries[next_to_write]
             if entry.text is not None:
                 texts.append(entry.text)
+                if entry.record is not None:
+                    records[entry.item.key] = entry.record
             else:
                 done = [r for r in results[next_to_write] if r is not None]
-                texts.append(encode(result_line(entry.item, done)))
+                record = result_line(entry.item, done)
+                texts.append(encode(record))
+                records[entry.item.key] = record
                 results[next_to_write] = []  # written: let the results go
             next_to_write += 1
         if texts:
-            out.write("".join(texts))  # whole lines only; a kill between writes leaves complete lines
+            # Whole lines only, one write and one flush per answer (no fsync: a killed process loses nothing
+            # the OS has; a crashed machine may lose the tail, which --resume sends again).
+            out.write(b"".join(texts))
             out.flush()
             stats.written += len(texts)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO
 
 from rich.console import Console
 
@@ -31,7 +31,7 @@ class Target:
 async def run_score(
     target: Target,
     entries: list[Entry],
-    out: TextIO,
+    out: BinaryIO,
     options: RunOptions,
     console: Console | None = None,
     show_progress: bool = False,
@@ -61,7 +61,7 @@ async def _run(
     url: str,
     api_key: str | None,
     entries: list[Entry],
-    out: TextIO,
+    out: BinaryIO,
     options: RunOptions,
     console: Console,
     show_progress: bool,
