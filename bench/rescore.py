@@ -8,9 +8,11 @@ overhead shows the most), the same N lines, the same batch size and requests in 
 - command: `rewardfleet score INPUT -o OUT --url ...` as a user runs it, a child process, timed end to end
   (interpreter start, imports, reading, writing every line, the summary), against the bare client run as a
   child process too (`BARE_SCRIPT`: interpreter start, imports, reading, posting); and the same work in this
-  process (`run_score` from reading INPUT to the last line written) against the bare client in this process.
+  process (`run_score` from reading INPUT to the last line written) against the bare client in this process,
+  once without and once with the progress bar drawn (to a terminal console writing nowhere).
 
-Prints samples/s of each and the ratios (medians of the rounds).
+Within a round the bare client goes first in even rounds and last in odd ones (the machine's load drifts).
+Prints samples/s of each, each round's ratios, and the ratios of the medians (the verdicts).
 
     .venv/bin/python -m bench.rescore [--lines 20000] [--rounds 3] [--batch-size 64] [--concurrency 8]
 """
@@ -19,12 +21,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+
+from rich.console import Console
 
 from bench.common import REPO_ROOT, BenchResult, Row, gateway, median, print_result, write_fn
 from rewardfleet.services.client import AsyncRewardClient
@@ -93,11 +100,12 @@ async def _bare(url: str, src: Path, batch_size: int, concurrency: int) -> float
         return time.perf_counter() - started
 
 
-def _command_in_process(url: str, src: Path, out: Path, options: RunOptions) -> float:
+def _command_in_process(url: str, src: Path, out: Path, options: RunOptions, bar: bool = False) -> float:
+    console = Console(file=io.StringIO(), force_terminal=True, width=120) if bar else None
     started = time.perf_counter()
     _, items = read_items(src, ReadOptions())
-    with out.open("w", encoding="utf-8") as f:
-        asyncio.run(run_score(Target(url=url), [Entry(i) for i in items], f, options))
+    with out.open("wb") as f:
+        asyncio.run(run_score(Target(url=url), [Entry(i) for i in items], f, options, console, bar))
     return time.perf_counter() - started
 
 
@@ -145,31 +153,57 @@ def run(lines: int, rounds: int, batch_size: int, concurrency: int) -> BenchResu
         # No result cache: every round must reach the function, not the previous round's answers.
         config = {"workers": 1, "result_cache_size": 0, "idempotency": "off"}
         options = RunOptions(batch_size=batch_size, concurrency=concurrency)
-        bare: list[float] = []
-        child: list[float] = []
-        bare_child: list[float] = []
-        inproc: list[float] = []
+        times: dict[str, list[float]] = {k: [] for k in ("bare", "bare_child", "child", "inproc", "bar")}
         cpu: dict[str, list[float]] = {"bare": [], "inproc": []}
+
+        def bare_in_process() -> float:
+            cpu_started = time.process_time()
+            took = asyncio.run(_bare(url, src, batch_size, concurrency))
+            cpu["bare"].append(time.process_time() - cpu_started)
+            return took
+
+        def command_in_process(r: int) -> float:
+            cpu_started = time.process_time()
+            took = _command_in_process(url, src, tmp / f"inproc-{r}.jsonl", options)
+            cpu["inproc"].append(time.process_time() - cpu_started)
+            return took
+
         with gateway(tmp, config, [fns]) as url:
             asyncio.run(_bare(url, src, batch_size, concurrency))  # warm-up
             for r in range(rounds):
-                cpu_started = time.process_time()
-                bare.append(asyncio.run(_bare(url, src, batch_size, concurrency)))
-                cpu["bare"].append(time.process_time() - cpu_started)
-                bare_child.append(_bare_child(url, script, src, batch_size, concurrency))
-                child.append(_command_child(url, src, tmp / f"child-{r}.jsonl", batch_size, concurrency))
-                cpu_started = time.process_time()
-                inproc.append(_command_in_process(url, src, tmp / f"inproc-{r}.jsonl", options))
-                cpu["inproc"].append(time.process_time() - cpu_started)
-        written = (tmp / "child-0.jsonl").read_text().count("\n")
-        if written != lines:
-            raise RuntimeError(f"the command wrote {written} lines for {lines}")
-    rounds_by_name = {"bare": bare, "bare_child": bare_child, "child": child, "inproc": inproc}
-    rate = {name: lines / median(v) for name, v in rounds_by_name.items()}
+                steps: list[tuple[str, Callable[[], float]]] = [
+                    ("bare", bare_in_process),
+                    ("bare_child", partial(_bare_child, url, script, src, batch_size, concurrency)),
+                    (
+                        "child",
+                        partial(_command_child, url, src, tmp / f"child-{r}.jsonl", batch_size, concurrency),
+                    ),
+                    ("inproc", partial(command_in_process, r)),
+                    (
+                        "bar",
+                        partial(_command_in_process, url, src, tmp / f"bar-{r}.jsonl", options, bar=True),
+                    ),
+                ]
+                for name, step in steps if r % 2 == 0 else steps[::-1]:
+                    times[name].append(step())
+                result.notes.append(
+                    f"round {r + 1}: samples/s bare {lines / times['bare'][-1]:.0f}, "
+                    f"command {lines / times['inproc'][-1]:.0f} (ratio {times['bare'][-1] / times['inproc'][-1]:.2f}), "
+                    f"with the bar {lines / times['bar'][-1]:.0f} ({times['bare'][-1] / times['bar'][-1]:.2f}); "
+                    f"child processes: bare {lines / times['bare_child'][-1]:.0f}, "
+                    f"command {lines / times['child'][-1]:.0f} "
+                    f"(ratio {times['bare_child'][-1] / times['child'][-1]:.2f})"
+                )
+        written = (tmp / "child-0.jsonl").read_bytes()
+        if written.count(b"\n") != lines or written != (tmp / "inproc-0.jsonl").read_bytes():
+            raise RuntimeError("the command's OUTPUT is not one line per input line, or differs between runs")
+    rate = {name: lines / median(v) for name, v in times.items()}
     detail = f"{lines} lines, batch {batch_size}, {concurrency} in flight, {rounds} rounds"
     # On a 2-core host the client's CPU is taken from the gateway: the client-side CPU per sample explains
     # most of the gap (a loaded machine turns every CPU second into wall time).
     cpu_us = {k: 1e6 * median(v) / lines for k, v in cpu.items()}
+    end_to_end = rate["child"] / rate["bare_child"]
+    in_process = rate["inproc"] / rate["bare"]
     result.rows += [
         Row("rescore", "client CPU µs/sample: bare client", cpu_us["bare"], fmt="{:.0f}"),
         Row(
@@ -179,19 +213,25 @@ def run(lines: int, rounds: int, batch_size: int, concurrency: int) -> BenchResu
         Row("rescore", "bare client (child process) samples/s", rate["bare_child"], fmt="{:.0f}"),
         Row("rescore", "rewardfleet score (child process) samples/s", rate["child"], fmt="{:.0f}"),
         Row("rescore", "rewardfleet score (in process) samples/s", rate["inproc"], fmt="{:.0f}"),
+        Row("rescore", "rewardfleet score (in process, progress bar) samples/s", rate["bar"], fmt="{:.0f}"),
         Row(
             "rescore",
             "rewardfleet score ÷ bare client (both child processes, end to end)",
-            rate["child"] / rate["bare_child"],
+            end_to_end,
             target="≥ 0.9",
-            met=rate["child"] / rate["bare_child"] >= 0.9,
+            met=end_to_end >= 0.9,
         ),
         Row(
             "rescore",
             "rewardfleet score ÷ bare client (in process, no start-up)",
-            rate["inproc"] / rate["bare"],
+            in_process,
             target="≥ 0.9",
-            met=rate["inproc"] / rate["bare"] >= 0.9,
+            met=in_process >= 0.9,
+        ),
+        Row(
+            "rescore",
+            "rewardfleet score with the progress bar ÷ bare client (in process)",
+            rate["bar"] / rate["bare"],
         ),
     ]
     return result
