@@ -5,7 +5,7 @@ Every ratio is measured against a baseline taken in the same invocation (alterna
 127.0.0.1 only, with bounded load. A benchmark that fails is reported as failed and the others still run.
 
     bash bench/setup                             # once: the `bench` extra (matplotlib, Ray Serve)
-    .venv/bin/python -m bench.run_all            # full: about 25-30 minutes on 2 shared cores
+    .venv/bin/python -m bench.run_all            # full: about 28-33 minutes on 2 shared cores
     .venv/bin/python -m bench.run_all --quick    # smoke-sized: about 10 minutes on a loaded machine, noisier
     .venv/bin/python -m bench.run_all --only 1 4 # a subset (the docs are not rewritten for a subset)
 """
@@ -32,6 +32,7 @@ from bench import (
     gateway_overhead,
     judge_overlap,
     judge_throughput,
+    rescore,
     router_hop,
     state_backend,
     step_growth,
@@ -47,6 +48,7 @@ STEP_PLOT = "bench_step_growth.png"
 CODE = "9. code sandbox"
 STATE = "10. state backend"
 JUDGE = "11. judge throughput (SmolLM2-135M)"
+RESCORE = "12. re-scoring: rewardfleet score vs a bare client"
 
 
 def _titled(title: str, plan: Callable[[], BenchResult]) -> Callable[[], BenchResult]:
@@ -78,6 +80,7 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
             9: _titled(CODE, lambda: code_sandbox.run(samples_count=16, rounds=1)),
             10: _titled(STATE, lambda: state_backend.run(duration_s=3, rounds=1)),
             11: _titled(JUDGE, lambda: judge_throughput.run(8, 32, 2)),
+            12: _titled(RESCORE, lambda: rescore.run(lines=5000, rounds=3, batch_size=64, concurrency=8)),
         }
     return {
         1: lambda: gateway_overhead.run(duration_s=5, warmup_s=2, rounds=3, sync=True),
@@ -94,6 +97,8 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
         10: _titled(STATE, lambda: state_backend.run(duration_s=6, rounds=2)),
         # SmolLM2-135M judge on the CPU, 16 samples: the slowest benchmark (minutes per figure when loaded)
         11: _titled(JUDGE, lambda: judge_throughput.run(16, 64, 2)),
+        # `rewardfleet score` (a child process, end to end) over 20,000 lines vs a bare client: ~3 minutes
+        12: _titled(RESCORE, lambda: rescore.run(lines=20000, rounds=5, batch_size=64, concurrency=8)),
     }
 
 
@@ -163,7 +168,7 @@ def write_docs(results: list[BenchResult], header: list[str], plot_ok: bool) -> 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="short, single-round measurements")
-    ap.add_argument("--only", type=int, nargs="+", choices=range(1, 12), help="run only these benchmarks")
+    ap.add_argument("--only", type=int, nargs="+", choices=range(1, 13), help="run only these benchmarks")
     ap.add_argument("--no-docs", action="store_true", help="print only; do not rewrite docs/")
     args = ap.parse_args()
 

@@ -122,6 +122,8 @@ def score(
     try:
         if plot_path is not None:
             check_plot_available()
+        if url is None:
+            _check_fleet_config(config)
         fields = parse_field_args(field or [])
         options = ReadOptions(cast(InputFormat, input_format), fields, data_source, reward_fn)
         fmt, items = read_items(input_path, options)
@@ -158,6 +160,16 @@ def score(
     if summary_json is not None:
         summary_json.write_text(json.dumps(figures, indent=2))
     raise typer.Exit(0 if figures["summary"]["statuses"].keys() <= {"ok"} else 1)
+
+
+def _check_fleet_config(config: Path | None) -> None:
+    """The in-process gateway's config, read before anything is read or written (an error names the key)."""
+    from rewardfleet.services.fleet.config import FleetConfigError, load_fleet_config
+
+    try:
+        load_fleet_config(config)
+    except FleetConfigError as exc:
+        raise _fail(str(exc)) from exc
 
 
 def _entries(items: list[Item], earlier: Any, only_failed: bool) -> list[Entry]:
