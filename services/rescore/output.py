@@ -40,7 +40,10 @@ def identity(item: Item) -> dict[str, Any]:
 def result_line(item: Item, results: Sequence[ScoreResult]) -> dict[str, Any]:
     """The output record of an item scored once (one result) or `--repeat` times (one result each)."""
     first = results[0]
-    failed = next((r for r in results if not r.ok), None)
+    if len(results) == 1:  # the common case, once per line: no generator
+        failed = None if first.ok else first
+    else:
+        failed = next((r for r in results if not r.ok), None)
     sample = item.sample or {}
     line = identity(item)
     line["data_source"] = first.data_source or sample.get("data_source")

@@ -24,7 +24,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from rewardfleet.services.client import (
     AsyncRewardClient,
@@ -74,11 +74,9 @@ class RunStats:
 ProgressCallback = Callable[[int, int], None]  # (samples done now, of which failed)
 
 
-@dataclass(slots=True)
-class _Unit:
-    entry: int  # index into the entries
-    repeat: int
-    body: dict[str, Any]
+# One sample to send: (index into the entries, repeat number, `/score` body). A tuple: one is built per sample
+# and per repeat, and a tuple costs a fraction of a class instance's construction.
+_Unit = tuple[int, int, dict[str, Any]]
 
 
 def _bodies(entries: list[Entry], repeat: int) -> list[_Unit]:
@@ -95,7 +93,7 @@ def _bodies(entries: list[Entry], repeat: int) -> list[_Unit]:
                 body["uid"] = f"{nonce}:{item.line}:{item.response or 0}:r{k}"
                 if body.get("group_id") is not None:  # each repeat forms its own group
                     body["group_id"] = f"{body['group_id']}#r{k}"
-            units.append(_Unit(index, k, body))
+            units.append((index, k, body))
     return units
 
 
@@ -105,8 +103,8 @@ def _chunks(units: list[_Unit], size: int) -> list[list[_Unit]]:
     chunks: list[list[_Unit]] = []
     current: list[_Unit] = []
     for unit in units:
-        group = unit.body.get("group_id")
-        if len(current) >= size and (group is None or current[-1].body.get("group_id") != group):
+        group = unit[2].get("group_id")
+        if len(current) >= size and (group is None or current[-1][2].get("group_id") != group):
             chunks.append(current)
             current = []
         current.append(unit)
@@ -153,17 +151,20 @@ async def score_entries(
 
     records = stats.records
 
+    count = len(entries)
+
     def flush() -> None:
         nonlocal next_to_write
         texts: list[bytes] = []
-        while next_to_write < len(entries) and missing[next_to_write] == 0:
+        while next_to_write < count and missing[next_to_write] == 0:
             entry = entries[next_to_write]
             if entry.text is not None:
                 texts.append(entry.text)
                 if entry.record is not None:
                     records[entry.item.key] = entry.record
             else:
-                done = [r for r in results[next_to_write] if r is not None]
+                # nothing missing: every repeat's slot holds its result
+                done = cast(list[ScoreResult], results[next_to_write])
                 record = result_line(entry.item, done)
                 texts.append(encode(record))
                 records[entry.item.key] = record
@@ -181,13 +182,13 @@ async def score_entries(
 
     async def run(chunk: list[_Unit]) -> None:
         try:
-            answers = await _score_chunk(client, [u.body for u in chunk], options.timeout_s)
+            answers = await _score_chunk(client, [u[2] for u in chunk], options.timeout_s)
         finally:
             semaphore.release()
         failed = 0
-        for unit, result in zip(chunk, answers, strict=True):
-            results[unit.entry][unit.repeat] = result
-            missing[unit.entry] -= 1
+        for (index, k, _), result in zip(chunk, answers, strict=True):
+            results[index][k] = result
+            missing[index] -= 1
             if not result.ok:
                 failed += 1
             if result.cached and options.repeat > 1:
@@ -210,6 +211,6 @@ async def score_entries(
         for task in tasks:
             task.cancel()
     flush()
-    if next_to_write != len(entries):  # every chunk answered, so every line must be out
+    if next_to_write != count:  # every chunk answered, so every line must be out
         raise RuntimeError(f"internal error: wrote {next_to_write} of {len(entries)} lines")
     return stats
