@@ -37,7 +37,7 @@ from bench.common import REPO_ROOT, BenchResult, Row, gateway, median, print_res
 from rewardfleet.services.client import AsyncRewardClient
 from rewardfleet.services.rescore.inputs import ReadOptions, read_items
 from rewardfleet.services.rescore.runner import Entry, RunOptions
-from rewardfleet.services.rescore.session import Target, run_score
+from rewardfleet.services.rescore.session import Target, fewer_collections, run_score
 from tests.support import rewardfleet_cmd
 
 TRIVIAL = """
@@ -103,7 +103,8 @@ async def _bare(url: str, src: Path, batch_size: int, concurrency: int) -> float
 def _command_in_process(url: str, src: Path, out: Path, options: RunOptions, bar: bool = False) -> float:
     console = Console(file=io.StringIO(), force_terminal=True, width=120) if bar else None
     started = time.perf_counter()
-    _, items = read_items(src, ReadOptions())
+    with fewer_collections():  # as the command reads
+        _, items = read_items(src, ReadOptions())
     with out.open("wb") as f:
         asyncio.run(run_score(Target(url=url), [Entry(i) for i in items], f, options, console, bar))
     return time.perf_counter() - started

@@ -103,7 +103,7 @@ def score(
     from rewardfleet.services.rescore.paths import PathSyntaxError, parse_field_args
     from rewardfleet.services.rescore.report import PlotUnavailable, check_plot_available
     from rewardfleet.services.rescore.runner import RunOptions
-    from rewardfleet.services.rescore.session import GatewayNotReachable, Target
+    from rewardfleet.services.rescore.session import GatewayNotReachable, Target, fewer_collections
 
     console = Console(stderr=True)
     logging.basicConfig(level=logging.WARNING, handlers=[RichHandler(console=console, show_path=False)])
@@ -126,7 +126,8 @@ def score(
             _check_fleet_config(config)
         fields = parse_field_args(field or [])
         options = ReadOptions(cast(InputFormat, input_format), fields, data_source, reward_fn)
-        fmt, items = read_items(input_path, options)
+        with fewer_collections():
+            fmt, items = read_items(input_path, options)
         earlier = read_output(output) if (resume or only_failed) else None
         compared = read_scores(compare_with) if compare_with is not None else None
     except (PlotUnavailable, PathSyntaxError, InputError, OutputError, OSError) as exc:
