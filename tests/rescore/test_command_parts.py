@@ -150,3 +150,16 @@ def test_a_bad_fleet_config_is_named_before_anything_is_read_or_written(tmp_path
     assert "invalid fleet config" in result.output and "gateway.workers" in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)  # no traceback
     assert not out.exists()
+
+
+def test_fewer_collections_restores_the_gc_threshold_even_on_error() -> None:
+    import gc
+
+    from rewardfleet.services.rescore.session import fewer_collections
+
+    before = gc.get_threshold()
+    with pytest.raises(KeyError), fewer_collections():
+        assert gc.get_threshold()[0] >= 10_000
+        assert gc.isenabled()  # collections still run
+        raise KeyError("boom")
+    assert gc.get_threshold() == before
