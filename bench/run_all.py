@@ -33,6 +33,7 @@ from bench import (
     judge_overlap,
     judge_throughput,
     prm_server,
+    rescore,
     router_hop,
     state_backend,
     step_admission,
@@ -50,6 +51,7 @@ CODE = "9. code sandbox"
 STATE = "10. state backend"
 JUDGE = "11. judge throughput (SmolLM2-135M)"
 PRM = "12. process reward model server (/pooling)"
+RESCORE = "14. re-scoring: rewardfleet score vs a bare client"
 
 
 def _titled(title: str, plan: Callable[[], BenchResult]) -> Callable[[], BenchResult]:
@@ -83,6 +85,7 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
             11: _titled(JUDGE, lambda: judge_throughput.run(8, 32, 2)),
             12: _titled(PRM, lambda: prm_server.run(requests=800, offline_seconds=1.0, rounds=1)),
             13: lambda: step_admission.run(sizes=(4096,), low_s=20.0, high_s=30.0),
+            14: _titled(RESCORE, lambda: rescore.run(lines=5000, rounds=3, batch_size=64, concurrency=8)),
         }
     return {
         1: lambda: gateway_overhead.run(duration_s=5, warmup_s=2, rounds=3, sync=True),
@@ -102,6 +105,8 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
         12: _titled(PRM, lambda: prm_server.run(requests=2000, offline_seconds=2.0, rounds=2)),
         # a whole GRPO step posted at once, default admission settings (4096 and 8192 posts)
         13: lambda: step_admission.run(sizes=(4096, 8192), low_s=20.0, high_s=30.0),
+        # `rewardfleet score` (a child process, end to end) over 20,000 lines vs a bare client: ~3 minutes
+        14: _titled(RESCORE, lambda: rescore.run(lines=20000, rounds=5, batch_size=64, concurrency=8)),
     }
 
 
@@ -171,7 +176,7 @@ def write_docs(results: list[BenchResult], header: list[str], plot_ok: bool) -> 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="short, single-round measurements")
-    ap.add_argument("--only", type=int, nargs="+", choices=range(1, 14), help="run only these benchmarks")
+    ap.add_argument("--only", type=int, nargs="+", choices=range(1, 15), help="run only these benchmarks")
     ap.add_argument("--no-docs", action="store_true", help="print only; do not rewrite docs/")
     args = ap.parse_args()
 

@@ -103,7 +103,7 @@ def score(
     from rewardfleet.services.rescore.paths import PathSyntaxError, parse_field_args
     from rewardfleet.services.rescore.report import PlotUnavailable, check_plot_available
     from rewardfleet.services.rescore.runner import RunOptions
-    from rewardfleet.services.rescore.session import GatewayNotReachable, Target
+    from rewardfleet.services.rescore.session import GatewayNotReachable, Target, fewer_collections
 
     console = Console(stderr=True)
     logging.basicConfig(level=logging.WARNING, handlers=[RichHandler(console=console, show_path=False)])
@@ -122,9 +122,12 @@ def score(
     try:
         if plot_path is not None:
             check_plot_available()
+        if url is None:
+            _check_fleet_config(config)
         fields = parse_field_args(field or [])
         options = ReadOptions(cast(InputFormat, input_format), fields, data_source, reward_fn)
-        fmt, items = read_items(input_path, options)
+        with fewer_collections():
+            fmt, items = read_items(input_path, options)
         earlier = read_output(output) if (resume or only_failed) else None
         compared = read_scores(compare_with) if compare_with is not None else None
     except (PlotUnavailable, PathSyntaxError, InputError, OutputError, OSError) as exc:
@@ -153,11 +156,21 @@ def score(
     except (RuntimeError, OSError) as exc:
         console.print(f"[red]rewardfleet score failed:[/red] {exc}")
         raise typer.Exit(1) from exc
-    records = read_output(output).records
+    records = stats.records if only_failed or earlier is None else {**earlier.records, **stats.records}
     figures = _report(records, stats, repeat, compared, pass_threshold, plot_path, console)
     if summary_json is not None:
         summary_json.write_text(json.dumps(figures, indent=2))
     raise typer.Exit(0 if figures["summary"]["statuses"].keys() <= {"ok"} else 1)
+
+
+def _check_fleet_config(config: Path | None) -> None:
+    """The in-process gateway's config, read before anything is read or written (an error names the key)."""
+    from rewardfleet.services.fleet.config import FleetConfigError, load_fleet_config
+
+    try:
+        load_fleet_config(config)
+    except FleetConfigError as exc:
+        raise _fail(str(exc)) from exc
 
 
 def _entries(items: list[Item], earlier: Any, only_failed: bool) -> list[Entry]:
@@ -170,9 +183,10 @@ def _entries(items: list[Item], earlier: Any, only_failed: bool) -> list[Entry]:
         if kept is not None and not only_failed:
             continue  # --resume: already written
         if kept is not None and earlier.records[item.key].get("status") == "ok":
-            entries.append(Entry(item, kept))
+            entries.append(Entry(item, kept, earlier.records[item.key]))
         elif item.problem is not None:
-            entries.append(Entry(item, encode(bad_input_line(item))))
+            record = bad_input_line(item)
+            entries.append(Entry(item, encode(record), record))
         else:
             entries.append(Entry(item))
     return entries
@@ -198,14 +212,14 @@ def _write(
 
     if only_failed:
         partial = output.with_name(output.name + ".partial")
-        with partial.open("w", encoding="utf-8") as out:
+        with partial.open("wb") as out:
             stats = asyncio.run(run_score(target, entries, out, options, console, show))
         os.replace(partial, output)
         return stats
     if earlier is not None and earlier.complete_bytes < earlier.size_bytes:
         with output.open("r+b") as f:
             f.truncate(earlier.complete_bytes)
-    with output.open("a" if earlier is not None else "w", encoding="utf-8") as out:
+    with output.open("ab" if earlier is not None else "wb") as out:
         return asyncio.run(run_score(target, entries, out, options, console, show))
 
 

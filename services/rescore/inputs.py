@@ -17,12 +17,12 @@ item with a `problem` naming the field, so the caller can refuse the file or wri
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from rewardfleet.services.rescore.jsoncodec import loads
 from rewardfleet.services.rescore.paths import MISSING, JsonPath
 
 InputFormat = Literal["auto", "samples", "verl-dump", "verl-parquet", "fields"]
@@ -102,7 +102,7 @@ def _jsonl_lines(path: Path) -> Iterator[tuple[int, Any]]:
             if not raw.strip():
                 continue
             try:
-                yield number, json.loads(raw)
+                yield number, loads(raw)
             except ValueError as exc:
                 yield number, _BadJson(str(exc))
 

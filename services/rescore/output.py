@@ -11,7 +11,6 @@ ends (a run killed in the middle of a write leaves a partial last line, which `-
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any
 
 from rewardfleet.services.client import ScoreResult
 from rewardfleet.services.rescore.inputs import Item
+from rewardfleet.services.rescore.jsoncodec import dump_line, loads
 
 Key = tuple[int, int | None]
 
@@ -40,7 +40,10 @@ def identity(item: Item) -> dict[str, Any]:
 def result_line(item: Item, results: Sequence[ScoreResult]) -> dict[str, Any]:
     """The output record of an item scored once (one result) or `--repeat` times (one result each)."""
     first = results[0]
-    failed = next((r for r in results if not r.ok), None)
+    if len(results) == 1:  # the common case, once per line: no generator
+        failed = None if first.ok else first
+    else:
+        failed = next((r for r in results if not r.ok), None)
     sample = item.sample or {}
     line = identity(item)
     line["data_source"] = first.data_source or sample.get("data_source")
@@ -70,11 +73,9 @@ def bad_input_line(item: Item) -> dict[str, Any]:
     return line
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False)  # one encoder: json.dumps with options builds one per call
-
-
-def encode(line: dict[str, Any]) -> str:
-    return _ENCODER.encode(line) + "\n"
+def encode(line: dict[str, Any]) -> bytes:
+    """One OUTPUT line, newline included (jsoncodec.py: the same bytes with or without orjson)."""
+    return dump_line(line)
 
 
 def item_key(line: dict[str, Any]) -> Key:
@@ -84,7 +85,7 @@ def item_key(line: dict[str, Any]) -> Key:
 
 @dataclass
 class EarlierOutput:
-    lines: dict[Key, str]  # raw text of each complete line, newline included
+    lines: dict[Key, bytes]  # raw bytes of each complete line, newline included
     records: dict[Key, dict[str, Any]]
     complete_bytes: int  # where the last complete line ends
     size_bytes: int
@@ -96,18 +97,17 @@ class EarlierOutput:
 def read_output(path: Path) -> EarlierOutput:
     data = path.read_bytes() if path.exists() else b""
     end = data.rfind(b"\n") + 1  # 0 when there is no complete line
-    lines: dict[Key, str] = {}
+    lines: dict[Key, bytes] = {}
     records: dict[Key, dict[str, Any]] = {}
     for number, raw in enumerate(data[:end].splitlines(keepends=True), start=1):
-        text = raw.decode("utf-8")
         try:
-            record = json.loads(text)
+            record = loads(raw)
             key = item_key(record)
         except (ValueError, KeyError, TypeError) as exc:
             raise OutputError(f"{path} line {number} is not a `rewardfleet score` line: {exc}") from exc
         if key in lines:
             raise OutputError(f"{path} line {number}: item {key} appears twice")
-        lines[key] = text
+        lines[key] = raw
         records[key] = record
     return EarlierOutput(lines, records, end, len(data))
 
@@ -122,7 +122,7 @@ def read_scores(path: Path) -> dict[Key, dict[str, Any]]:
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw)
+                record = loads(raw)
                 if not isinstance(record, dict):
                     raise TypeError(f"expected a JSON object, got {type(record).__name__}")
                 key = item_key(record) if "line" in record else (number, None)

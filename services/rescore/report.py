@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,9 @@ def progress_bar(console: Console) -> Progress:
         TextColumn("[red]{task.fields[failed]} failed"),
         console=console,
         transient=False,
+        # rich redraws from a thread of its own, holding the GIL while it renders: 10 times a second by
+        # default, 2 is enough for a bar that moves by whole batches
+        refresh_per_second=2,
     )
 
 
@@ -109,8 +111,15 @@ def compare_tables(result: dict[str, Any]) -> list[Table]:
 
 
 def check_plot_available() -> None:
-    if importlib.util.find_spec("matplotlib") is None:
-        raise PlotUnavailable("--plot needs matplotlib: pip install 'reward-fleet[plot]' (or drop --plot)")
+    """Import matplotlib now, before anything is scored: a missing or broken install (it imports numpy and
+    compiled parts) is said up front, not as a traceback after the run."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        raise PlotUnavailable(
+            f"--plot needs matplotlib, which cannot be imported ({exc}): "
+            "pip install 'reward-fleet[plot]' (or drop --plot)"
+        ) from exc
 
 
 def plot(path: Path, now: list[float], earlier: list[float] | None, pairs: list[tuple[float, float]]) -> None:

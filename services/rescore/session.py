@@ -4,9 +4,12 @@ served in this process (inprocess.py). Both are reached through the same HTTP cl
 from __future__ import annotations
 
 import asyncio
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO
 
 from rich.console import Console
 
@@ -31,13 +34,49 @@ class Target:
 async def run_score(
     target: Target,
     entries: list[Entry],
-    out: TextIO,
+    out: BinaryIO,
     options: RunOptions,
     console: Console | None = None,
     show_progress: bool = False,
 ) -> RunStats:
     """Score `entries` against `target`, writing every line to `out` in order (what the command runs)."""
     console = console or Console(stderr=True)
+    gc.freeze()  # what is alive now (the input, read in full) stays out of the collector's walks
+    try:
+        with fewer_collections():
+            return await _run_on(target, entries, out, options, console, show_progress)
+    finally:
+        gc.unfreeze()
+
+
+# CPython's cyclic GC runs a young collection every 700 new containers, and its older collections walk every
+# object still alive: here the whole input (an item, a sample dict and its values per line) and a line record
+# per result. Measured on 20,000 lines: 20-40 µs per sample in collections for the command, 5 for a bare
+# client; 5-10 with these settings.
+_YOUNG_COLLECTION_EVERY = 10_000
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Young collections every 10,000 new containers instead of 700 while reading and scoring (the command
+    wraps both; run_score also freezes what is alive when it starts). Collections still run, so reference
+    cycles (aiohttp makes some) are freed; the setting is restored after."""
+    threshold = gc.get_threshold()
+    gc.set_threshold(max(threshold[0], _YOUNG_COLLECTION_EVERY), *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+
+
+async def _run_on(
+    target: Target,
+    entries: list[Entry],
+    out: BinaryIO,
+    options: RunOptions,
+    console: Console,
+    show_progress: bool,
+) -> RunStats:
     if target.url is not None:
         return await _run(target.url, target.api_key, entries, out, options, console, show_progress)
     from rewardfleet.services.rescore.inprocess import inprocess_gateway, pool_names
@@ -61,7 +100,7 @@ async def _run(
     url: str,
     api_key: str | None,
     entries: list[Entry],
-    out: TextIO,
+    out: BinaryIO,
     options: RunOptions,
     console: Console,
     show_progress: bool,

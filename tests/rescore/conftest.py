@@ -80,4 +80,4 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-__all__ = ["Gateway", "read_jsonl", "run_score", "score_cmd", "start_gateway", "write_jsonl"]
+__all__ = ["REWARD_FILES", "Gateway", "read_jsonl", "run_score", "score_cmd", "start_gateway", "write_jsonl"]

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.rescore.conftest import Gateway, read_jsonl, run_score, score_cmd, start_gateway, write_jsonl
+from tests.rescore.conftest import (
+    REWARD_FILES,
+    Gateway,
+    read_jsonl,
+    run_score,
+    score_cmd,
+    start_gateway,
+    write_jsonl,
+)
 from tests.support import ChildProcess
 
 
@@ -186,6 +194,20 @@ def test_in_process_gateway_with_bad_lines_written_as_failed(tmp_path: Path) -> 
     assert (
         lines[1]["error"]["type"] == "bad_input" and "line 3: not valid JSON" in lines[1]["error"]["message"]
     )
+
+
+def test_in_process_gateway_runs_the_given_fleet_config(tmp_path: Path) -> None:
+    """--config: the in-process gateway is that file's (here its reward_fns_dirs hold the test functions,
+    which the embedded default does not know)."""
+    config = tmp_path / "fleet.yaml"
+    config.write_text(f"gateway: {{reward_fns_dirs: [{REWARD_FILES}]}}\n")
+    src = write_jsonl(tmp_path / "in.jsonl", _slow_rows(3))
+    out = tmp_path / "out.jsonl"
+    done = run_score(src, "-o", out, "--config", config)
+    assert done.returncode == 0, done.stderr
+    assert [(r["line"], r["reward_fn"], r["score"]) for r in read_jsonl(out)] == [
+        (1, "slow", 0.0), (2, "slow", 1.0), (3, "slow", 0.0)
+    ]  # fmt: skip
 
 
 def test_no_gateway_at_url_and_output_over_input_are_refused(tmp_path: Path) -> None:

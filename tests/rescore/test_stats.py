@@ -71,12 +71,3 @@ def test_plot_is_written_with_matplotlib(tmp_path: Path) -> None:
     path = tmp_path / "scores.png"
     report.plot(path, [0.1, 0.5, 0.9], [0.2, 0.4, 0.8], [(0.2, 0.1), (0.4, 0.5), (0.8, 0.9)])
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def test_plot_without_matplotlib_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a)
-    )
-    with pytest.raises(report.PlotUnavailable, match=r"pip install 'reward-fleet\[plot\]'"):
-        report.check_plot_available()
