@@ -65,6 +65,12 @@ def serve_model(
     max_body_bytes: Annotated[
         int | None, typer.Option("--max-body-bytes", help="Largest request body, else 413 (default: none).")
     ] = None,
+    max_image_bytes: Annotated[
+        int, typer.Option("--max-image-bytes", help="Largest image (decoded file) in an embeddings request.")
+    ] = 8 * 1024 * 1024,
+    max_image_pixels: Annotated[
+        int, typer.Option("--max-image-pixels", help="Largest width x height of an image in a request.")
+    ] = 4096 * 4096,
     max_new_tokens_limit: Annotated[
         int, typer.Option("--max-new-tokens-limit", help="Largest max_new_tokens a request may ask for.")
     ] = 2048,
@@ -101,6 +107,8 @@ def serve_model(
             body_read_timeout_s=body_read_timeout_s,
             max_body_bytes=max_body_bytes,
             context_length=context_length,
+            max_image_bytes=max_image_bytes,
+            max_image_pixels=max_image_pixels,
             max_batch_size=max_batch_size,
             batch_wait_timeout_s=batch_wait_timeout_s,
             max_queue=max_queue,

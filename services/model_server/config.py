@@ -39,6 +39,10 @@ class ModelServerSettings(BaseSettings):
     body_read_timeout_s: float = Field(default=30.0, gt=0.0)
     max_body_bytes: int | None = Field(default=None, ge=1)
     context_length: int | None = Field(default=None, ge=1)
+    # Images of a multimodal embedding request (CLIP pools, `image_inputs.py`): the decoded file's size and
+    # width x height; above either, a 400 naming the field (checked before the pixels are decoded).
+    max_image_bytes: int = Field(default=8 * 1024 * 1024, ge=1)
+    max_image_pixels: int = Field(default=4096 * 4096, ge=1)
 
     max_batch_size: int = Field(default=32, ge=1)
     batch_wait_timeout_s: float = Field(default=0.005, ge=0.0, le=10.0)

@@ -9,11 +9,15 @@ from typing import Any, Literal
 from rewardfleet.services.model_server.checkpoints import Checkpoint
 from rewardfleet.services.model_server.config import ModelServerSettings
 from rewardfleet.services.model_server.runners.base import Runner
-from rewardfleet.services.model_server.runners.families import is_reward_architecture, reward_family
+from rewardfleet.services.model_server.runners.families import (
+    DUAL_ENCODERS,
+    is_reward_architecture,
+    reward_family,
+)
 
 logger = logging.getLogger(__name__)
 
-ModelKind = Literal["reward", "generation", "encoder"]
+ModelKind = Literal["reward", "generation", "encoder", "clip"]
 
 _PADDING_OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert")
 _GENERATION_SUFFIXES = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
@@ -21,9 +25,11 @@ _GENERATION_SUFFIXES = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration"
 
 def detect_kind(architectures: list[str]) -> ModelKind:
     """reward for sequence classifiers and reward models (only SGLang's families: `families.py`; any other
-    is refused here, naming it and the served ones), generation for causal LMs, encoder for bare encoders
-    (`BertModel`, `XLMRobertaModel`, ...)."""
+    is refused here, naming it and the served ones), generation for causal LMs, clip for CLIP-style dual
+    encoders (`CLIPModel`: text and image embeddings), encoder for bare encoders (`BertModel`, ...)."""
     for arch in architectures:
+        if arch in DUAL_ENCODERS:
+            return "clip"
         if is_reward_architecture(arch):
             reward_family(architectures)  # raises for a family the server does not serve
             return "reward"
@@ -76,15 +82,23 @@ def load_runner(settings: ModelServerSettings) -> Runner:
     else:  # a GGUF file holds its tokenizer and chat template too
         tokenizer = AutoTokenizer.from_pretrained(path, **extra)
     head = None
+    image_processor = None
     if kind == "reward":
         model, head = _load_reward_model(checkpoint, dtype)
+    elif kind == "clip":
+        from transformers import CLIPImageProcessorPil, CLIPModel
+
+        model = CLIPModel.from_pretrained(path, dtype=dtype, **extra).eval()
+        # The PIL processor: transformers' default CLIP processor needs torchvision, which is not installed.
+        image_processor = CLIPImageProcessorPil.from_pretrained(path)
     else:
         model_cls = AutoModelForCausalLM if kind == "generation" else AutoModel
         model = model_cls.from_pretrained(path, dtype=dtype, **extra).eval()
     if not getattr(model.config, "architectures", None):
         model.config.architectures = [type(model).__name__]  # a GGUF config names no class; /model_info does
 
-    context = int(getattr(model.config, "max_position_embeddings", 0) or 0) or int(
+    positions_config = model.config.text_config if kind == "clip" else model.config
+    context = int(getattr(positions_config, "max_position_embeddings", 0) or 0) or int(
         getattr(tokenizer, "model_max_length", 2048)
     )
     if getattr(model.config, "model_type", "") in _PADDING_OFFSET_POSITIONS:
@@ -104,6 +118,10 @@ def load_runner(settings: ModelServerSettings) -> Runner:
         runner = RewardRunner(model, tokenizer, family=family, head=head, **common)
     elif kind == "generation":
         runner = GenerationRunner(model, tokenizer, **common)
+    elif kind == "clip":
+        from rewardfleet.services.model_server.runners.clip import ClipRunner
+
+        runner = ClipRunner(model, tokenizer, image_processor=image_processor, **common)
     else:
         runner = EncoderRunner(model, tokenizer, **common)
     logger.info(
