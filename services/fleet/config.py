@@ -213,7 +213,7 @@ class FleetConfig(BaseModel):
             )
         if self.default_pool is None and routed:
             # verl's reward_router_address points at the reward model; prefer it, then the judge.
-            for kind in ("reward_model", "judge", "encoder"):
+            for kind in ("reward_model", "judge", "encoder", "image_reward_model"):
                 match = next((n for n, p in routed.items() if p.kind == kind), None)
                 if match:
                     self.default_pool = match
