@@ -30,6 +30,7 @@ from bench import (
     cost_growth,
     cpu_heavy,
     gateway_overhead,
+    image_rm_server,
     judge_overlap,
     judge_throughput,
     router_hop,
@@ -47,6 +48,7 @@ STEP_PLOT = "bench_step_growth.png"
 CODE = "9. code sandbox"
 STATE = "10. state backend"
 JUDGE = "11. judge throughput (SmolLM2-135M)"
+IMAGE_RM = "12. image reward model server (CLIP)"
 
 
 def _titled(title: str, plan: Callable[[], BenchResult]) -> Callable[[], BenchResult]:
@@ -78,6 +80,7 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
             9: _titled(CODE, lambda: code_sandbox.run(samples_count=16, rounds=1)),
             10: _titled(STATE, lambda: state_backend.run(duration_s=3, rounds=1)),
             11: _titled(JUDGE, lambda: judge_throughput.run(8, 32, 2)),
+            12: _titled(IMAGE_RM, lambda: image_rm_server.run(requests=400, offline_seconds=1.0, rounds=1)),
         }
     return {
         1: lambda: gateway_overhead.run(duration_s=5, warmup_s=2, rounds=3, sync=True),
@@ -94,6 +97,8 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
         10: _titled(STATE, lambda: state_backend.run(duration_s=6, rounds=2)),
         # SmolLM2-135M judge on the CPU, 16 samples: the slowest benchmark (minutes per figure when loaded)
         11: _titled(JUDGE, lambda: judge_throughput.run(16, 64, 2)),
+        # (text, image) pairs on a random CLIP: server under single-pair posts / offline best batch
+        12: _titled(IMAGE_RM, lambda: image_rm_server.run(requests=1500, offline_seconds=2.0, rounds=2)),
     }
 
 
@@ -163,7 +168,7 @@ def write_docs(results: list[BenchResult], header: list[str], plot_ok: bool) -> 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="short, single-round measurements")
-    ap.add_argument("--only", type=int, nargs="+", choices=range(1, 12), help="run only these benchmarks")
+    ap.add_argument("--only", type=int, nargs="+", choices=range(1, 13), help="run only these benchmarks")
     ap.add_argument("--no-docs", action="store_true", help="print only; do not rewrite docs/")
     args = ap.parse_args()
 

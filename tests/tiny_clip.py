@@ -131,3 +131,29 @@ def png_data_url(rgb: tuple[int, int, int], size: tuple[int, int] = (12, 10)) ->
     buf = io.BytesIO()
     Image.new("RGB", size, rgb).save(buf, format="PNG")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def build_random_clip(
+    path: str | Path, *, hidden_size: int = 64, layers: int = 2, image_size: int = 64
+) -> Path:
+    """A random-weight CLIP of a given size (benchmarks: real towers' cost, no meaning in the scores)."""
+    import torch
+    from transformers import CLIPConfig, CLIPImageProcessorPil, CLIPModel
+
+    path = Path(path)
+    common = {
+        "hidden_size": hidden_size, "intermediate_size": hidden_size * 4, "num_hidden_layers": layers,
+        "num_attention_heads": max(1, hidden_size // 32), "projection_dim": hidden_size,
+    }  # fmt: skip
+    text = {**common, "vocab_size": len(WORDS), "max_position_embeddings": 77, "pad_token_id": 0,
+            "bos_token_id": 2, "eos_token_id": 3}  # fmt: skip
+    vision = {**common, "image_size": image_size, "patch_size": image_size // 4, "num_channels": 3}
+    torch.manual_seed(0)
+    model = CLIPModel(CLIPConfig(text_config=text, vision_config=vision, projection_dim=hidden_size)).eval()
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    _tokenizer().save_pretrained(path)
+    CLIPImageProcessorPil(
+        size={"shortest_edge": image_size}, crop_size={"height": image_size, "width": image_size}
+    ).save_pretrained(path)
+    return path

