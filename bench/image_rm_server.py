@@ -10,8 +10,9 @@ data URL}]`, two inputs of one batch. In one run, alternating rounds:
    concurrent clients, each sending one sample per request (aiohttp, a bounded number of requests).
 
 Prints samples/s and the ratio server / offline best (target >= 0.85), as bench/batching.py does for DisRMs.
-The model is a random-weight CLIP (hidden 64, 2 layers per tower, 64x64 images in 16 patches); each request
-carries a different 96x96 noise PNG (about 27 KB), so every sample decodes and resizes a real image.
+The model is a random-weight CLIP (hidden 128, 4 layers per tower, 224x224 images in 32x32 patches, ViT-B/32's
+geometry at a fraction of its width); each request carries one of 64 different 256x256 JPEGs (about 25 KB),
+so every sample decodes, resizes and crops a real image.
 
     .venv/bin/python -m bench.image_rm_server [--concurrency 64] [--requests 1500] [--rounds 2]
 """
@@ -23,7 +24,6 @@ import asyncio
 import base64
 import io
 import os
-import random
 import statistics
 import sys
 import tempfile
@@ -42,19 +42,24 @@ from tests.tiny_clip import build_random_clip  # noqa: E402
 
 PROMPTS = ("a red photo of the square", "a photo of a green square", "the blue photo")
 PAIR_SIZES = (1, 4, 8, 16, 32)
+IMAGE_SIDE = 256
 MAX_BATCH_INPUTS = 64
 
 
-def noise_pngs(count: int, size: int = 96) -> list[str]:
-    """`count` different noise PNGs as data URLs (seeded)."""
+def test_images(count: int, size: int = IMAGE_SIDE) -> list[str]:
+    """`count` different JPEGs (seeded smooth colour fields with noise: photo-like sizes) as data URLs."""
+    import numpy as np
     from PIL import Image
 
-    rng = random.Random(0)
+    rng = np.random.default_rng(0)
     out = []
+    ramp = np.linspace(0.0, 1.0, size)[None, :, None]
     for _ in range(count):
+        base = rng.uniform(0, 255, size=(1, 1, 3)) * (0.5 + 0.5 * ramp)
+        pixels = np.clip(base + rng.normal(0, 12, size=(size, size, 3)), 0, 255).astype(np.uint8)
         buf = io.BytesIO()
-        Image.frombytes("RGB", (size, size), rng.randbytes(size * size * 3)).save(buf, format="PNG")
-        out.append("data:image/png;base64," + base64.b64encode(buf.getvalue()).decode())
+        Image.fromarray(pixels, "RGB").save(buf, format="JPEG", quality=90)
+        out.append("data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode())
     return out
 
 
@@ -154,11 +159,12 @@ def run(
     """Alternating rounds of (offline sweep, server); medians of each."""
     os.environ.update(ENV)
     work = Path(tempfile.mkdtemp(prefix="rf-bench-clip-"))
-    model = build_random_clip(work / "clip")
-    images = noise_pngs(64)
+    model = build_random_clip(work / "clip", hidden_size=128, layers=4, image_size=224, patch_size=32)
+    images = test_images(64)
     result = BenchResult("image reward model server")
     result.notes.append(
-        f"random CLIP (hidden 64, 2 layers per tower, 64x64 images), one (text, 96x96 PNG) pair per request, "
+        f"random CLIP (hidden 128, 4 layers per tower, 224x224 images, 32x32 patches), one (text, "
+        f"{IMAGE_SIDE}x{IMAGE_SIDE} JPEG) pair per request, "
         f"concurrency {concurrency}, {requests} requests, torch threads {threads}, {os.cpu_count()} cores, "
         f"{rounds} alternating rounds, medians; samples (pairs)/s"
     )

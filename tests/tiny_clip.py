@@ -134,7 +134,7 @@ def png_data_url(rgb: tuple[int, int, int], size: tuple[int, int] = (12, 10)) ->
 
 
 def build_random_clip(
-    path: str | Path, *, hidden_size: int = 64, layers: int = 2, image_size: int = 64
+    path: str | Path, *, hidden_size: int = 64, layers: int = 2, image_size: int = 64, patch_size: int = 16
 ) -> Path:
     """A random-weight CLIP of a given size (benchmarks: real towers' cost, no meaning in the scores)."""
     import torch
@@ -147,7 +147,7 @@ def build_random_clip(
     }  # fmt: skip
     text = {**common, "vocab_size": len(WORDS), "max_position_embeddings": 77, "pad_token_id": 0,
             "bos_token_id": 2, "eos_token_id": 3}  # fmt: skip
-    vision = {**common, "image_size": image_size, "patch_size": image_size // 4, "num_channels": 3}
+    vision = {**common, "image_size": image_size, "patch_size": patch_size, "num_channels": 3}
     torch.manual_seed(0)
     model = CLIPModel(CLIPConfig(text_config=text, vision_config=vision, projection_dim=hidden_size)).eval()
     path.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,8 @@ two (tests/sglang_conformance/test_clip_model.py reads those facts from the whee
 
 A batch may mix texts and images: the texts go through the text tower in one forward, the images through
 the vision tower in another. The images arrive checked (`image_inputs.py`: base64, header, pixel count) and
-are decoded here; one that does not decode fails alone, its error naming its request field.
+are decoded and preprocessed here (`clip_images.py`); one that does not decode fails alone, its error naming
+its request field.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from rewardfleet.services.model_server.errors import InvalidRequest
 from rewardfleet.services.model_server.image_inputs import ImageInput
 from rewardfleet.services.model_server.runners.base import WARMUP_TEXT, BatchFn, PooledResult, Runner
+from rewardfleet.services.model_server.runners.clip_images import ImagePreprocessor
 from rewardfleet.services.model_server.runners.common import TextInput
 
 
@@ -37,7 +39,7 @@ class ClipRunner(Runner):
 
     def __init__(self, model: Any, tokenizer: Any, *, image_processor: Any, **kw: Any) -> None:
         super().__init__(model, tokenizer, **kw)
-        self.image_processor = image_processor
+        self.preprocess = ImagePreprocessor(image_processor)
 
     def operations(self) -> dict[str, BatchFn]:
         return {"embed": self.embed}
@@ -46,6 +48,8 @@ class ClipRunner(Runner):
         return {"embed": [WARMUP_TEXT, _warmup_image()]}
 
     def embed(self, inputs: list[TextInput | ImageInput]) -> list[PooledResult | InvalidRequest]:
+        """Texts through the text tower in one forward, images (decoded and preprocessed here) through the
+        vision tower in another; an image that does not decode keeps its `InvalidRequest` in its place."""
         out: list[PooledResult | InvalidRequest] = [PooledResult([], 0)] * len(inputs)
         texts = [(i, x) for i, x in enumerate(inputs) if isinstance(x, TextInput)]
         if texts:
@@ -53,11 +57,15 @@ class ClipRunner(Runner):
             for (i, _), result in zip(texts, pooled, strict=True):
                 out[i] = result
         images = [(i, x) for i, x in enumerate(inputs) if isinstance(x, ImageInput)]
-        if images:
-            for i, result in zip(
-                (i for i, _ in images), self._image_results([x for _, x in images]), strict=True
-            ):
-                out[i] = result
+        pixels: list[tuple[int, Any]] = []
+        for (i, _), done in zip(images, self.preprocess([x for _, x in images]), strict=True):
+            if isinstance(done, InvalidRequest):
+                out[i] = done
+            else:
+                pixels.append((i, done))
+        if pixels:
+            for (i, _), row in zip(pixels, self._image_rows([p for _, p in pixels]), strict=True):
+                out[i] = PooledResult(row, 0)
         return out
 
     def _text_rows(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> list[list[float]]:
@@ -70,28 +78,14 @@ class ClipRunner(Runner):
         rows: list[list[float]] = self.model.text_projection(pooled.to(hidden.dtype)).float().tolist()
         return rows
 
-    def _image_results(self, images: list[ImageInput]) -> list[PooledResult | InvalidRequest]:
+    def _image_rows(self, pixels: list[Any]) -> list[list[float]]:
+        import numpy as np
         import torch
         import torch.nn.functional as F
-        from PIL import Image
 
-        out: list[PooledResult | InvalidRequest] = []
-        decoded: list[tuple[int, Any]] = []
-        for n, image in enumerate(images):
-            try:
-                with Image.open(io.BytesIO(image.data)) as img:
-                    decoded.append((n, img.convert("RGB")))
-                out.append(PooledResult([], 0))
-            except (OSError, ValueError, Image.DecompressionBombError) as exc:
-                out.append(
-                    InvalidRequest(f"{image.field}: the image does not decode ({exc})", param=image.field)
-                )
-        if not decoded:
-            return out
-        pixels = self.image_processor(images=[img for _, img in decoded], return_tensors="pt")["pixel_values"]
+        batch = torch.from_numpy(np.stack(pixels)).to(self.model.dtype)
         with torch.inference_mode():
-            vision = self.model.vision_model(pixel_values=pixels.to(self.model.dtype))
+            vision = self.model.vision_model(pixel_values=batch)
             embeds = F.normalize(self.model.visual_projection(vision.pooler_output).float(), p=2, dim=1)
-        for (n, _), row in zip(decoded, embeds.tolist(), strict=True):
-            out[n] = PooledResult(row, 0)
-        return out
+        rows: list[list[float]] = embeds.tolist()
+        return rows
