@@ -30,8 +30,7 @@ from rewardfleet.router.config import RouterConfig
 from rewardfleet.services.common.api_keys import check_api_keys
 from rewardfleet.services.gateway.config import GatewayConfig, format_validation_error
 from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
-from rewardfleet.services.model_server.checkpoints import BUILTIN_MODELS
-from rewardfleet.services.model_server.runners.families import DUAL_ENCODERS
+from rewardfleet.services.model_server.checkpoints import BUILTIN_MODELS, DUAL_ENCODERS
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default.yaml")
 _POOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,40}$")

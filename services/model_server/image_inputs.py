@@ -20,20 +20,10 @@ import re
 from dataclasses import dataclass
 
 from rewardfleet.services.model_server.errors import InvalidRequest
-from rewardfleet.services.model_server.runners.common import TextInput
+from rewardfleet.services.model_server.runners.common import ImageInput, TextInput
 
 _DATA_URL = re.compile(r"^data:(?P<mime>[^;,]*)(?P<params>(;[^;,]*)*),", re.IGNORECASE)
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
-
-
-@dataclass(frozen=True, slots=True)
-class ImageInput:
-    """One image to embed: the encoded file (PNG, JPEG, ...) and the request field it came from."""
-
-    data: bytes
-    field: str
-    width: int
-    height: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -187,7 +187,7 @@ class EmbeddingsRequest(_Body):
             and self.input
             and isinstance(self.input[0], MultimodalEmbeddingInput)
         ):
-            return [item.model_dump() for item in self.input]  # type: ignore[union-attr]
+            return [item.model_dump() for item in self.input]
         return None
 
 

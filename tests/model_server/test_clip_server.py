@@ -1,5 +1,5 @@
-"""An image reward model pool end to end: a tiny CLIP (`tests/tiny_clip.py`, weights set so the caption naming an
-image's colour must score highest) on a real CPU model server, behind the real sglang-router, scored by the
+"""An image reward model pool end to end: a tiny CLIP (`tests/tiny_clip.py`, weights set so the caption naming
+an image's colour must score highest) on a real CPU model server, behind the real sglang-router, scored by the
 built-in `image_text_score` through a real gateway. One server, router and gateway for the module."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from rewardfleet.services.model_server.runners.families import DUAL_ENCODERS
+from rewardfleet.services.model_server.checkpoints import DUAL_ENCODERS
 from rewardfleet.services.model_server.schemas import EmbeddingsRequest, MultimodalEmbeddingInput
 from tests.sglang_conformance import sglang_source as sgl
 from tests.sglang_conformance.sglang_models import entry_classes

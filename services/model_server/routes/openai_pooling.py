@@ -11,9 +11,9 @@ from fastapi.responses import JSONResponse
 from rewardfleet.services.common.json_body import parse_json_body
 from rewardfleet.services.model_server.deps import get_server
 from rewardfleet.services.model_server.errors import InvalidRequest
-from rewardfleet.services.model_server.image_inputs import ImageInput, ImageLimits, multimodal_inputs
+from rewardfleet.services.model_server.image_inputs import ImageLimits, multimodal_inputs
 from rewardfleet.services.model_server.responses import encode_embedding, new_id, usage
-from rewardfleet.services.model_server.runners.common import TextInput
+from rewardfleet.services.model_server.runners.common import ImageInput, TextInput
 from rewardfleet.services.model_server.schemas import ClassifyRequest, EmbeddingsRequest, RerankRequest
 
 router = APIRouter()

@@ -20,10 +20,9 @@ import io
 from typing import Any
 
 from rewardfleet.services.model_server.errors import InvalidRequest
-from rewardfleet.services.model_server.image_inputs import ImageInput
 from rewardfleet.services.model_server.runners.base import WARMUP_TEXT, BatchFn, PooledResult, Runner
 from rewardfleet.services.model_server.runners.clip_images import ImagePreprocessor
-from rewardfleet.services.model_server.runners.common import TextInput
+from rewardfleet.services.model_server.runners.common import ImageInput, TextInput
 
 
 def _warmup_image() -> ImageInput:

@@ -14,7 +14,7 @@ import io
 from typing import Any
 
 from rewardfleet.services.model_server.errors import InvalidRequest
-from rewardfleet.services.model_server.image_inputs import ImageInput
+from rewardfleet.services.model_server.runners.common import ImageInput
 
 
 class ImagePreprocessor:

@@ -92,10 +92,6 @@ UNSUPPORTED: dict[str, str] = {
     "TransformersMultiModalMoEForSequenceClassification": _TRANSFORMERS_BACKEND,
 }
 
-# Dual encoders SGLang 0.5.23 serves as multimodal embedding models (text and image embeddings, `clip.py` in
-# the runners), with their file in `srt/models/`: an image reward model pool scores with their cosine.
-DUAL_ENCODERS: dict[str, str] = {"CLIPModel": "clip.py"}
-
 _REWARD_SUFFIXES = ("ForSequenceClassification", "ForRewardModel", "ForClassification")
 
 

@@ -6,14 +6,10 @@ import json
 import logging
 from typing import Any, Literal
 
-from rewardfleet.services.model_server.checkpoints import Checkpoint
+from rewardfleet.services.model_server.checkpoints import DUAL_ENCODERS, Checkpoint
 from rewardfleet.services.model_server.config import ModelServerSettings
 from rewardfleet.services.model_server.runners.base import Runner
-from rewardfleet.services.model_server.runners.families import (
-    DUAL_ENCODERS,
-    is_reward_architecture,
-    reward_family,
-)
+from rewardfleet.services.model_server.runners.families import is_reward_architecture, reward_family
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +84,7 @@ def load_runner(settings: ModelServerSettings) -> Runner:
     elif kind == "clip":
         from transformers import CLIPImageProcessorPil, CLIPModel
 
-        model = CLIPModel.from_pretrained(path, dtype=dtype, **extra).eval()
+        model = CLIPModel.from_pretrained(path, dtype=dtype).eval()  # no GGUF file holds a CLIP
         # The PIL processor: transformers' default CLIP processor needs torchvision, which is not installed.
         image_processor = CLIPImageProcessorPil.from_pretrained(path)
     else:
