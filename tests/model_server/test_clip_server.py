@@ -202,3 +202,35 @@ def test_image_text_score_failures_are_typed_errors(gateway: Gateway) -> None:
     bad = _score(gateway, prompt="a red photo", extra_info={"images": [_b64(b"not an image")]})
     assert bad["status"] == "error" and bad["score"] is None, bad
     assert "input[1].image" in bad["error"]["message"], bad
+
+
+def test_image_text_score_options_and_the_images_argument(clip_router: str) -> None:
+    """The function called as the gateway will once it injects the sample's `images` (and as verl calls it
+    in process, with PIL images): text from the prompt or the response, and each rescaling."""
+    import asyncio
+
+    from PIL import Image
+
+    from rewardfleet.reward_fns.image_text_score import compute_score
+
+    def score(**kw: Any) -> dict[str, Any]:
+        routers = {"image_reward_model": clip_router.removeprefix("http://")}
+        base: dict[str, Any] = {"data_source": "t2i", "solution_str": "", "ground_truth": None}
+        return asyncio.run(compute_score(**{**base, **kw}, router_addresses=routers, model="tiny-clip"))
+
+    blue = png_data_url(BLUE)
+    assert score(prompt="a blue photo", images=[blue])["score"] == pytest.approx(1.0, abs=1e-5)
+    # `images` wins over extra_info; a PIL image and raw PNG bytes are inlined.
+    red_pil = Image.new("RGB", (9, 9), RED)
+    out = score(prompt="a red photo", images=[red_pil], extra_info={"images": [blue]})
+    assert out["score"] == pytest.approx(1.0, abs=1e-5)
+    two = score(prompt="a red photo", images=[red_pil, base64.b64decode(blue.split(",", 1)[1])])
+    assert two["num_images"] == 2 and two["score"] == pytest.approx(0.5, abs=1e-5)  # mean of 1 and 0
+    caption = score(text="response", solution_str="the blue square", prompt="a red photo", images=[blue])
+    assert caption["score"] == pytest.approx(1.0, abs=1e-5)
+    linear = score(prompt="a red photo", images=[blue], rescale="linear")
+    assert linear["score"] == pytest.approx(0.5, abs=1e-5) and linear["cosine"] == pytest.approx(
+        0.0, abs=1e-5
+    )
+    scaled = score(prompt="a red photo", images=[red_pil], logit_scale=100.0)
+    assert scaled["score"] == pytest.approx(100.0, abs=1e-3)
