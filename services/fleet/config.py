@@ -3,7 +3,7 @@
 ```yaml
 pools:
   encoder:
-    kind: encoder            # judge | reward_model | encoder | prm
+    kind: encoder            # judge | reward_model | encoder | prm | image_reward_model
     backend: cpu             # cpu (our model server) | sglang (GPU hosts)
     model_path: builtin:minilm
     replicas: 1
@@ -18,6 +18,7 @@ Ports left unset are picked free on 127.0.0.1 when the fleet starts. Validation 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -29,14 +30,16 @@ from rewardfleet.router.config import RouterConfig
 from rewardfleet.services.common.api_keys import check_api_keys
 from rewardfleet.services.gateway.config import GatewayConfig, format_validation_error
 from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
-from rewardfleet.services.model_server.checkpoints import BUILTIN_MODELS
+from rewardfleet.services.model_server.checkpoints import BUILTIN_MODELS, DUAL_ENCODERS
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default.yaml")
 _POOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 # Set by the fleet for each router; a pool's `router:` section may not set them.
 _ROUTER_MANAGED = frozenset({"host", "port", "worker_urls", "prometheus_port", "prometheus_host"})
 
-PoolKind = Literal["judge", "reward_model", "encoder", "prm"]
+# image_reward_model: a CLIP-style dual encoder scoring (text, image) pairs by the cosine of their embeddings
+# (the built-in `image_text_score`); SGLang serves it with --is-embedding, as reward models and encoders.
+PoolKind = Literal["judge", "reward_model", "encoder", "prm", "image_reward_model"]
 
 
 class FleetConfigError(ValueError):
@@ -123,6 +126,8 @@ class PoolConfig(BaseModel):
             raise ValueError(f"model_path {self.model_path!r}: built-in models are {list(BUILTIN_MODELS)}")
         if self.backend == "sglang" and self.model_path.startswith("builtin:"):
             raise ValueError("model_path: builtin models are for the cpu backend")
+        if self.kind == "image_reward_model" and self.backend == "cpu":
+            _check_dual_encoder(self.model_path)
         if self.router.get("policy") == "power_of_two":
             # sglang-router 0.3.2 polls GET /get_load for this policy (tests/router/test_power_of_two.py).
             if self.backend == "sglang":
@@ -170,7 +175,7 @@ class PoolConfig(BaseModel):
     @property
     def is_embedding(self) -> bool:
         """SGLang serves reward models and encoders with --is-embedding."""
-        return self.kind in ("reward_model", "encoder")
+        return self.kind in ("reward_model", "encoder", "image_reward_model")
 
     def router_config(self, port: int, prometheus_port: int, worker_urls: list[str]) -> RouterConfig:
         return RouterConfig(
@@ -179,6 +184,26 @@ class PoolConfig(BaseModel):
             port=port,
             prometheus_port=prometheus_port,
             worker_urls=worker_urls,
+        )
+
+
+def _check_dual_encoder(model_path: str) -> None:
+    """An image reward model pool on the CPU backend must hold a dual encoder (read from a local config)."""
+    config = Path(model_path) / "config.json"
+    if model_path.startswith("builtin:"):
+        raise ValueError(
+            f"model_path: {model_path} is not a dual encoder (image_reward_model needs CLIPModel)"
+        )
+    if not config.is_file():
+        return  # checked by the model server at start-up, which names the problem
+    try:
+        architectures = list(json.loads(config.read_text()).get("architectures") or [])
+    except (OSError, ValueError):
+        return
+    if not set(architectures) & set(DUAL_ENCODERS):
+        raise ValueError(
+            f"model_path: {model_path} holds {architectures or 'no architecture'}; an image_reward_model "
+            f"pool serves a dual encoder ({sorted(DUAL_ENCODERS)})"
         )
 
 
@@ -211,7 +236,7 @@ class FleetConfig(BaseModel):
             )
         if self.default_pool is None and routed:
             # verl's reward_router_address points at the reward model; prefer it, then the judge.
-            for kind in ("reward_model", "judge", "encoder"):
+            for kind in ("reward_model", "judge", "encoder", "image_reward_model"):
                 match = next((n for n, p in routed.items() if p.kind == kind), None)
                 if match:
                     self.default_pool = match

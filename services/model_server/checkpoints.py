@@ -47,6 +47,12 @@ def resolve_builtin(model_path: str) -> str:
     return model_path
 
 
+# Dual encoders SGLang 0.5.23 serves as multimodal embedding models, each with its file in SGLang's
+# `srt/models/` (text and image embeddings: runners/clip.py); an image reward model pool scores with their
+# cosine. Here, not in runners/families.py: the fleet reads it to check a pool's checkpoint.
+DUAL_ENCODERS: dict[str, str] = {"CLIPModel": "clip.py"}
+
+
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
     """An HF checkpoint folder; with `gguf_file`, the GGUF file of that name inside it."""

@@ -77,15 +77,16 @@ def serve_model(
     max_body_bytes: Annotated[
         int | None, typer.Option("--max-body-bytes", help="Largest request body, else 413 (default: none).")
     ] = None,
+    max_image_bytes: Annotated[
+        int,
+        typer.Option("--max-image-bytes", help="Largest image (decoded file): CLIP items, VLM image parts."),
+    ] = 8 * 1024 * 1024,
+    max_image_pixels: Annotated[
+        int, typer.Option("--max-image-pixels", help="Largest width x height of an image (CLIP, VLM).")
+    ] = 4096 * 4096,
     max_new_tokens_limit: Annotated[
         int, typer.Option("--max-new-tokens-limit", help="Largest max_new_tokens a request may ask for.")
     ] = 2048,
-    max_image_pixels: Annotated[
-        int, typer.Option("--max-image-pixels", help="A chat image's width x height (vision models).")
-    ] = 4096 * 4096,
-    max_image_bytes: Annotated[
-        int, typer.Option("--max-image-bytes", help="A chat image's decoded bytes (vision models).")
-    ] = 8 * 1024 * 1024,
     torch_num_threads: Annotated[
         int | None, typer.Option("--torch-num-threads", help="torch intra-op threads (default: torch's).")
     ] = None,
@@ -121,13 +122,13 @@ def serve_model(
             context_length=context_length,
             step_tag_id=step_tag_id,
             returned_token_ids=_token_ids(returned_token_ids),
+            max_image_bytes=max_image_bytes,
+            max_image_pixels=max_image_pixels,
             max_batch_size=max_batch_size,
             batch_wait_timeout_s=batch_wait_timeout_s,
             max_queue=max_queue,
             retry_after_s=retry_after_s,
             max_new_tokens_limit=max_new_tokens_limit,
-            max_image_pixels=max_image_pixels,
-            max_image_bytes=max_image_bytes,
             torch_num_threads=torch_num_threads,
             engine_process=engine_process,
             dtype=dtype,

@@ -39,6 +39,12 @@ class ModelServerSettings(BaseSettings):
     body_read_timeout_s: float = Field(default=30.0, gt=0.0)
     max_body_bytes: int | None = Field(default=None, ge=1)
     context_length: int | None = Field(default=None, ge=1)
+    # Images of a request: CLIP embedding items (`image_inputs.py`) and a vision-language model's chat
+    # image parts (services/common/images.py), inline only: the decoded file's size and width x height;
+    # above either, a 400 naming the field (checked before the pixels are decoded).
+    max_images_per_request: int = Field(default=16, ge=0)
+    max_image_bytes: int = Field(default=8 * 1024 * 1024, ge=1)
+    max_image_pixels: int = Field(default=4096 * 4096, ge=1)
 
     # Process reward models (vLLM's pooler config of the same names): the token id whose positions are pooled
     # (None: the family's default, vLLM's 151651 `<extra_0>` for Qwen2ForProcessRewardModel; else every
@@ -54,10 +60,6 @@ class ModelServerSettings(BaseSettings):
     retry_after_s: int = Field(default=1, ge=0)
     # Generation is batched too; a generate batch runs until its longest request ends.
     max_new_tokens_limit: int = Field(default=2048, ge=1)
-    # Images of a vision-language model's chat requests (services/common/images.py): inline data URLs only.
-    max_images_per_request: int = Field(default=16, ge=0)
-    max_image_bytes: int = Field(default=8 * 1024 * 1024, ge=1)
-    max_image_pixels: int = Field(default=4096 * 4096, ge=1)
 
     torch_num_threads: int | None = Field(default=None, ge=1)
     # Reward models and encoders run in their own engine process (engine.py); False keeps them in the

@@ -140,16 +140,55 @@ class GenerateRequest(_Body):
 
 
 # -- OpenAI-compatible ------------------------------------------------------------------------------------
+class MultimodalEmbeddingInput(_Body):
+    """SGLang's item of a multimodal embedding request (`image_inputs.py` says what is accepted)."""
+
+    text: str | None = None
+    image: str | None = None
+    video: str | None = None
+
+
 class EmbeddingsRequest(_Body):
-    input: str | list[str] | list[int] | list[list[int]]
+    input: str | list[str] | list[int] | list[list[int]] | list[MultimodalEmbeddingInput]
     model: str = DEFAULT_MODEL_NAME
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: int | None = Field(default=None, ge=1)
 
+    @field_validator("input", mode="before")
+    @classmethod
+    def _multimodal(cls, v: Any) -> Any:
+        # Checked here, so a wrong item is one message naming it, not one per branch of the union.
+        if not (isinstance(v, list) and v and isinstance(v[0], dict)):
+            return v
+        items = []
+        for i, item in enumerate(v):
+            if not isinstance(item, dict):
+                raise ValueError(
+                    f"input[{i}] must be an object like input[0] ({{'text': ...}} or {{'image': ...}})"
+                )
+            for key in ("text", "image", "video"):
+                if item.get(key) is not None and not isinstance(item[key], str):
+                    raise ValueError(f"input[{i}].{key} must be a string")
+            items.append(MultimodalEmbeddingInput.model_validate(item))
+        return items
+
     @field_validator("input")
     @classmethod
     def _input(cls, v: Any) -> Any:
+        if isinstance(v, list) and v and isinstance(v[0], MultimodalEmbeddingInput):
+            return v
         return _check_texts_or_ids(v, "input")
+
+    @property
+    def multimodal_items(self) -> list[dict[str, str | None]] | None:
+        """The `MultimodalEmbeddingInput` items as dicts, or None for a text / token-id input."""
+        if (
+            isinstance(self.input, list)
+            and self.input
+            and isinstance(self.input[0], MultimodalEmbeddingInput)
+        ):
+            return [item.model_dump() for item in self.input]
+        return None
 
 
 class ClassifyRequest(_Body):

@@ -134,7 +134,7 @@ class ModelServer:
     @property
     def pooling_op(self) -> str:
         """The batcher behind the pooling endpoints: reward logits or sentence embeddings."""
-        runner = self.require_kind("reward", "encoder", endpoint="this endpoint")
+        runner = self.require_kind("reward", "encoder", "clip", endpoint="this endpoint")
         return "score" if runner.kind == "reward" else "embed"
 
     async def run_many(self, op: str, items: Sequence[Any], request: Request | None = None) -> list[Any]:

@@ -140,3 +140,22 @@ def test_up_with_a_bad_config_exits_2_naming_the_key(tmp_path: Path) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "pools.j.replicas" in proc.stderr
+
+
+def test_image_reward_model_pools_serve_a_dual_encoder(tmp_path: Path) -> None:
+    clip, rm = tmp_path / "clip", tmp_path / "rm"
+    for folder, arch in ((clip, "CLIPModel"), (rm, "Qwen2ForSequenceClassification")):
+        folder.mkdir()
+        (folder / "config.json").write_text(f'{{"architectures": ["{arch}"]}}')
+    cfg = _load(
+        tmp_path,
+        f"pools:\n  images: {{kind: image_reward_model, model_path: {clip}}}\n"
+        "  gpu: {kind: image_reward_model, backend: sglang, model_path: yuvalkirstain/PickScore_v1}\n",
+    )
+    assert cfg.default_pool == "images"  # no reward model or judge: the image pool's router is the default
+    assert "--is-embedding" in sglang_command(cfg.pools["gpu"], "http://127.0.0.1:30020")
+    plan = plan_fleet(cfg)
+    images = next(p for p in plan.pools if p.name == "images")
+    assert "--is-embedding" in images.replicas[0].argv
+    with pytest.raises(FleetConfigError, match="image_reward_model pool serves a dual encoder"):
+        _load(tmp_path, f"pools: {{images: {{kind: image_reward_model, model_path: {rm}}}}}\n")

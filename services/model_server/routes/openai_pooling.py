@@ -11,8 +11,9 @@ from fastapi.responses import JSONResponse
 from rewardfleet.services.common.json_body import parse_json_body
 from rewardfleet.services.model_server.deps import get_server
 from rewardfleet.services.model_server.errors import InvalidRequest
+from rewardfleet.services.model_server.image_inputs import ImageLimits, multimodal_inputs
 from rewardfleet.services.model_server.responses import encode_embedding, new_id, usage
-from rewardfleet.services.model_server.runners.common import TextInput
+from rewardfleet.services.model_server.runners.common import ImageInput, TextInput
 from rewardfleet.services.model_server.schemas import ClassifyRequest, EmbeddingsRequest, RerankRequest
 
 router = APIRouter()
@@ -31,10 +32,20 @@ def openai_inputs(value: str | list[str] | list[int] | list[list[int]]) -> list[
 @router.post("/v1/embeddings")
 async def embeddings(request: Request) -> JSONResponse:
     """A reward model's embedding is its logits (`[score]`, what verl reads as `data[-1].embedding[-1]`);
-    an encoder's is the normalised sentence vector."""
+    an encoder's is the normalised sentence vector; a CLIP model's is the text's or the image's embedding
+    (SGLang's `MultimodalEmbeddingInput` items: `image_inputs.py`, `runners/clip.py`). There is no score
+    route for a dual encoder, as in SGLang: the caller takes the cosine of a text and an image embedding."""
     body = await parse_json_body(request, EmbeddingsRequest)
     server = get_server(request)
-    results = await server.run_many(server.pooling_op, openai_inputs(body.input), request)
+    items = body.multimodal_items
+    if items is None:
+        inputs: list[TextInput | ImageInput] = list(openai_inputs(body.input))  # type: ignore[arg-type]
+    else:
+        server.require_kind("clip", endpoint="/v1/embeddings with text/image items")
+        settings = server.settings
+        limits = ImageLimits(settings.max_image_bytes, settings.max_image_pixels)
+        inputs = multimodal_inputs(items, limits)
+    results = await server.run_many(server.pooling_op, inputs, request)
     if body.dimensions is not None and body.dimensions != len(results[0].values):
         raise InvalidRequest(
             f"dimensions={body.dimensions} is not supported: "

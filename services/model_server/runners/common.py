@@ -22,6 +22,16 @@ class TextInput:
 
 
 @dataclass(frozen=True, slots=True)
+class ImageInput:
+    """One image to embed: the encoded file (PNG, JPEG, ...) and the request field it came from."""
+
+    data: bytes
+    field: str
+    width: int
+    height: int
+
+
+@dataclass(frozen=True, slots=True)
 class Encoded:
     """One tokenised input; `type_ids` are the tokenizer's segment ids of a (text, pair) input (BERT-style
     cross-encoders read them), None otherwise (SGLang passes them only for pairs, too)."""

@@ -6,7 +6,7 @@ import json
 import logging
 from typing import Any, Literal
 
-from rewardfleet.services.model_server.checkpoints import Checkpoint
+from rewardfleet.services.model_server.checkpoints import DUAL_ENCODERS, Checkpoint
 from rewardfleet.services.model_server.config import ModelServerSettings
 from rewardfleet.services.model_server.runners.base import Runner
 from rewardfleet.services.model_server.runners.families import (
@@ -17,7 +17,7 @@ from rewardfleet.services.model_server.runners.families import (
 
 logger = logging.getLogger(__name__)
 
-ModelKind = Literal["reward", "generation", "encoder", "prm"]
+ModelKind = Literal["reward", "generation", "encoder", "prm", "clip"]
 
 _PADDING_OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert")
 _GENERATION_SUFFIXES = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
@@ -26,11 +26,14 @@ _GENERATION_SUFFIXES = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration"
 def detect_kind(architectures: list[str], *, lm_is_prm: bool = False) -> ModelKind:
     """reward for sequence classifiers and reward models (only SGLang's families: `families.py`; any other
     is refused here, naming it and the served ones), prm for process reward models (token classifiers, and
-    causal LMs when `lm_is_prm`: the server has `returned_token_ids`), generation for causal LMs, encoder
-    for bare encoders (`BertModel`, `XLMRobertaModel`, ...)."""
+    causal LMs when `lm_is_prm`: the server has `returned_token_ids`), generation for causal LMs, clip for
+    CLIP-style dual encoders (`CLIPModel`: text and image embeddings), encoder for bare encoders
+    (`BertModel`, `XLMRobertaModel`, ...)."""
     if process_reward_family(architectures, lm_with_token_ids=lm_is_prm) is not None:
         return "prm"
     for arch in architectures:
+        if arch in DUAL_ENCODERS:
+            return "clip"
         if is_reward_architecture(arch):
             reward_family(architectures)  # raises for a family the server does not serve
             return "reward"
@@ -97,6 +100,12 @@ def load_runner(settings: ModelServerSettings) -> Runner:
 
         model = AutoModelForImageTextToText.from_pretrained(path, dtype=dtype, **extra).eval()
         image_processor = load_image_processor(checkpoint)
+    elif kind == "clip":
+        from transformers import CLIPImageProcessorPil, CLIPModel
+
+        model = CLIPModel.from_pretrained(path, dtype=dtype).eval()  # no GGUF file holds a CLIP
+        # The PIL processor: transformers' default CLIP processor needs torchvision, which is not installed.
+        image_processor = CLIPImageProcessorPil.from_pretrained(path)
     else:
         model_cls = AutoModelForCausalLM if kind == "generation" else AutoModel
         model = model_cls.from_pretrained(path, dtype=dtype, **extra).eval()
@@ -126,12 +135,16 @@ def load_runner(settings: ModelServerSettings) -> Runner:
     elif kind == "reward":
         family = reward_family(_read_architectures(checkpoint))
         runner = RewardRunner(model, tokenizer, family=family, head=head, **common)
-    elif image_processor is not None:
+    elif kind == "generation" and image_processor is not None:
         from rewardfleet.services.model_server.runners.vision import VisionGenerationRunner
 
         runner = VisionGenerationRunner(model, tokenizer, image_processor, **common)
     elif kind == "generation":
         runner = GenerationRunner(model, tokenizer, **common)
+    elif kind == "clip":
+        from rewardfleet.services.model_server.runners.clip import ClipRunner
+
+        runner = ClipRunner(model, tokenizer, image_processor=image_processor, **common)
     else:
         runner = EncoderRunner(model, tokenizer, **common)
     logger.info(

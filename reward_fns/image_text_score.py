@@ -1,0 +1,170 @@
+"""Image reward model: the cosine of a text and an image, embedded by a CLIP-style dual encoder (PickScore).
+
+The `image_reward_model` pool serves the dual encoder (a CPU model server with `CLIPModel`, or SGLang with
+`--is-embedding`). One `POST /v1/embeddings {"model", "input": [{"text": T}, {"image": I1}, ...]}` through
+its router embeds the text and every image of the sample (SGLang's `MultimodalEmbeddingInput` items; one
+request, so one replica and one batch), and the score is computed here from the embeddings: SGLang has no
+score route for a dual encoder, and the cosine does not depend on the vectors' lengths (SGLang's text
+embeddings are not unit length, its image embeddings are).
+
+The text T is, with `text="prompt"` (default; image generation, as PickScore/HPS score it): the prompt's
+last user turn (its text parts) or `extra_info["question"]`/`["problem"]`; with `text="response"`
+(captioning): the response. A sample's images come from the `images` argument (the gateway's image field)
+or else from `extra_info["images"]` or verl's `multi_modal_data["image"]` in `extra_info`. Each is a
+`data:image/...;base64,` URL, bare base64, an OpenAI `image_url` part, `{"bytes": ...}`, raw bytes, or a PIL
+image; nothing is fetched: a URL is refused here (an allow-listed URL must be inlined by the gateway first).
+
+The score of an image is its cosine c with the text, in [-1, 1]; `rescale="linear"` maps it to (c + 1) / 2 in
+[0, 1]; `logit_scale=s` gives s * c instead (PickScore reports 100 * c: exp of the model's `logit_scale`).
+With several images the score is their mean. Extras: `cosine` (the mean raw cosine), `num_images`.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import aiohttp
+
+from rewardfleet.reward_fns._judge_templates import problem_text
+from rewardfleet.services.common.router_http import RemoteCallError, post_json, resolve_address
+
+DATA_SOURCES: tuple[str, ...] = ()
+_URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+
+
+class ImageRewardCallError(RemoteCallError):
+    """The image reward model's router or server did not answer with usable embeddings."""
+
+
+class ImageRewardInputError(ValueError):
+    """The sample has no text or no usable image, or the configuration is wrong."""
+
+
+def inline_image(item: Any, where: str) -> str:
+    """`item` as the string an embeddings request carries (a data: URL or base64); never a URL."""
+    if isinstance(item, Mapping):
+        for key in ("image_url", "url", "image", "bytes"):
+            if item.get(key) is not None:
+                inner = item[key]
+                if key == "image_url" and isinstance(inner, Mapping):
+                    inner = inner.get("url")
+                return inline_image(inner, f"{where}.{key}")
+        raise ImageRewardInputError(f"{where}: an image object needs image_url, url, image or bytes")
+    if isinstance(item, bytes | bytearray):
+        return base64.b64encode(bytes(item)).decode("ascii")
+    if hasattr(item, "save") and hasattr(item, "size"):  # a PIL image (verl's multi_modal_data in process)
+        buf = io.BytesIO()
+        item.save(buf, format="PNG")
+        return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    if not isinstance(item, str) or not item.strip():
+        raise ImageRewardInputError(
+            f"{where}: expected an image (data: URL or base64), got {type(item).__name__}"
+        )
+    if _URL.match(item.strip()):
+        raise ImageRewardInputError(
+            f"{where}: image_text_score sends inline images only (data: URL or base64) and fetches no URL; "
+            "the gateway inlines an allow-listed URL before scoring"
+        )
+    return item.strip()
+
+
+def sample_images(images: Sequence[Any] | None, extra_info: Mapping[str, Any] | None) -> list[Any]:
+    """The sample's images: the `images` argument, else `extra_info["images"]`, else verl's
+    `extra_info["multi_modal_data"]["image"]` (one image or a list)."""
+    if images:
+        return list(images)
+    info = extra_info or {}
+    found: Any = info.get("images")
+    if not found and isinstance(info.get("multi_modal_data"), Mapping):
+        found = info["multi_modal_data"].get("image")
+    if found is None:
+        return []
+    return list(found) if isinstance(found, list | tuple) else [found]
+
+
+def _vectors(body: Any, url: str, count: int) -> list[list[float]]:
+    try:
+        rows = sorted(body["data"], key=lambda row: int(row.get("index", 0)))
+        vectors = [[float(x) for x in row["embedding"]] for row in rows]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ImageRewardCallError(
+            f"unusable answer from {url}: {str(body)[:300]}", url=url, kind="bad_response"
+        ) from exc
+    if len(vectors) != count:
+        raise ImageRewardCallError(
+            f"{url} returned {len(vectors)} embeddings for {count} inputs", url=url, kind="bad_response"
+        )
+    return vectors
+
+
+def _cosine(a: list[float], b: list[float], url: str) -> float:
+    norm_a = math.sqrt(sum(x * x for x in a))
+    norm_b = math.sqrt(sum(y * y for y in b))
+    if len(a) != len(b) or not (math.isfinite(norm_a) and math.isfinite(norm_b)) or not norm_a or not norm_b:
+        raise ImageRewardCallError(
+            f"unusable embeddings from {url}: sizes {len(a)}/{len(b)}, norms {norm_a}/{norm_b}",
+            url=url,
+            kind="bad_response",
+        )
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return max(-1.0, min(1.0, dot / (norm_a * norm_b)))
+
+
+async def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any = None,
+    extra_info: dict[str, Any] | None = None,
+    *,
+    images: Sequence[Any] | None = None,
+    reward_router_address: str | None = None,
+    router_addresses: Mapping[str, str] | None = None,
+    http_client: aiohttp.ClientSession | None = None,
+    prompt: Any = None,
+    pool: str = "image_reward_model",
+    model: str = "default",
+    text: str = "prompt",
+    rescale: str = "none",
+    logit_scale: float | None = None,
+    timeout_s: float = 30.0,
+) -> dict[str, Any]:
+    """{"score", "cosine": the mean raw cosine, "num_images"}: see the module docstring (no ground truth)."""
+    if text not in ("prompt", "response"):
+        raise ImageRewardInputError(f"text must be 'prompt' or 'response', not {text!r}")
+    if rescale not in ("none", "linear"):
+        raise ImageRewardInputError(f"rescale must be 'none' or 'linear', not {rescale!r}")
+    if logit_scale is not None and (rescale != "none" or not math.isfinite(logit_scale) or logit_scale <= 0):
+        raise ImageRewardInputError("logit_scale must be a positive number, and only with rescale='none'")
+    caption = solution_str if text == "response" else problem_text(prompt, extra_info)
+    if not caption or not caption.strip():
+        raise ImageRewardInputError(f"no text to score the image against: the {text} is empty")
+    found = sample_images(images, extra_info)
+    if not found:
+        raise ImageRewardInputError(
+            "no image for this sample: send `images`, extra_info['images'] or extra_info['multi_modal_data']"
+        )
+    inline = [inline_image(item, f"images[{i}]") for i, item in enumerate(found)]
+    try:
+        address = resolve_address(pool, router_addresses, reward_router_address)
+    except ValueError as exc:
+        raise ImageRewardInputError(str(exc)) from exc
+    url = f"{address}/v1/embeddings"
+    payload = {"model": model, "input": [{"text": caption}, *({"image": image} for image in inline)]}
+    body = await post_json(
+        http_client, address, "/v1/embeddings", payload, timeout_s=timeout_s, error_cls=ImageRewardCallError
+    )
+    text_vec, *image_vecs = _vectors(body, url, 1 + len(inline))
+    cosines = [_cosine(text_vec, vec, url) for vec in image_vecs]
+    cos = sum(cosines) / len(cosines)
+    if logit_scale is not None:
+        score = logit_scale * cos
+    elif rescale == "linear":
+        score = (cos + 1.0) / 2.0
+    else:
+        score = cos
+    return {"score": score, "cosine": cos, "num_images": len(inline)}
