@@ -61,6 +61,33 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def add_served_vs_offline(
+    result: BenchResult,
+    label: str,
+    offline: dict[int, list[float]],
+    served: Sequence[tuple[float, float]],
+    unit: str = "bs{}",
+    target: float = 0.85,
+) -> None:
+    """The row "server / best offline batch" from alternating rounds: `offline` maps a batch size to its
+    samples/s per round, `served` holds (samples/s, p50 ms) per round; medians of both, sweep as a note."""
+    off = {size: median(v) for size, v in offline.items()}
+    best_size, best = max(off.items(), key=lambda kv: kv[1])
+    on, p50 = median([x[0] for x in served]), median([x[1] for x in served])
+    sweep = " ".join(f"{unit.format(size)} {sps:.0f}" for size, sps in off.items())
+    result.notes.append(f"offline {sweep} | server {on:.0f} (p50 {p50:.1f} ms)")
+    result.rows.append(
+        Row(
+            result.name,
+            f"{label}: server / best offline ({unit.format(best_size)})",
+            on / best,
+            f">= {target}",
+            on / best >= target,
+            f"{on:.0f} vs {best:.0f} samples/s",
+        )
+    )
+
+
 def print_rows(rows: Sequence[Row]) -> None:
     for row in rows:
         target = f"(target {row.target}: {row.verdict})" if row.target else ""

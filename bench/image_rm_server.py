@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.common import OFFLINE_ENV as ENV  # noqa: E402
-from bench.common import BenchResult, Row, median, print_result  # noqa: E402
+from bench.common import BenchResult, add_served_vs_offline, print_result  # noqa: E402
 from tests.support import ChildProcess, free_port, rewardfleet_cmd  # noqa: E402
 from tests.tiny_clip import build_random_clip  # noqa: E402
 
@@ -178,21 +178,7 @@ def run(
                     offs.setdefault(pairs, []).append(sps)
             else:
                 ons.append(served(model, images, threads, concurrency, requests, work / f"server-{r}.log"))
-    off = {pairs: median(v) for pairs, v in offs.items()}
-    best_pairs, best = max(off.items(), key=lambda kv: kv[1])
-    on, p50 = median([x[0] for x in ons]), median([x[1] for x in ons])
-    sweep = " ".join(f"{pairs}p {sps:.0f}" for pairs, sps in off.items())
-    result.notes.append(f"offline {sweep} | server {on:.0f} (p50 {p50:.1f} ms)")
-    result.rows.append(
-        Row(
-            result.name,
-            f"CLIP /v1/embeddings: server / best offline ({best_pairs} pairs)",
-            on / best,
-            ">= 0.85",
-            on / best >= 0.85,
-            f"{on:.0f} vs {best:.0f} samples/s",
-        )
-    )
+    add_served_vs_offline(result, "CLIP /v1/embeddings", offs, ons, unit="{} pairs")
     return result
 
 

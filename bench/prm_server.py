@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 
 from bench.batching import _load
-from bench.common import OFFLINE_ENV, BenchResult, Row, median, print_result
+from bench.common import OFFLINE_ENV, BenchResult, add_served_vs_offline, print_result
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 from tests.tiny_prm import STEP_TAG, build_tiny_qwen2_prm, step_tag_id
 
@@ -121,21 +121,7 @@ def run(
                         model, tag, threads, concurrency, requests, max_batch_size, work / f"server-{r}.log"
                     )
                 )
-    off = {bs: median(v) for bs, v in offs.items()}
-    best_bs, best = max(off.items(), key=lambda kv: kv[1])
-    on, p50 = median([x[0] for x in ons]), median([x[1] for x in ons])
-    sweep = " ".join(f"bs{bs} {sps:.0f}" for bs, sps in off.items())
-    result.notes.append(f"offline {sweep} | server {on:.0f} (p50 {p50:.1f} ms)")
-    result.rows.append(
-        Row(
-            result.name,
-            f"PRM /pooling: server / best offline (bs{best_bs})",
-            on / best,
-            ">= 0.85",
-            on / best >= 0.85,
-            f"{on:.0f} vs {best:.0f} samples/s",
-        )
-    )
+    add_served_vs_offline(result, "PRM /pooling", offs, ons, unit="bs{}")
     return result
 
 
