@@ -38,6 +38,7 @@ INJECTABLE_PARAMS: tuple[str, ...] = (
     "http_client",
     "prompt",
     "uid",
+    "messages",
 )
 ASYNC_ONLY_PARAMS = frozenset({"http_client"})
 ENTRY_POINT = "compute_score"

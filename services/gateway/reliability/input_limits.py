@@ -6,13 +6,15 @@
     max_ground_truth_chars  413 FieldTooLarge     ground_truth (a string: its length; else its size)
     max_prompt_chars        413 FieldTooLarge     prompt (text: its length; chat messages: their size)
     max_extra_info_chars    413 FieldTooLarge     extra_info (its size)
+    max_messages            413 FieldTooLarge     messages (how many; trajectory.py checks their shape)
+    max_messages_chars      413 FieldTooLarge     messages (their size)
     max_uid_chars           413 FieldTooLarge     uid (a string, or the digits of an integer)
     max_data_source_chars   413 FieldTooLarge     data_source
     max_group_id_chars      413 FieldTooLarge     group_id (a string, or the digits of an integer)
     max_function_name_chars 413 FieldTooLarge     reward_fn, group_fn, a grader's name
     max_grader_spec_chars   413 FieldTooLarge     an inline grader spec (its size)
     max_extra_info_depth    422 TooDeep           extra_info nested deeper than this (a flat dict is depth 1)
-    max_json_depth          422 TooDeep           ground_truth, prompt or a grader spec, deeper than this
+    max_json_depth          422 TooDeep           ground_truth, prompt, messages, a grader spec: deeper
 
 Lengths are in characters (Python `len`), not bytes. The *size* of a JSON value is `sizes.json_size`'s: one
 per value plus the characters of every string and key, counted without reading any string (see there).
@@ -71,6 +73,8 @@ class SampleLimits:
     max_group_id_chars: int = 256
     max_function_name_chars: int = 128
     max_grader_spec_chars: int = 100_000
+    max_messages: int = 256
+    max_messages_chars: int = 1_000_000
 
     @classmethod
     def from_config(cls, config: GatewayConfig) -> SampleLimits:
@@ -86,6 +90,8 @@ class SampleLimits:
             max_group_id_chars=config.max_group_id_chars,
             max_function_name_chars=config.max_function_name_chars,
             max_grader_spec_chars=config.max_grader_spec_chars,
+            max_messages=config.max_messages,
+            max_messages_chars=config.max_messages_chars,
         )
 
     def check(self, sample: ScoreRequest) -> None:
@@ -120,6 +126,17 @@ class SampleLimits:
                 self._value("prompt", prompt, self.max_json_depth, self.max_prompt_chars)
         if sample.extra_info:
             self._value("extra_info", sample.extra_info, self.max_extra_info_depth, self.max_extra_info_chars)
+        if sample.messages is not None:
+            self._messages(sample)
+
+    def _messages(self, sample: ScoreRequest) -> None:
+        messages = sample.messages or []
+        if len(messages) > self.max_messages:
+            raise FieldTooLarge(
+                f"messages has {len(messages)} messages; max_messages is {self.max_messages}",
+                field="messages",
+            )
+        self._value("messages", sample.plain_messages(), self.max_json_depth, self.max_messages_chars)
 
     def check_name(self, field: str, name: str) -> None:
         """A function or grader name from the client (a route's `{reward_fn}`, a grader's name)."""
@@ -141,6 +158,7 @@ class SampleLimits:
                 "extra_info": "max_extra_info_chars",
                 "ground_truth": "max_ground_truth_chars",
                 "prompt": "max_prompt_chars",
+                "messages": "max_messages_chars",
                 "grader": "max_grader_spec_chars",
             }[field]
             raise FieldTooLarge(
