@@ -133,8 +133,9 @@ def test_function_receives_messages_and_verl_functions_get_the_last_turn(gw: Gat
     assert body["extra"]["roles"] == [m["role"] for m in messages]
     assert body["extra"]["solution_str"] == "5 * 4 = 20\n#### 20"  # the last assistant turn's text
     assert body["extra"]["first_tool_call"] is None  # messages[1] is the user turn: no tool_calls key
-    # same uid, another trajectory: not answered from the cache of the first
-    shorter = _ok(gw.score(data_source="d", reward_fn="trajectory_echo", messages=messages[:3], uid="t1"))
+    # same uid and final answer (so the same solution_str), another trajectory: not answered from the cache
+    direct = messages[:2] + messages[-1:]  # no tool calls this time
+    shorter = _ok(gw.score(data_source="d", reward_fn="trajectory_echo", messages=direct, uid="t1"))
     assert (shorter["score"], shorter["cached"]) == (3.0, False)
     # a verl function (no `messages` parameter) scores the rendered answer; an explicit solution_str wins
     last = [{"role": "user", "content": "?"}, {"role": "assistant", "content": " 42 "}]
