@@ -65,6 +65,14 @@ def test_aggregates(how: str, expected: float) -> None:
     assert aggregate([1.0, 1.0, 0.0, 0.5], how) == pytest.approx(expected)
 
 
+def test_the_gateway_config_offers_every_aggregate() -> None:
+    from typing import get_args
+
+    from rewardfleet.services.gateway.config.gateway import ScoreAggregate
+
+    assert get_args(ScoreAggregate) == AGGREGATES
+
+
 def test_first_error_edges() -> None:
     assert aggregate([0.9, 0.8], "first_error") == 1.0
     assert aggregate([0.1, 0.9], "first_error") == 0.0

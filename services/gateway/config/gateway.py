@@ -26,7 +26,6 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from rewardfleet.reward_fns._steps import Aggregate
 from rewardfleet.services.common.api_keys import check_api_keys, read_keys_file
 from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
 from rewardfleet.services.gateway.config.features import CompositeSpec, FallbackSpec, GroupsConfig
@@ -36,6 +35,9 @@ from rewardfleet.services.gateway.config.spend import PoolPrice
 
 # verl's four arguments. They are always passed, so reward_kwargs may not override them.
 BASE_PARAMS: tuple[str, ...] = ("data_source", "solution_str", "ground_truth", "extra_info")
+# reward_fns/_steps.py's aggregates (the fleet reads this config without importing reward functions;
+# tests/reward_fns/test_steps.py checks the two lists agree).
+ScoreAggregate = Literal["min", "max", "mean", "sum", "last", "first", "product", "first_error"]
 
 _ADDRESS_RE = re.compile(r"^[A-Za-z0-9._\-\[\]:]+:\d{1,5}$")
 
@@ -84,7 +86,7 @@ class FunctionConfig(BaseModel):
         description="Hard cap on this function's judge spend in dollars (priced pools, `pool_prices`): a "
         "call is admitted only while the spend so far is below it; past it, samples get BudgetExhausted.",
     )
-    score_aggregate: Aggregate = Field(
+    score_aggregate: ScoreAggregate = Field(
         default="min",
         description="How `score` is made from the function's `step_scores` (else its `turn_scores`) when it "
         "returns none (reward_fns/_steps.py, docs/trajectories.md).",
