@@ -40,6 +40,7 @@ FUNCTIONS = {
                 "score": float(answer == ground_truth),
                 "turn_scores": list(extra_info.get("tool_rewards") or []),
                 "num_turns": extra_info.get("num_turns"),
+                "extra_info_keys": sorted(extra_info),
             }
     """,
     "boom.py": """

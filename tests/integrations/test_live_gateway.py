@@ -262,7 +262,11 @@ async def test_verl_multi_turn_sample_unchanged(live_gateway: LiveGateway) -> No
     assert set(result) == set(verl_reward.KEYS)
     assert (result["score"], result["reward_status"]) == (1.0, "ok")
     assert json.loads(result["turn_scores"]) == [0.0, 1.0] and json.loads(result["step_scores"]) is None
-    assert json.loads(result["reward_extra"]) == {"num_turns": 5}
+    extra = json.loads(result["reward_extra"])
+    assert extra["num_turns"] == 5
+    assert {"num_turns", "rollout_reward_scores", "tool_rewards", "turn_scores", "tools_kwargs"} <= set(
+        extra["extra_info_keys"]
+    )
 
 
 def test_missing_label_is_422_naming_the_field(live_gateway: LiveGateway) -> None:

@@ -34,4 +34,4 @@ def test_verl_cases_in_their_own_interpreter() -> None:
     )
     assert proc.returncode == 0, proc.stdout[-8000:] + proc.stderr[-3000:]
     # every case ran: none skipped, none deselected
-    assert re.search(r"^3 passed", proc.stdout, re.M), proc.stdout[-3000:]
+    assert re.search(r"^4 passed", proc.stdout, re.M), proc.stdout[-3000:]
