@@ -57,11 +57,12 @@ def check_content(value: Any) -> Any:
         where = f"content[{i}]"
         if not isinstance(part, Mapping):
             raise _invalid("content_part", f"{where} must be an object")
-        check = CONTENT_PARTS.get(part.get("type"))  # type: ignore[arg-type]
+        kind = part.get("type")
+        check = CONTENT_PARTS.get(kind) if isinstance(kind, str) else None  # a list is unhashable: no 500
         if check is None:
-            kind = str(part.get("type"))[:64]
             known = sorted(CONTENT_PARTS)
-            raise _invalid("content_part", f"{where}.type {kind!r} is not a supported content part {known}")
+            shown = str(kind)[:64]
+            raise _invalid("content_part", f"{where}.type {shown!r} is not a supported content part {known}")
         check(part, where)
     return value
 

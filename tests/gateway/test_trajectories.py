@@ -150,6 +150,14 @@ def test_function_receives_messages_and_verl_functions_get_the_last_turn(gw: Gat
 
 BAD_MESSAGES = [
     (
+        [
+            {"role": "user", "content": [{"type": ["text"], "text": "q"}]},
+            {"role": "assistant", "content": "a"},
+        ],
+        ["messages", 0, "content"],
+        "content[0].type \"['text']\" is not a supported content part",
+    ),
+    (
         [{"role": "user", "content": "q"}, {"role": "robot", "content": "a"}],
         ["messages", 1, "role"],
         "Input should be",
