@@ -29,8 +29,9 @@ Hostile input: tools come with the sample. A `parameters` schema over `max_schem
 deeper than `max_schema_depth`, or one the library rejects or cannot evaluate (a `$ref` cycle that never
 consumes the instance ends in RecursionError), is a `ToolSchemaError` for the sample; arguments over
 `max_arguments_chars` or nested deeper than `max_schema_depth` make that call invalid without parsing.
-Anything that still runs long is stopped by the function's `timeout_s` (a sync function: its worker process
-is killed and replaced), so no schema can hang the gateway.
+Anything that still runs long (a `pattern` written to backtrack catastrophically) is stopped by the
+function's `timeout_s` (a sync function: its worker process is killed and replaced), so no schema can hang
+the gateway.
 """
 
 from __future__ import annotations
