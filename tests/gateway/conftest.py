@@ -117,7 +117,7 @@ def gw(tmp_path_factory: pytest.TempPathFactory, reward_folder: Path, fake_route
                 "path": f"{reward_folder / 'steps_only.py'}:compute_score",
                 "score_aggregate": "product",
             },
-            "tool_use": {"reward_kwargs": {"answer_fn": "gsm8k"}, "timeout_s": 10.0},
+            "tool_use": {"reward_kwargs": {"answer_fn": "gsm8k"}, "timeout_s": 5.0},
         },
     }
     # The judge "router" is the gateway itself (it answers /health), so /ready sees two reachable routers.

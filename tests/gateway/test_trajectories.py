@@ -126,6 +126,39 @@ def test_tool_use_hostile_schema_is_a_typed_error(gw: Gateway, parameters: dict[
     assert (body["status"], body["score"], body["error"]["type"]) == ("error", None, "ToolSchemaError")
 
 
+def test_tool_use_backtracking_pattern_ends_at_the_timeout(gw: Gateway) -> None:
+    """A sample's schema whose `pattern` backtracks catastrophically holds one worker until `timeout_s` (5 s
+    here), then the worker is replaced and the gateway scores the next trajectory as usual."""
+    evil = {
+        "type": "function",
+        "function": {
+            "name": "add",
+            "parameters": {"type": "object", "properties": {"a": {"type": "string", "pattern": "^(a+)+$"}}},
+        },
+    }
+    messages = three_turns()
+    messages[2] = {"role": "assistant", "tool_calls": [call("c1", "add", json.dumps({"a": "a" * 40 + "!"}))]}
+    resp = gw.score(
+        data_source="d",
+        reward_fn="tool_use",
+        messages=messages,
+        ground_truth="20",
+        extra_info={"tools": [evil, MUL]},
+    )
+    body = resp.json()
+    assert (body["status"], body["error"]["type"]) == ("timeout", "Timeout"), body
+    after = _ok(
+        gw.score(
+            data_source="d",
+            reward_fn="tool_use",
+            messages=three_turns(),
+            ground_truth="20",
+            extra_info={"tools": [ADD, MUL]},
+        )
+    )
+    assert after["turn_scores"] == [1.0, 0.5, 1.0]
+
+
 def test_function_receives_messages_and_verl_functions_get_the_last_turn(gw: Gateway) -> None:
     messages = three_turns()
     body = _ok(gw.score(data_source="d", reward_fn="trajectory_echo", messages=messages, uid="t1"))
