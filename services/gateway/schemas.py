@@ -3,21 +3,43 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
-    PrivateAttr,
     ValidationError,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
 from pydantic_core import InitErrorDetails
 
-from rewardfleet.services.gateway.trajectory import ChatMessage, as_plain, check_trajectory, rendered_solution
+from rewardfleet.services.gateway.trajectory import ChatMessage, rendered_solution, validated_messages
+
+# Checked as `ChatMessage`s, kept as plain dicts (what functions receive): one validation, no model objects
+# on the request. The OpenAPI document shows each message's role and fields (trajectory.py has the rules).
+_MESSAGE_SCHEMA = {
+    "type": "object",
+    "required": ["role"],
+    "properties": {
+        "role": {"enum": list(get_args(ChatMessage.model_fields["role"].annotation))},
+        "content": {
+            "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}, {"type": "null"}]
+        },
+        "tool_calls": {"type": "array", "items": {"type": "object"}},
+        "tool_call_id": {"type": "string"},
+        "name": {"type": "string"},
+    },
+}
+Messages = Annotated[
+    list[dict[str, Any]] | None,
+    AfterValidator(validated_messages),
+    WithJsonSchema({"anyOf": [{"type": "array", "items": _MESSAGE_SCHEMA}, {"type": "null"}]}),
+]
 
 
 def canonical_json(value: Any) -> bytes:
@@ -61,19 +83,10 @@ class ScoreRequest(BaseModel):
         default=None, ge=0, description="Member index in the group; identifies the member (else `uid`)."
     )
     group_fn: str | None = Field(default=None, description="Group function run once the group is complete.")
-    messages: list[ChatMessage] | None = Field(
+    messages: Messages = Field(
         default=None,
         description="The trajectory in OpenAI chat format (tool calls and results); injected as `messages`.",
     )
-    _plain_messages: list[dict[str, Any]] | None = PrivateAttr(default=None)
-
-    def plain_messages(self) -> list[dict[str, Any]] | None:
-        """`messages` as plain dicts (what functions receive, what limits and digests measure), made once."""
-        if self.messages is None:
-            return None
-        if self._plain_messages is None:
-            self._plain_messages = as_plain(self.messages)
-        return self._plain_messages
 
     @field_validator("extra_info", mode="before")
     @classmethod
@@ -89,7 +102,6 @@ class ScoreRequest(BaseModel):
                     "ScoreRequest", [InitErrorDetails(type="missing", loc=("solution_str",), input=None)]
                 )
             return self
-        check_trajectory(messages)
         if "solution_str" not in self.model_fields_set:
             self.solution_str = rendered_solution(messages)
         return self

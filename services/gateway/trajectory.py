@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, TypeAdapter, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -124,9 +124,10 @@ class ChatMessage(BaseModel):
 
 
 def check_trajectory(messages: list[ChatMessage]) -> None:
-    """The rules across messages (module docstring); raises a ValidationError located under `messages`."""
+    """The rules across messages (module docstring); raises a ValidationError located in the list (the
+    `messages` field's validator: pydantic puts `messages` and what encloses it in front)."""
     if not messages:
-        raise _field_error(("messages",), "a trajectory needs at least one message", messages)
+        raise _field_error((), "a trajectory needs at least one message", messages)
     call_ids: set[str] = set()
     calls_made = False
     for i, message in enumerate(messages):
@@ -136,28 +137,37 @@ def check_trajectory(messages: list[ChatMessage]) -> None:
         elif message.role == "tool":
             if not calls_made:
                 raise _field_error(
-                    ("messages", i, "role"), f"messages[{i}] is a tool result with no earlier tool call", None
+                    (i, "role"), f"messages[{i}] is a tool result with no earlier tool call", None
                 )
             if message.tool_call_id is not None and message.tool_call_id not in call_ids:
                 raise _field_error(
-                    ("messages", i, "tool_call_id"),
+                    (i, "tool_call_id"),
                     f"messages[{i}].tool_call_id {message.tool_call_id[:64]!r} matches no earlier tool call",
                     message.tool_call_id,
                 )
 
 
-def rendered_solution(messages: list[ChatMessage]) -> str:
+_MESSAGES: TypeAdapter[list[ChatMessage]] = TypeAdapter(list[ChatMessage])
+
+
+def validated_messages(value: list[Any] | None) -> list[dict[str, Any]] | None:
+    """A sample's `messages` checked (each message's shape, then the rules across them) and returned as the
+    plain dicts every consumer uses (functions, limits, the cache digest), None fields left out. Errors are
+    located under `messages` (pydantic prefixes the rest of the path)."""
+    if value is None:
+        return None
+    messages = _MESSAGES.validate_python(value)
+    check_trajectory(messages)
+    return [m.model_dump(exclude_none=True) for m in messages]
+
+
+def rendered_solution(messages: list[dict[str, Any]]) -> str:
     """`solution_str` for verl-style functions: the last assistant turn's text (module docstring)."""
     for message in reversed(messages):
-        if message.role == "assistant":
-            return content_text(message.content)
+        if message["role"] == "assistant":
+            return content_text(message.get("content"))
     raise _field_error(
         ("messages",),
         "the trajectory has no assistant turn, so there is no response to score; send solution_str too",
         None,
     )
-
-
-def as_plain(messages: list[ChatMessage]) -> list[dict[str, Any]]:
-    """The messages as JSON-like dicts (what a function taking `messages` receives), None fields left out."""
-    return [m.model_dump(exclude_none=True) for m in messages]

@@ -161,7 +161,7 @@ class Scorer:
                 "router_addresses": for_function(inj.router_addresses, fn.name),
                 "prompt": request.prompt,
                 "uid": request.uid,
-                "messages": request.plain_messages(),
+                "messages": request.messages,
             }
             if fn.is_async:
                 available["http_client"] = inj.http_client

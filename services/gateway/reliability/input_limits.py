@@ -136,7 +136,7 @@ class SampleLimits:
                 f"messages has {len(messages)} messages; max_messages is {self.max_messages}",
                 field="messages",
             )
-        self._value("messages", sample.plain_messages(), self.max_json_depth, self.max_messages_chars)
+        self._value("messages", sample.messages, self.max_json_depth, self.max_messages_chars)
 
     def check_name(self, field: str, name: str) -> None:
         """A function or grader name from the client (a route's `{reward_fn}`, a grader's name)."""
