@@ -21,17 +21,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import aiohttp
 
 from rewardfleet.reward_fns._judge_templates import chat_messages_from
+from rewardfleet.reward_fns._steps import AGGREGATES, DEFAULT_MAX_STEPS, split_steps
+from rewardfleet.reward_fns._steps import aggregate as aggregate_scores
 from rewardfleet.services.common.router_http import RemoteCallError, post_json, resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()
 
-Aggregate = Literal["min", "mean", "last", "product"]
-AGGREGATES: tuple[str, ...] = ("min", "mean", "last", "product")
 QWEN_PRM_STEP_TAG = "<extra_0>"
 
 
@@ -41,30 +41,6 @@ class PrmCallError(RemoteCallError):
 
 class PrmInputError(ValueError):
     """The sample or the function's settings do not allow building the PRM's input."""
-
-
-def split_steps_minimal(text: str, separator: str = "\n\n") -> list[str]:
-    """The response's steps: the parts between `separator`s, stripped, empty ones dropped.
-
-    A stand-in until the shared step splitter lands (`reward_fns/_steps.split_steps(text, rule)`, issue #26's
-    trajectory work): this module should switch to it so every built-in splits steps by one documented rule.
-    """
-    return [part.strip() for part in text.split(separator) if part.strip()]
-
-
-def aggregate_steps(step_scores: Sequence[float], how: str) -> float:
-    """min (the weakest step, the usual PRM reading), mean, last, or product of the step rewards."""
-    if not step_scores:
-        raise ValueError("no step scores to aggregate")
-    if how == "min":
-        return min(step_scores)
-    if how == "mean":
-        return sum(step_scores) / len(step_scores)
-    if how == "last":
-        return step_scores[-1]
-    if how == "product":
-        return math.prod(step_scores)
-    raise ValueError(f"aggregate must be one of {AGGREGATES}, not {how!r}")
 
 
 def remove_tag(text: str, step_tag: str) -> str:
@@ -133,6 +109,7 @@ async def compute_score(
     step_tag: str = QWEN_PRM_STEP_TAG,
     step_separator: str = "\n\n",
     aggregate: str = "min",
+    max_steps: int = DEFAULT_MAX_STEPS,
     positive_label: int = 1,
     system_prompt: str | None = None,
     timeout_s: float = 60.0,
@@ -140,13 +117,15 @@ async def compute_score(
     """`{"score": aggregate of the step rewards, "step_scores": [...], "num_steps", "prompt_source"}`.
     `ground_truth` is not used: the PRM judges the steps themselves.
 
-    `aggregate`: min (default), mean, last or product. `model`, when given, is sent as the request's
-    `model` (vLLM checks it against its served name; left out, the server's own model is used).
+    Steps are split by `step_separator` (reward_fns/_steps.py's rule `separator:<SEP>`; more than
+    `max_steps` is a TooManySteps error). `aggregate`: one of _steps.AGGREGATES, min by default (the
+    weakest step, the usual PRM reading; mean, last, product, first_error...). `model`, when given, is sent
+    as the request's `model` (vLLM checks it against its served name; left out, the server's own model).
     `system_prompt` goes first when given (Qwen2.5-Math-PRM's card uses "Please reason step by step, and
     put your final answer within \\boxed{}.").
     """
     if aggregate not in AGGREGATES:
-        raise PrmInputError(f"aggregate must be one of {AGGREGATES}, not {aggregate!r}")
+        raise PrmInputError(f"aggregate must be one of {list(AGGREGATES)}, not {aggregate!r}")
     if not step_tag or not step_separator:
         raise PrmInputError("step_tag and step_separator must not be empty")
     if positive_label < 0:
@@ -156,7 +135,8 @@ async def compute_score(
         raise PrmInputError(
             "no prompt for this sample: send `prompt` (text or chat messages) or extra_info['raw_prompt']"
         )
-    steps = [s for s in split_steps_minimal(solution_str, step_separator) if remove_tag(s, step_tag).strip()]
+    pieces = split_steps(solution_str, f"separator:{step_separator}", max_steps)
+    steps = [s for s in pieces if remove_tag(s, step_tag).strip()]
     if not steps:
         raise PrmInputError("the response has no steps to score (it is empty or only step tags)")
     try:
@@ -177,7 +157,7 @@ async def compute_score(
     )
     scores = step_rewards(body, len(steps), positive_label, f"{address}/pooling")
     return {
-        "score": aggregate_steps(scores, aggregate),
+        "score": aggregate_scores(scores, aggregate),
         "step_scores": scores,
         "num_steps": len(scores),
         "prompt_source": prompt_source,

@@ -55,6 +55,9 @@ class ScoreResult:
     cached: bool = False
     # The scoring function's version (hash of its source and config), when the gateway reports one.
     version: str | None = None
+    # Per-step / per-turn scores, when the function returned them (docs/trajectories.md).
+    step_scores: list[float] | None = None
+    turn_scores: list[float] | None = None
     # Set only on results made by `score_many` for samples the client could not get scored at all.
     exception: BaseException | None = field(default=None, compare=False, repr=False)
 
@@ -93,6 +96,8 @@ class ScoreResult:
             attempts=attempts,
             cached=bool(data.get("cached")),
             version=_opt_str(data.get("version")),
+            step_scores=_opt_floats(data.get("step_scores")),
+            turn_scores=_opt_floats(data.get("turn_scores")),
         )
 
     @classmethod
@@ -148,3 +153,9 @@ def sample_body(sample: Sample | Mapping[str, Any]) -> dict[str, Any]:
 
 def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
+
+
+def _opt_floats(value: Any) -> list[float] | None:
+    if not isinstance(value, list):
+        return None
+    return [float(v) for v in value if isinstance(v, int | float) and not isinstance(v, bool)]

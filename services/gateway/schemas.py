@@ -3,9 +3,43 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails
+
+from rewardfleet.services.gateway.trajectory import ChatMessage, rendered_solution, validated_messages
+
+# Checked as `ChatMessage`s, kept as plain dicts (what functions receive): one validation, no model objects
+# on the request. The OpenAPI document shows each message's role and fields (trajectory.py has the rules).
+_MESSAGE_SCHEMA = {
+    "type": "object",
+    "required": ["role"],
+    "properties": {
+        "role": {"enum": list(get_args(ChatMessage.model_fields["role"].annotation))},
+        "content": {
+            "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}, {"type": "null"}]
+        },
+        "tool_calls": {"type": "array", "items": {"type": "object"}},
+        "tool_call_id": {"type": "string"},
+        "name": {"type": "string"},
+    },
+}
+Messages = Annotated[
+    list[dict[str, Any]] | None,
+    AfterValidator(validated_messages),
+    WithJsonSchema({"anyOf": [{"type": "array", "items": _MESSAGE_SCHEMA}, {"type": "null"}]}),
+]
 
 
 def canonical_json(value: Any) -> bytes:
@@ -27,8 +61,10 @@ class ScoreRequest(BaseModel):
 
     data_source: str = Field(description="Dataset name; picks the function when `reward_fn` is not given.")
     solution_str: str = Field(
+        default="",
         validation_alias=AliasChoices("solution_str", "response"),
-        description="The model's response (alias `response`).",
+        description="The model's response (alias `response`). Required unless `messages` is given: then, "
+        "when left out, it is the last assistant turn's text (trajectory.py).",
     )
     ground_truth: Any = Field(
         default=None,
@@ -52,11 +88,28 @@ class ScoreRequest(BaseModel):
         default=None, ge=0, description="Member index in the group; identifies the member (else `uid`)."
     )
     group_fn: str | None = Field(default=None, description="Group function run once the group is complete.")
+    messages: Messages = Field(
+        default=None,
+        description="The trajectory in OpenAI chat format (tool calls and results); injected as `messages`.",
+    )
 
     @field_validator("extra_info", mode="before")
     @classmethod
     def _null_extra_info(cls, value: Any) -> Any:
         return {} if value is None else value
+
+    @model_validator(mode="after")
+    def _solution_or_messages(self) -> ScoreRequest:
+        messages = self.messages
+        if messages is None:
+            if "solution_str" not in self.model_fields_set:
+                raise ValidationError.from_exception_data(  # where pydantic's own "missing" would point
+                    "ScoreRequest", [InitErrorDetails(type="missing", loc=("solution_str",), input=None)]
+                )
+            return self
+        if "solution_str" not in self.model_fields_set:
+            self.solution_str = rendered_solution(messages)
+        return self
 
 
 class BatchRequest(BaseModel):
@@ -77,6 +130,12 @@ class Timings(BaseModel):
 class ScoreResult(BaseModel):
     uid: str | int | None
     score: float | None
+    step_scores: list[float] | None = Field(
+        default=None, description="Per-step scores the function returned (docs/trajectories.md)."
+    )
+    turn_scores: list[float] | None = Field(
+        default=None, description="Per-turn scores the function returned (docs/trajectories.md)."
+    )
     extra: dict[str, Any]
     reward_fn: str
     data_source: str

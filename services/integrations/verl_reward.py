@@ -23,6 +23,11 @@ sources, and the batch dies with a KeyError. So every sample returns exactly:
 - `pred`: the function's `pred` as text (verl's math_dapo returns it), else "";
 - `reward_status`, `reward_failed` (0.0/1.0), `reward_error` ("" when ok);
 - `reward_extra`: every extra key of the function as one JSON text (verl keeps it in its dumped generations);
+- `step_scores`, `turn_scores`: the function's per-step / per-turn scores as JSON text (`"[1.0, 0.0]"`), or
+  `"null"` when it returned none (verl stacks extra-info values into numpy columns, so a list of varying
+  length per sample cannot be a column of its own: text can). `score` is already their aggregate
+  (docs/trajectories.md); verl 0.9.1 puts that one number at the response's last token and no registered
+  reward manager can place the steps' scores at their tokens (docs/trajectories.md says why);
 - each name in `reward_kwargs.extra_keys`: that extra as its own column (NaN when a sample lacks it), for
   numbers you want as verl metrics. It comes from the config, so it is the same in every process.
 
@@ -67,8 +72,19 @@ STATUS_KEY, FAILED_KEY, ERROR_KEY, EXTRA_KEY = (
     "reward_error",
     "reward_extra",
 )
+STEPS_KEY, TURNS_KEY = "step_scores", "turn_scores"
 # The keys of every returned dict (plus `reward_kwargs.extra_keys`), whatever the function or the sample.
-KEYS: tuple[str, ...] = ("score", "acc", "pred", STATUS_KEY, FAILED_KEY, ERROR_KEY, EXTRA_KEY)
+KEYS: tuple[str, ...] = (
+    "score",
+    "acc",
+    "pred",
+    STATUS_KEY,
+    FAILED_KEY,
+    ERROR_KEY,
+    EXTRA_KEY,
+    STEPS_KEY,
+    TURNS_KEY,
+)
 
 
 class RewardFunctionFailed(RewardFleetError):
@@ -154,6 +170,8 @@ def to_verl(
         FAILED_KEY: 1.0 if failed else 0.0,
         ERROR_KEY: error,
         EXTRA_KEY: json.dumps(extra, default=str, sort_keys=True),
+        STEPS_KEY: json.dumps(result.step_scores),
+        TURNS_KEY: json.dumps(result.turn_scores),
     }
     for key in extra_keys or ():
         if key not in out:

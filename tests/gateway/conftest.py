@@ -112,6 +112,12 @@ def gw(tmp_path_factory: pytest.TempPathFactory, reward_folder: Path, fake_route
                 "timeout_s": 0.5,
                 "on_error_score": 0.0,
             },
+            "steps_only": {"score_aggregate": "first_error"},
+            "steps_product": {
+                "path": f"{reward_folder / 'steps_only.py'}:compute_score",
+                "score_aggregate": "product",
+            },
+            "tool_use": {"reward_kwargs": {"answer_fn": "gsm8k"}, "timeout_s": 5.0},
         },
     }
     # The judge "router" is the gateway itself (it answers /health), so /ready sees two reachable routers.

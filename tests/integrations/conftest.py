@@ -31,6 +31,18 @@ FUNCTIONS = {
             await asyncio.sleep(0.02)
             return float(solution_str == str(ground_truth))
     """,
+    # a verl multi-turn reward: the answer after "####" in the decoded trajectory; the agent loop's tool
+    # rewards (extra_info, verl's ToolAgentLoop) as turn scores
+    "multi_turn.py": """
+        def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+            answer = solution_str.rsplit("####", 1)[-1].strip()
+            return {
+                "score": float(answer == ground_truth),
+                "turn_scores": list(extra_info.get("tool_rewards") or []),
+                "num_turns": extra_info.get("num_turns"),
+                "extra_info_keys": sorted(extra_info),
+            }
+    """,
     "boom.py": """
         def compute_score(data_source, solution_str, ground_truth, extra_info=None):
             raise ValueError("boom: " + solution_str)

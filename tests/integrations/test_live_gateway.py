@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import math
 import signal
 import sys
@@ -219,6 +220,53 @@ async def test_verl_reward_file(live_gateway: LiveGateway) -> None:
         assert set(fallback) == set(results[0]) and math.isnan(fallback["acc"]) and fallback["pred"] == ""
     finally:
         await module.aclose()
+
+
+async def test_verl_multi_turn_sample_unchanged(live_gateway: LiveGateway) -> None:
+    """What verl 0.9.1 passes a reward function for an agent-loop (multi-turn, tool) sample, built as its code
+    builds it: `NaiveRewardManager.run_single` (verl/experimental/reward_loop/reward_manager/naive.py) decodes
+    the whole response (assistant turns and tool responses, `skip_special_tokens=True`), merges the agent
+    loop's `tool_extra_fields` (ToolAgentLoop's `extra_fields` + `turn_scores`/`tool_rewards`) into the
+    dataset's extra_info, and adds `num_turns` (a numpy integer from `__num_turns__`) and
+    `rollout_reward_scores`. No messages: verl keeps them in the agent loop."""
+    import numpy as np
+
+    solution = (
+        "I will check my answer.\n<tool_call>\n"
+        '{"name": "calc_gsm8k_reward", "arguments": {"answer": "72"}}\n</tool_call>user\n'
+        "<tool_response>\nCurrent parsed answer='72' reward=1.0\n</tool_response>\nassistant\n"
+        "The tool agrees.\n#### 72"
+    )
+    extra_info: dict[str, Any] = {
+        "index": 7,
+        "split": "train",
+        "need_tools_kwargs": True,
+        "tools_kwargs": {"calc_gsm8k_reward": {"create_kwargs": {"ground_truth": "72"}}},
+        "interaction_kwargs": {"query": "How many?", "ground_truth": "72"},
+    }
+    tool_extra_fields = {"turn_scores": [], "tool_rewards": [0.0, np.float64(1.0)], "max_global_steps": None}
+    extra_info.update(tool_extra_fields.items())
+    extra_info["num_turns"] = np.array([5])[0]
+    extra_info["rollout_reward_scores"] = {}
+    reward_kwargs = {"gateway_url": live_gateway.url, "reward_fn": "multi_turn"}
+    try:
+        result = await verl_reward.compute_score(
+            data_source="openai/gsm8k",
+            solution_str=solution,
+            ground_truth=np.str_("72"),
+            extra_info=extra_info,
+            **reward_kwargs,
+        )
+    finally:
+        await verl_reward.aclose()
+    assert set(result) == set(verl_reward.KEYS)
+    assert (result["score"], result["reward_status"]) == (1.0, "ok")
+    assert json.loads(result["turn_scores"]) == [0.0, 1.0] and json.loads(result["step_scores"]) is None
+    extra = json.loads(result["reward_extra"])
+    assert extra["num_turns"] == 5
+    assert {"num_turns", "rollout_reward_scores", "tool_rewards", "turn_scores", "tools_kwargs"} <= set(
+        extra["extra_info_keys"]
+    )
 
 
 def test_missing_label_is_422_naming_the_field(live_gateway: LiveGateway) -> None:

@@ -251,3 +251,77 @@ def test_group_reward_manager_sends_each_prompts_rollouts_as_one_group(
     assert (
         batch.non_tensor_batch["extra_info"][0].get("rewardfleet_group") is None
     )  # caller's batch untouched
+
+
+def test_agent_loop_multi_turn_sample(
+    trainer_gateway: LiveGateway, tiny_policy: Path, tokenizer: Any
+) -> None:
+    """(issue 26) A multi-turn tool sample exactly as verl's agent loop hands it to its reward loop
+    (`AgentLoopWorker._compute_score` in verl/experimental/agent_loop/agent_loop.py builds this DataProto:
+    the dataset row's fields, `__num_turns__`, `tool_extra_fields`), scored by the reward loop's own
+    `NaiveRewardManager.run_single` with the adapter as its custom function."""
+    import asyncio
+
+    import numpy as np
+    import torch
+    from tensordict import TensorDict
+    from verl import DataProto
+    from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+
+    config = trainer_config(
+        trainer_gateway, tiny_policy, "+reward.custom_reward_function.reward_kwargs.reward_fn=multi_turn"
+    )
+    prompt_ids = tokenizer("What is 6 * 12?", add_special_tokens=False)["input_ids"]
+    response = (
+        "Let me check with the tool.\ncalc_gsm8k_reward(answer=72)\n"
+        "Current parsed answer=72 reward=1.0\nThe tool agrees.\n#### 72"
+    )
+    response_ids = tokenizer(response, add_special_tokens=False)["input_ids"]
+    input_ids = torch.tensor([prompt_ids + response_ids])
+    batch = TensorDict(
+        {
+            "prompts": torch.tensor([prompt_ids]),
+            "responses": torch.tensor([response_ids]),
+            "attention_mask": torch.ones_like(input_ids),
+            "input_ids": input_ids,
+            "position_ids": torch.arange(input_ids.shape[1]).unsqueeze(0),
+        },
+        batch_size=1,
+    )
+    row = {
+        "data_source": "openai/gsm8k",
+        "reward_model": {"style": "rule", "ground_truth": "72"},
+        "extra_info": {"index": 0, "split": "train", "need_tools_kwargs": True},
+        "tools_kwargs": {"calc_gsm8k_reward": {"create_kwargs": {"ground_truth": "72"}}},
+        "agent_name": "tool_agent",
+        "index": 0,
+    }
+    extra_fields = {"turn_scores": [], "tool_rewards": [0.0, 1.0]}  # ToolAgentLoop's, after two tool calls
+    non_tensor_batch = {
+        **{k: np.array([v]) for k, v in row.items()},
+        "__num_turns__": np.array([5]),
+        "tool_extra_fields": np.array([extra_fields], dtype=object),
+        "prompt_len": np.array([len(prompt_ids)]),
+        "response_len": np.array([len(response_ids)]),
+    }
+    data = DataProto(batch=batch, non_tensor_batch=non_tensor_batch)
+
+    async def score() -> dict[str, Any]:
+        from rewardfleet.services.integrations import verl_reward
+
+        manager = NaiveRewardManager(config, tokenizer, compute_score=get_custom_reward_fn(config))
+        try:
+            return await manager.run_single(data)
+        finally:
+            await verl_reward.aclose()
+
+    out = asyncio.run(score())
+    info = out["reward_extra_info"]
+    assert out["reward_score"] == 1.0 and info["reward_status"] == "ok"
+    assert json.loads(info["turn_scores"]) == [0.0, 1.0] and json.loads(info["step_scores"]) is None
+    seen = json.loads(info["reward_extra"])
+    assert seen["num_turns"] == 5
+    assert {"num_turns", "rollout_reward_scores", "tool_rewards", "turn_scores"} <= set(
+        seen["extra_info_keys"]
+    )

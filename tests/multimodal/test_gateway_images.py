@@ -77,6 +77,17 @@ REFUSED: dict[str, tuple[dict[str, Any], int, str, str]] = {
         {"images": [png_url()] * 2, "prompt": [{"role": "user", "content": [_image_part(png_url())]}]},
         413, "prompt[0].content[0].image_url.url", "max_images_per_sample",
     ),
+    "trajectory part url": (
+        {"messages": [{"role": "user", "content": [TEXT, _image_part("http://10.0.0.2/a.png")]},
+                      {"role": "assistant", "content": "a"}]},
+        422, "messages[0].content[1].image_url.url", "10.0.0.2",
+    ),
+    "count across images and trajectory": (
+        {"images": [png_url()] * 2,
+         "messages": [{"role": "user", "content": [_image_part(png_url())]},
+                      {"role": "assistant", "content": "a"}]},
+        413, "messages[0].content[0].image_url.url", "max_images_per_sample",
+    ),
 }  # fmt: skip
 
 

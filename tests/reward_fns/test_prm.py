@@ -8,34 +8,34 @@ import math
 
 import pytest
 
+from rewardfleet.reward_fns._steps import aggregate, split_steps
 from rewardfleet.reward_fns.prm import (
     PrmCallError,
     PrmInputError,
-    aggregate_steps,
     compute_score,
-    split_steps_minimal,
     step_rewards,
     tagged_chat,
 )
 
 
 def test_split_drops_empty_parts_and_strips() -> None:
-    assert split_steps_minimal("a\n\n\n\n b \n\n") == ["a", "b"]
-    assert split_steps_minimal("one step") == ["one step"]
-    assert split_steps_minimal("x|y", "|") == ["x", "y"]
+    """prm splits by reward_fns/_steps.py's `separator:<SEP>` rule."""
+    assert split_steps("a\n\n\n\n b \n\n", "separator:\n\n") == ["a", "b"]
+    assert split_steps("one step", "separator:\n\n") == ["one step"]
+    assert split_steps("x|y", "separator:|") == ["x", "y"]
 
 
 @pytest.mark.parametrize(
     ("how", "want"), [("min", 0.2), ("mean", 0.5), ("last", 0.5), ("product", 0.8 * 0.2 * 0.5)]
 )
 def test_aggregates(how: str, want: float) -> None:
-    assert aggregate_steps([0.8, 0.2, 0.5], how) == pytest.approx(want)
+    assert aggregate([0.8, 0.2, 0.5], how) == pytest.approx(want)
 
 
 def test_unknown_aggregate_is_an_input_error() -> None:
     with pytest.raises(PrmInputError, match="aggregate"):
         asyncio.run(
-            compute_score("d", "a\n\nb", prompt="q", router_addresses={"prm": "h:1"}, aggregate="max")
+            compute_score("d", "a\n\nb", prompt="q", router_addresses={"prm": "h:1"}, aggregate="median")
         )
 
 

@@ -35,6 +35,9 @@ from rewardfleet.services.gateway.config.spend import PoolPrice
 
 # verl's four arguments. They are always passed, so reward_kwargs may not override them.
 BASE_PARAMS: tuple[str, ...] = ("data_source", "solution_str", "ground_truth", "extra_info")
+# reward_fns/_steps.py's aggregates (the fleet reads this config without importing reward functions;
+# tests/reward_fns/test_steps.py checks the two lists agree).
+ScoreAggregate = Literal["min", "max", "mean", "sum", "last", "first", "product", "first_error"]
 
 _ADDRESS_RE = re.compile(r"^[A-Za-z0-9._\-\[\]:]+:\d{1,5}$")
 
@@ -82,6 +85,14 @@ class FunctionConfig(BaseModel):
         gt=0,
         description="Hard cap on this function's judge spend in dollars (priced pools, `pool_prices`): a "
         "call is admitted only while the spend so far is below it; past it, samples get BudgetExhausted.",
+    )
+    score_aggregate: ScoreAggregate = Field(
+        default="min",
+        description="How `score` is made from the function's `step_scores` (else its `turn_scores`) when it "
+        "returns none (reward_fns/_steps.py, docs/trajectories.md).",
+    )
+    score_aggregate_threshold: float = Field(
+        default=0.5, description="`first_error`: a step scoring below this is wrong."
     )
 
     @field_validator("path")
@@ -203,6 +214,10 @@ class GatewayConfig(BaseModel):
     max_ground_truth_chars: int = Field(default=1_000_000, ge=1)
     max_prompt_chars: int = Field(default=1_000_000, ge=1)
     max_extra_info_depth: int = Field(default=16, ge=1)
+    max_messages: int = Field(default=256, ge=1, description="Messages of one sample's trajectory.")
+    max_messages_chars: int = Field(
+        default=1_000_000, ge=1, description="A trajectory's size: values + characters, like extra_info's."
+    )
     # Bounds of every other client-supplied field (reliability/input_limits.py, docs/security.md).
     max_extra_info_chars: int = Field(
         default=1_000_000, ge=1, description="extra_info size: values + characters of its keys and strings."

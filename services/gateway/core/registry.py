@@ -39,6 +39,7 @@ INJECTABLE_PARAMS: tuple[str, ...] = (
     "prompt",
     "uid",
     "images",
+    "messages",
 )
 ASYNC_ONLY_PARAMS = frozenset({"http_client"})
 ENTRY_POINT = "compute_score"

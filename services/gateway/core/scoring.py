@@ -19,6 +19,7 @@ from typing import Any
 import aiohttp
 import pebble
 
+from rewardfleet.reward_fns._steps import StepError, aggregate
 from rewardfleet.services.gateway.config import FunctionConfig
 from rewardfleet.services.gateway.core.failure_log import FailureLog
 from rewardfleet.services.gateway.core.registry import RewardFunction
@@ -70,6 +71,21 @@ class Outcome:
     error: ErrorInfo | None = None
     queue_s: float | None = None
     compute_s: float = 0.0
+
+
+def _aggregate_into_score(fn: RewardFunction, outcome: Outcome) -> None:
+    """The score of a function that returned step/turn scores and no score: its `score_aggregate` of the
+    step scores, else of the turn scores (results.normalise_return checked both lists); an empty list is
+    an `EmptyScores` error, never a made-up number."""
+    scores = outcome.extra.get("step_scores")
+    if scores is None:
+        scores = outcome.extra.get("turn_scores")
+    cfg = fn.config
+    try:
+        outcome.score = aggregate(scores or [], cfg.score_aggregate, cfg.score_aggregate_threshold)
+    except StepError as exc:
+        outcome.status, outcome.score = "error", None
+        outcome.error = ErrorInfo(type=type(exc).__name__, message=f"{fn.name}: {exc}")
 
 
 class Scorer:
@@ -146,6 +162,7 @@ class Scorer:
                 "prompt": request.prompt,
                 "uid": request.uid,
                 "images": request.images,
+                "messages": request.messages,
             }
             if fn.is_async:
                 available["http_client"] = inj.http_client
@@ -186,8 +203,12 @@ class Scorer:
 
     async def _call(self, fn: RewardFunction, request: ScoreRequest, label: str) -> Outcome:
         if fn.is_async:
-            return await self._call_async(fn, request, label)
-        return await self._call_sync(fn, self.build_kwargs(fn, request))
+            outcome = await self._call_async(fn, request, label)
+        else:
+            outcome = await self._call_sync(fn, self.build_kwargs(fn, request))
+        if outcome.status == "ok" and outcome.score is None:
+            _aggregate_into_score(fn, outcome)
+        return outcome
 
     async def _score(self, request: ScoreRequest, fn: RewardFunction, label: str) -> ScoreResult:
         started = time.perf_counter()
@@ -237,11 +258,18 @@ class Scorer:
         refused = outcome.error is not None and outcome.error.type in REFUSALS
         if outcome.status != "ok" and fn.config.on_error_score is not None and not refused:
             score, fallback = fn.config.on_error_score, True
+        extra = outcome.extra
+        step_scores = turn_scores = None
+        if "step_scores" in extra or "turn_scores" in extra:  # first-class in the result, not extras
+            extra = dict(extra)
+            step_scores, turn_scores = extra.pop("step_scores", None), extra.pop("turn_scores", None)
         # model_construct: every field is built right here; validating them again is pure hot-path cost.
         return ScoreResult.model_construct(
             uid=request.uid,
             score=score,
-            extra=outcome.extra,
+            step_scores=step_scores,
+            turn_scores=turn_scores,
+            extra=extra,
             reward_fn=fn.name,
             data_source=request.data_source,
             status=outcome.status,

@@ -2,7 +2,10 @@
 
 Accepted returns (verl's contract): a number (int, float, bool, numpy/torch scalar) → float; a dict that holds
 "score" (every other key goes to `extra`); a tuple → its first element is the score and the rest goes to
-`extra["tuple_rest"]`. A NaN or infinite score is invalid. Extras are made JSON-safe: non-finite floats become
+`extra["tuple_rest"]`. A NaN or infinite score is invalid. A dict may carry `step_scores` and/or
+`turn_scores` (lists of finite numbers, at most `MAX_SCORES_PER_LIST` each; else InvalidReturn) and then may
+leave out "score": the score is `None` here and the caller makes it from them (core/scoring.py, the function's
+`score_aggregate`). Extras are made JSON-safe: non-finite floats become
 the strings "nan"/"inf"/"-inf", unknown objects their `repr`.
 
 Pure functions with no web imports: worker processes use them too, so only plain data crosses the pipe.
@@ -16,8 +19,12 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from rewardfleet.reward_fns._steps import StepError, check_scores
 from rewardfleet.services.gateway.errors import InvalidReturn
 from rewardfleet.services.gateway.sizes import json_size
+
+SCORE_LISTS: tuple[str, ...] = ("step_scores", "turn_scores")
+MAX_SCORES_PER_LIST = 4096  # a trajectory of more steps or turns than this is a function's bug, or hostile
 
 _EXPECTED = "expected a number, a dict with a 'score' key, or a tuple whose first element is the score"
 
@@ -64,14 +71,29 @@ def jsonable(value: Any) -> Any:
     return repr(value)
 
 
-def normalise_return(value: Any) -> tuple[float, dict[str, Any]]:
+def _score_lists(value: dict[Any, Any]) -> dict[str, list[float]]:
+    lists: dict[str, list[float]] = {}
+    for key in SCORE_LISTS:
+        if value.get(key) is not None:
+            try:
+                lists[key] = check_scores(value[key], key, MAX_SCORES_PER_LIST)
+            except StepError as exc:
+                raise InvalidReturn(f"{type(exc).__name__}: {exc}") from None
+    return lists
+
+
+def normalise_return(value: Any) -> tuple[float | None, dict[str, Any]]:
+    """`(score, extra)`; the score is None only for a dict with step/turn scores and no "score"."""
     if isinstance(value, dict):
-        if "score" not in value:
+        lists = _score_lists(value) if "step_scores" in value or "turn_scores" in value else {}
+        if "score" not in value and not lists:
             raise InvalidReturn(
                 f"returned a dict without a 'score' key (keys: {sorted(map(str, value))[:10]})"
             )
-        score = as_score(value["score"], "the dict's 'score'")
-        return score, {str(k): jsonable(v) for k, v in value.items() if k != "score"}
+        score = as_score(value["score"], "the dict's 'score'") if "score" in value else None
+        extra = {str(k): jsonable(v) for k, v in value.items() if k != "score" and k not in lists}
+        extra.update(lists)
+        return score, extra
     if isinstance(value, tuple):
         if not value:
             raise InvalidReturn(f"returned an empty tuple; {_EXPECTED}")

@@ -54,6 +54,10 @@ def inputs_digest(request: ScoreRequest, with_uid: bool = False) -> bytes:
         data = part if isinstance(part, bytes) else part.encode("utf-8", "surrogatepass")
         h.update(len(data).to_bytes(8, "little"))  # length-prefixed: no two splits of one string collide
         h.update(data)
+    if request.messages is not None:  # two trajectories with one final answer are two samples
+        data = canonical_json(request.messages)
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
     return h.digest()
 
 

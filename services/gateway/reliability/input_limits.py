@@ -6,13 +6,15 @@
     max_ground_truth_chars  413 FieldTooLarge     ground_truth (a string: its length; else its size)
     max_prompt_chars        413 FieldTooLarge     prompt (text: its length; chat messages: their size)
     max_extra_info_chars    413 FieldTooLarge     extra_info (its size)
+    max_messages            413 FieldTooLarge     messages (how many; trajectory.py checks their shape)
+    max_messages_chars      413 FieldTooLarge     messages (their size)
     max_uid_chars           413 FieldTooLarge     uid (a string, or the digits of an integer)
     max_data_source_chars   413 FieldTooLarge     data_source
     max_group_id_chars      413 FieldTooLarge     group_id (a string, or the digits of an integer)
     max_function_name_chars 413 FieldTooLarge     reward_fn, group_fn, a grader's name
     max_grader_spec_chars   413 FieldTooLarge     an inline grader spec (its size)
     max_extra_info_depth    422 TooDeep           extra_info nested deeper than this (a flat dict is depth 1)
-    max_json_depth          422 TooDeep           ground_truth, prompt or a grader spec, deeper than this
+    max_json_depth          422 TooDeep           ground_truth, prompt, messages, a grader spec: deeper
     max_images_per_sample   413 FieldTooLarge     `images` plus the image_url parts of `prompt` messages
     max_image_bytes         413 FieldTooLarge     an image: `images[2]`, `prompt[0].content[1].image_url.url`
     max_image_pixels        413 FieldTooLarge     one image's width x height (from its header)
@@ -29,7 +31,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from rewardfleet.services.common.images import ImageError, ImageLimits, check_images, check_message_images
+from rewardfleet.services.common.images import (
+    ImageError,
+    ImageLimits,
+    check_images,
+    check_message_images,
+    message_image_urls,
+)
 from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.errors import FieldTooLarge, InvalidImage, TooDeep
 from rewardfleet.services.gateway.schemas import ScoreRequest
@@ -79,6 +87,8 @@ class SampleLimits:
     max_function_name_chars: int = 128
     max_grader_spec_chars: int = 100_000
     images: ImageLimits = dataclasses.field(default_factory=ImageLimits)
+    max_messages: int = 256
+    max_messages_chars: int = 1_000_000
 
     @classmethod
     def from_config(cls, config: GatewayConfig) -> SampleLimits:
@@ -100,6 +110,8 @@ class SampleLimits:
                 max_image_pixels=config.max_image_pixels,
                 allowed_url_hosts=tuple(config.allowed_image_url_hosts),
             ),
+            max_messages=config.max_messages,
+            max_messages_chars=config.max_messages_chars,
         )
 
     def check(self, sample: ScoreRequest) -> None:
@@ -126,30 +138,44 @@ class SampleLimits:
             else:
                 self._value("ground_truth", gt, self.max_json_depth, self.max_ground_truth_chars)
         prompt = sample.prompt
-        image_chars = 0
-        if sample.images is not None or isinstance(prompt, list):
+        image_chars = (0, 0)
+        if sample.images is not None or isinstance(prompt, list) or sample.messages is not None:
             image_chars = self.check_images(sample)
         if prompt is not None:
             if isinstance(prompt, str):
                 if len(prompt) > self.max_prompt_chars:
                     _too_many("prompt", len(prompt), self.max_prompt_chars)
             else:
-                self._value("prompt", prompt, self.max_json_depth, self.max_prompt_chars + image_chars)
+                self._value("prompt", prompt, self.max_json_depth, self.max_prompt_chars + image_chars[0])
         if sample.extra_info:
             self._value("extra_info", sample.extra_info, self.max_extra_info_depth, self.max_extra_info_chars)
+        if sample.messages is not None:
+            self._messages(sample, image_chars[1])
 
-    def check_images(self, sample: ScoreRequest) -> int:
-        """`images` and the image_url parts of `prompt` messages (services/common/images.py): 413 for a value
-        over a bound, 422 InvalidImage for one that is not an image or names a host not allowed. Returns the
-        characters of the prompt's image URLs."""
+    def _messages(self, sample: ScoreRequest, image_chars: int) -> None:
+        messages = sample.messages or []
+        if len(messages) > self.max_messages:
+            raise FieldTooLarge(
+                f"messages has {len(messages)} messages; max_messages is {self.max_messages}",
+                field="messages",
+            )
+        self._value("messages", sample.messages, self.max_json_depth, self.max_messages_chars + image_chars)
+
+    def check_images(self, sample: ScoreRequest) -> tuple[int, int]:
+        """`images` and the image_url parts of `prompt` and `messages` (services/common/images.py), counted
+        together: 413 for a value over a bound, 422 InvalidImage for one that is not an image or names a host
+        not allowed. Returns the characters of the image URLs in `prompt` and in `messages`."""
         try:
-            count = 0
+            count = len(sample.images) if sample.images else 0
             if sample.images:
                 check_images(sample.images, "images", self.images)
-                count = len(sample.images)
+            prompt_chars = messages_chars = 0
             if isinstance(sample.prompt, list):
-                return check_message_images(sample.prompt, "prompt", self.images, already=count)
-            return 0
+                prompt_chars = check_message_images(sample.prompt, "prompt", self.images, already=count)
+                count += sum(1 for _ in message_image_urls(sample.prompt, "prompt"))
+            if sample.messages:
+                messages_chars = check_message_images(sample.messages, "messages", self.images, already=count)
+            return prompt_chars, messages_chars
         except ImageError as exc:
             error = FieldTooLarge if exc.too_large else InvalidImage
             raise error(str(exc), field=exc.field) from None
@@ -174,6 +200,7 @@ class SampleLimits:
                 "extra_info": "max_extra_info_chars",
                 "ground_truth": "max_ground_truth_chars",
                 "prompt": "max_prompt_chars",
+                "messages": "max_messages_chars",
                 "grader": "max_grader_spec_chars",
             }[field]
             raise FieldTooLarge(

@@ -7,7 +7,8 @@ slime posts one sample, `{"prompt", "response", "label"}` (we also read `data_so
 which a custom `--custom-rm-path` function may send: slime's own `remote_rm` cannot, see
 docs/group_judging.md), and uses whatever JSON comes back (`--reward-key` picks a field). The
 answer holds the function's extra keys at the top level (but not over the reserved names below), then
-`score`, `status`, `error`, `reward_failed`, `reward_fn`, `data_source`, `uid` and the whole `extra`.
+`score`, `status`, `error`, `reward_failed`, `reward_fn`, `data_source`, `uid` and the whole `extra` (and
+`step_scores` / `turn_scores` when the function returned them).
 
 The function is chosen like on `/score`: the path's `{reward_fn}`, else the body's `reward_fn`, else by
 `data_source` (`?data_source=`, else the body's, else "slime"). `metadata` and `extra_info` are merged (the
@@ -36,7 +37,19 @@ from rewardfleet.services.gateway.routes.trainer_protocol import (
 # Where each `/score` field came from in slime's request (errors name slime's field).
 _FIELDS = {"solution_str": "response", "ground_truth": "label"}
 _RESERVED = frozenset(
-    {"score", "status", "error", "reward_fn", "data_source", "uid", "reward_failed", "extra", "timings"}
+    {
+        "score",
+        "status",
+        "error",
+        "reward_fn",
+        "data_source",
+        "uid",
+        "reward_failed",
+        "extra",
+        "timings",
+        "step_scores",
+        "turn_scores",
+    }
 )
 
 
@@ -94,6 +107,10 @@ def make_router(backend: TrainerBackend) -> APIRouter:
             uid=result.uid if result.uid is not None else sample.uid,
             extra=result.extra,
         )
+        for name in ("step_scores", "turn_scores"):  # only when the function gave them (docs/trajectories.md)
+            value = getattr(result, name)
+            if value is not None:
+                payload[name] = value
         return JSONResponse(payload)
 
     @router.post("/slime")

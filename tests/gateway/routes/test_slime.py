@@ -37,3 +37,10 @@ async def test_slime_failures(http: httpx.AsyncClient) -> None:
     assert resp.json()["status"] == "timeout"
     resp = await http.post("/slime", json={"prompt": "q", "label": "4"})
     assert resp.status_code == 422
+
+
+async def test_slime_answer_carries_step_scores_when_given(http: httpx.AsyncClient) -> None:
+    data = (await http.post("/slime", json={"prompt": "q", "response": "steps", "label": "4"})).json()
+    assert (data["score"], data["step_scores"]) == (0.5, [1.0, 0.0]) and "turn_scores" not in data
+    plain = (await http.post("/slime", json={"prompt": "q", "response": "4", "label": "4"})).json()
+    assert "step_scores" not in plain and "turn_scores" not in plain

@@ -44,6 +44,8 @@ class Scorer:
             return result(None, "timeout", {}, "timeout:over 1s")
         if answer == "fallback":
             return result(-1.0, "error", {}, "KeyError:x")
+        if answer == "steps":  # a function that returned per-step scores (docs/trajectories.md)
+            return result(0.5, "ok", {}).model_copy(update={"step_scores": [1.0, 0.0]})
         correct = answer == str(sample.ground_truth)
         return result(float(correct), "ok", {"acc": correct, "pred": answer, "n": 3})
 

@@ -29,7 +29,7 @@ from rewardfleet.services.gateway.config.graders import (
     StringCheck,
     TextSimilarity,
 )
-from rewardfleet.services.gateway.errors import GraderError
+from rewardfleet.services.gateway.errors import GraderError, InvalidReturn
 from rewardfleet.services.gateway.execution.contain import awaited, in_thread
 from rewardfleet.services.gateway.execution.loader import parse_ref, resolve
 from rewardfleet.services.gateway.execution.results import normalise_return
@@ -247,7 +247,10 @@ class GraderRuntime:
                 value = await awaited(fn(sample=sample_arg, item=item))
             else:  # a thread: it cannot be killed on timeout, only abandoned (docs/advanced_rewards.md)
                 value = await in_thread(fn, sample=sample_arg, item=item)
-        return normalise_return(value)
+        score, extra = normalise_return(value)
+        if score is None:  # a grader's python returns a score, never only per-step scores
+            raise InvalidReturn("a python grader must return a score, not only step_scores/turn_scores")
+        return score, extra
 
     async def _multi(
         self, spec: MultiGrader, sample: ScoreRequest, depth: int
