@@ -150,6 +150,20 @@ def table(results: list[BenchResult]) -> list[str]:
     return lines
 
 
+def verdicts(results: list[BenchResult]) -> list[str]:
+    """One line per target: met / NOT met, or why it has no verdict (a benchmark that failed or was not
+    measured)."""
+    lines = []
+    for res in results:
+        if res.skipped:
+            lines.append(f"{res.name}: failed, no verdict ({res.skipped})")
+        for row in res.rows:
+            if row.target:
+                verdict = "no verdict (not measured)" if row.met is None else row.verdict
+                lines.append(f"{row.bench} | {row.metric}: {row.shown} (target {row.target}) -> {verdict}")
+    return lines
+
+
 def write_docs(results: list[BenchResult], header: list[str], plot_ok: bool) -> Path:
     DOCS.mkdir(exist_ok=True)
     out = [
@@ -218,6 +232,9 @@ def main() -> None:
     print("\n" + "\n".join(header) + "\n")
     for line in table(results):
         print(line)
+    print("\nverdicts (every row with a target):")
+    for line in verdicts(results):
+        print("  " + line)
     if args.no_docs or args.only:
         return
     curve = next((r.data["curve"] for r in results if "curve" in r.data), None)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import BenchResult, Row, print_result
-from bench.trainer_view import LABELS, PATHS, measure, stack, warm
+from bench.trainer_view import LABELS, PATHS, Spent, measure, stack, warm
 
 SIZES = (512, 1024, 2048, 4096)
 LENGTHS = (256, 1024, 4096)
@@ -34,8 +34,9 @@ def run(
         warm(st, [kind])
         plan = [("samples", n, fixed_tokens) for n in sizes] + [("tokens", fixed_samples, t) for t in lengths]
         for axis, samples, tokens in plan:
-            walls, _ = measure(st, kind, samples, tokens, seed=samples + tokens)
-            points.append({"axis": axis, "samples": samples, "tokens": tokens, **walls})
+            spent: dict[str, Spent] = {}
+            walls, _ = measure(st, kind, samples, tokens, seed=samples + tokens, spent=spent)
+            points.append({"axis": axis, "samples": samples, "tokens": tokens, **walls, "spent": spent})
     result.data["step_growth"] = {"kind": kind, "points": points}
     result.notes.append(
         f"{kind}, verl 0.9.1 reward loop in this process; wall seconds per step (one measurement per point)"
@@ -47,6 +48,7 @@ def run(
             f"{point['samples']:7d} {point['tokens']:6d} "
             + " ".join(f"{point[p]:9.2f} s (x{point[p] / base:5.2f})".rjust(31) for p in PATHS)
         )
+    _per_mb(result, points)
     for axis, first, last in _ends(points):
         for path in PATHS:
             growth = last[path] / first[path]
@@ -60,6 +62,58 @@ def run(
                 )
             )
     return result
+
+
+def _per_mb(result: BenchResult, points: list[dict[str, Any]]) -> None:
+    """Per-character cost of the request path: CPU seconds per MB of response text, marginal between the
+    shortest and the longest responses of the tokens axis (the per-sample costs cancel), split into the
+    client's share (this process's CPU beyond verl's own path), the gateway process and its pool workers.
+    CPU, not wall time: it does not drift with the other work on a shared machine."""
+    on_axis = [p for p in points if p["axis"] == "tokens"]
+    if len(on_axis) < 2:
+        return
+    first, last = on_axis[0], on_axis[-1]
+    mb = last["spent"]["verl"].body_mb - first["spent"]["verl"].body_mb
+    if mb <= 0:
+        return
+    result.notes.append(
+        f"CPU per MB of response text, {first['tokens']} -> {last['tokens']} tokens "
+        f"({first['spent']['verl'].body_mb:.1f} -> {last['spent']['verl'].body_mb:.1f} MB a step), marginal "
+        "ms/MB: trainer process (verl's loop + the client) / gateway process / its pool workers"
+    )
+    for path in PATHS:
+        parts = [
+            (name, (getattr(last["spent"][path], attr) - getattr(first["spent"][path], attr)) / mb * 1e3)
+            for name, attr in (
+                ("trainer", "trainer_cpu_s"),
+                ("gateway", "gateway_cpu_s"),
+                ("workers", "workers_cpu_s"),
+            )
+        ]
+        result.notes.append(f"  {LABELS[path]:31} " + " / ".join(f"{n} {v:6.1f}" for n, v in parts))
+        if path == "verl":
+            continue
+        request_path = parts[1][1] + parts[2][1]
+        result.rows.append(
+            Row(
+                result.name,
+                f"{LABELS[path]}: gateway + pool CPU per MB of responses (marginal)",
+                request_path,
+                detail=", ".join(f"{n} {v:.1f}" for n, v in parts) + " ms/MB",
+                fmt="{:.1f} ms",
+            )
+        )
+    base, batched = last["verl"], last["fleet-batched"]
+    result.rows.append(
+        Row(
+            result.name,
+            f"{LABELS['fleet-batched']}, {last['tokens']} tokens: wall / verl in-trainer",
+            batched / base,
+            target="<= 1.2",
+            met=batched / base <= 1.2,
+            detail=f"{batched:.2f} s vs {base:.2f} s ({last['samples']} samples)",
+        )
+    )
 
 
 def _ends(points: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:

@@ -31,6 +31,7 @@ from typing import Any
 
 from bench.common import OFFLINE_ENV, BenchResult, Row, gateway, median, print_result, write_fn
 from bench.judge_server import JUDGE_FN
+from bench.state_backend import gateway_pid, own_cpu_s, process_cpu_s
 from bench.trainer_steps import (
     KINDS,
     VERL_MATH_VERIFY_FN,
@@ -49,6 +50,8 @@ LABELS = {
 }
 UNCHUNKED = "fleet-batched-unchunked"
 UNCHUNKED_LABEL = "fleet, batched, one pool task per sample (pool_chunking off)"
+# Issue 29's goals for one post per sample (wall time / verl's in-trainer path).
+PER_SAMPLE_TARGETS = {"gsm8k": 1.15, "judge": 1.05}
 GATEWAY_FN = {"gsm8k": None, "math_verify": "math_verify", "judge": "bench_judge"}
 
 
@@ -122,25 +125,82 @@ def path_config(st: Stack, kind: str, path: str, samples: int) -> tuple[Any, Cal
     return verl_config(st.tokenizer_dir, pkg, "compute_score", kwargs), module.aclose
 
 
+@dataclass
+class Spent:
+    """Where one path's step went, besides its wall time: CPU seconds of this process (verl's reward loop
+    and the client), of the gateway's own process and of its pool workers, and the responses' text size
+    (what the requests carry, in MB of UTF-8)."""
+
+    trainer_cpu_s: float = 0.0
+    gateway_cpu_s: float = 0.0
+    workers_cpu_s: float = 0.0
+    body_mb: float = 0.0
+
+
 def measure(
-    st: Stack, kind: str, samples: int, tokens: int, seed: int, paths: Sequence[str] = PATHS
+    st: Stack,
+    kind: str,
+    samples: int,
+    tokens: int,
+    seed: int,
+    paths: Sequence[str] = PATHS,
+    spent: dict[str, Spent] | None = None,
 ) -> tuple[dict[str, float], dict[str, int]]:
     """Wall seconds of each path on one step (the same batch for all), and per path the number of samples
     whose score differs from the first path's (e.g. verl's math-verify scorer gives 0.0 after its 30 s
-    timeout: a silent wrong reward that a loaded machine can provoke)."""
+    timeout: a silent wrong reward that a loaded machine can provoke). `spent` gets each path's CPU split
+    (`Spent`): CPU seconds stay comparable on a shared machine where wall times drift."""
     step = make_step(kind, samples, tokens, st.tokenizer, seed)
+    body_mb = response_mb(step, st.tokenizer) if spent is not None else 0.0
     walls: dict[str, float] = {}
     differ: dict[str, int] = {}
     reference: list[float] | None = None
     for path in paths:
         config, after = path_config(st, kind, path, samples)
+        pid = _gateway_pid(st, path)
+        before = _cpu(pid)
         wall, scores = score_step(config, step, after)
+        if spent is not None:
+            trainer, gateway, workers = (b - a for a, b in zip(before, _cpu(pid), strict=True))
+            spent[path] = Spent(trainer, gateway, workers, body_mb)
         if reference is None:
             reference = scores
         else:
             differ[path] = sum(abs(a - b) > 1e-6 for a, b in zip(scores, reference, strict=True))
         walls[path] = wall
     return walls, differ
+
+
+def response_mb(step: Any, tokenizer: Any) -> float:
+    """MB of the step's response texts as verl decodes them (what the fleet's requests carry)."""
+    batch = step.data.batch
+    length = batch["responses"].shape[-1]
+    valid = batch["attention_mask"][:, -length:].sum(-1).tolist()
+    ids = [row[:n] for row, n in zip(batch["responses"].tolist(), valid, strict=True)]
+    texts = tokenizer.batch_decode(ids, skip_special_tokens=True)
+    return sum(len(t.encode("utf-8")) for t in texts) / 1e6
+
+
+def _gateway_pid(st: Stack, path: str) -> int | None:
+    if path == "verl":
+        return None
+    return gateway_pid(st.unchunked_url if path == UNCHUNKED else st.gateway_url)
+
+
+def _cpu(gateway: int | None) -> tuple[float, float, float]:
+    """CPU seconds so far: this process, the gateway process, its pool workers (its child processes)."""
+    if gateway is None:
+        return own_cpu_s(), 0.0, 0.0
+    import psutil
+
+    workers = 0.0
+    for child in psutil.Process(gateway).children(recursive=True):
+        try:
+            times = child.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        workers += times.user + times.system
+    return own_cpu_s(), process_cpu_s(gateway), workers
 
 
 def warm(st: Stack, kinds: Sequence[str]) -> None:
@@ -161,6 +221,7 @@ def run(
     """`sizes`: samples per kind where it should differ from `samples` (e.g. fewer for math-verify)."""
     result = BenchResult("7. trainer view: one GRPO step's rewards")
     walls: dict[str, dict[str, list[float]]] = {k: {p: [] for p in (*PATHS, UNCHUNKED)} for k in kinds}
+    cpu: dict[str, dict[str, list[Spent]]] = {k: {p: [] for p in PATHS} for k in kinds}
     mismatches: list[str] = []
     with tempfile.TemporaryDirectory(prefix="rf-trainer-") as tmp_name, stack(Path(tmp_name)) as st:
         warm(st, kinds)
@@ -169,7 +230,11 @@ def run(
                 n = (sizes or {}).get(kind, samples)
                 fleet = (*PATHS[1:], UNCHUNKED) if kind != "judge" else PATHS[1:]  # judge: async, no pool
                 order = (PATHS[0], *(fleet if r % 2 == 0 else reversed(fleet)))  # alternate the fleet paths
-                measured, differ = measure(st, kind, n, tokens, seed=100 + r, paths=order)
+                spent: dict[str, Spent] = {}
+                measured, differ = measure(st, kind, n, tokens, seed=100 + r, paths=order, spent=spent)
+                for path in PATHS:
+                    if path in spent:
+                        cpu[kind][path].append(spent[path])
                 for path, wall in measured.items():
                     walls[kind][path].append(wall)
                 for path, count in differ.items():
@@ -189,11 +254,14 @@ def run(
             wall = median(walls[kind][path])
             cells.append(f"{wall:9.2f} s (x{wall / base:5.2f})".rjust(31))
             if path != "verl":
+                target = PER_SAMPLE_TARGETS.get(kind) if path == "fleet" else None
                 result.rows.append(
                     Row(
                         result.name,
                         f"{kind}, {n} samples: {LABELS[path]} / verl in-trainer (wall time)",
                         wall / base,
+                        target=f"<= {target}" if target else "",
+                        met=(wall / base <= target) if target else None,
                         detail=f"{wall:.2f} s vs {base:.2f} s",
                     )
                 )
@@ -210,6 +278,25 @@ def run(
             )
             result.data.setdefault("unchunked", {})[kind] = before
         result.data.setdefault("cells", {})[kind] = {p: median(walls[kind][p]) for p in PATHS}
+    result.notes.append(
+        "where the time goes, CPU seconds per step (medians): trainer process (verl's loop, the client) / "
+        "gateway process / its pool workers; wall for reference"
+    )
+    for kind in kinds:
+        for path in PATHS:
+            runs = cpu[kind][path]
+            if not runs:
+                continue
+            trainer = median([r.trainer_cpu_s for r in runs])
+            gw = median([r.gateway_cpu_s for r in runs])
+            workers = median([r.workers_cpu_s for r in runs])
+            result.notes.append(
+                f"  {kind:12} {LABELS[path]:31} trainer {trainer:6.2f} / gateway {gw:6.2f} / "
+                f"workers {workers:6.2f} s; wall {median(walls[kind][path]):6.2f} s"
+            )
+    result.data["cpu"] = {
+        kind: {path: [vars(r) for r in runs] for path, runs in per.items()} for kind, per in cpu.items()
+    }
     before_after = [
         f"{k}: per-sample x{median(walls[k]['fleet']) / median(walls[k]['verl']):.2f} -> batched "
         f"x{median(walls[k]['fleet-batched']) / median(walls[k]['verl']):.2f}"

@@ -165,8 +165,8 @@ class GatewayMetrics:
         )
         for reason in REJECTION_REASONS.values():
             self.admission_rejections.labels(reason)
-        for how in ("hit", "join"):
-            self.result_cache_answers.labels(how)
+        # Bound once: every cache hit counts here.
+        self._cache_answer_children = {how: self.result_cache_answers.labels(how) for how in ("hit", "join")}
         # Label lookups take a lock and build a tuple; the hot path reuses the children instead.
         self._request_children: dict[tuple[str, int], tuple[Counter, Histogram]] = {}
         self._call_children: dict[tuple[str, str], tuple[Histogram, Counter]] = {}
@@ -176,7 +176,7 @@ class GatewayMetrics:
         self.admission_rejections.labels(REJECTION_REASONS.get(error_type, "overload")).inc()
 
     def result_cache_answered(self, how: Literal["hit", "join"]) -> None:
-        self.result_cache_answers.labels(how).inc()
+        self._cache_answer_children[how].inc()
 
     # RequestObserver (rewardfleet.services.common.request_metrics): in-flight count, then route and status.
     def request_started(self, scope: Scope) -> None:

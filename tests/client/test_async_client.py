@@ -234,3 +234,27 @@ async def test_client_is_bound_to_one_loop(gateway: FakeGateway) -> None:
     await client.aclose()
     with pytest.raises(RuntimeError, match="closed"):
         await client.score(sample())
+
+
+def test_bodies_encode_as_the_stdlib_encodes_them() -> None:
+    """orjson writes the bodies, except where it would change what the gateway reads (NaN as null) or
+    cannot (integers past 64 bits): the decoded body is always what `json.dumps` gave."""
+    import json
+    import math
+
+    from rewardfleet.services.client.async_client import encode_json
+
+    bodies: list[object] = [
+        {"data_source": "d", "solution_str": "é ✓ \ud83d\ude00", "ground_truth": "1", "extra_info": {"i": 3}},
+        {"samples": [{"ground_truth": [1, {"x": float("nan")}]}]},
+        {"ground_truth": float("-inf")},
+        {"ground_truth": 2**70},
+        {"extra_info": {1: "int key"}},
+    ]
+    for body in bodies:
+        got, want = json.loads(encode_json(body)), json.loads(json.dumps(body))
+        assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)
+    nan = json.loads(encode_json({"samples": [{"ground_truth": [1, {"x": float("nan")}]}]}))
+    assert math.isnan(nan["samples"][0]["ground_truth"][1]["x"])
+    with pytest.raises(TypeError):  # what JSON cannot hold raises as json.dumps does
+        encode_json({"x": object()})

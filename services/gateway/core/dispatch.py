@@ -19,6 +19,7 @@ logger = logging.getLogger(__name__)
 
 _GLOB_CHARS = frozenset("*?[")
 _CACHE_LIMIT = 4096  # data_source names come from requests: keep the memo bounded
+_MEMO_KEY_CHARS = 64  # a longer data_source is memoised under its digest (a str key never equals bytes)
 OTHER_LABEL = "other"
 
 
@@ -59,13 +60,16 @@ class Dispatcher:
         self.exact = exact
         self.globs = sorted(globs, key=lambda g: (-len(g[0].replace("*", "")), -g[2]))
         self.default = default_reward_fn if default_reward_fn in self.functions else None
-        # Keyed by a digest of the data_source: the memo's size never depends on what clients send.
-        self._memo: dict[bytes, tuple[RewardFunction | None, str]] = {}
+        # Keyed by the data_source itself when it is short, else by its digest: the memo's size never
+        # depends on what clients send (at most _CACHE_LIMIT keys of at most _MEMO_KEY_CHARS characters).
+        self._memo: dict[str | bytes, tuple[RewardFunction | None, str]] = {}
 
     def resolve(self, reward_fn: str | None, data_source: str) -> tuple[RewardFunction, str]:
         """The function for a sample and the bounded `data_source` metric label (the exact name if the
         table knows it, else the matching glob, else "other")."""
-        key = hashlib.blake2b(data_source.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        key: str | bytes = data_source
+        if len(data_source) > _MEMO_KEY_CHARS:
+            key = hashlib.blake2b(data_source.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         hit = self._memo.get(key)
         if hit is None:
             hit = self._lookup(data_source)

@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
+
+import orjson
 
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult, canonical_json
@@ -44,21 +47,64 @@ def inputs_digest(request: ScoreRequest, with_uid: bool = False) -> bytes:
         h.update(len(uid).to_bytes(8, "little"))
         h.update(uid)
     for part in (
-        request.data_source,
-        request.solution_str,
-        canonical_json(request.ground_truth),
-        canonical_json(request.extra_info),
-        canonical_json(request.prompt),
-        canonical_json(request.images),
+        request.data_source.encode("utf-8", "surrogatepass"),
+        request.solution_str.encode("utf-8", "surrogatepass"),
+        _value_bytes(request.ground_truth),
+        _value_bytes(request.extra_info),
+        _value_bytes(request.prompt),
+        _value_bytes(request.images),
     ):
-        data = part if isinstance(part, bytes) else part.encode("utf-8", "surrogatepass")
-        h.update(len(data).to_bytes(8, "little"))  # length-prefixed: no two splits of one string collide
-        h.update(data)
+        h.update(len(part).to_bytes(8, "little"))  # length-prefixed: no two splits of one string collide
+        h.update(part)
     if request.messages is not None:  # two trajectories with one final answer are two samples
-        data = canonical_json(request.messages)
+        data = _value_bytes(request.messages)
         h.update(len(data).to_bytes(8, "little"))
         h.update(data)
     return h.digest()
+
+
+# Tags that no JSON text starts with: a value's bytes below are unambiguous whichever form they take.
+_STR_TAG = b"s"
+_NULL = b"null"
+_EMPTY_DICT = b"{}"
+
+
+def _value_bytes(value: Any) -> bytes:
+    """One byte string per JSON value, whatever the dict order: the common values without a JSON encoder (a
+    string, null, an empty dict), containers by orjson with sorted keys (in C), and what orjson refuses (an
+    integer beyond 64 bits, NaN kept apart from null) by `canonical_json`. Each form is a JSON text but the
+    tagged string, and one JSON text decodes to one value, so two different values never share bytes."""
+    if value is None:
+        return _NULL
+    if type(value) is str:
+        return _STR_TAG + value.encode("utf-8", "surrogatepass")
+    if type(value) is dict and not value:
+        return _EMPTY_DICT
+    if not _has_special_float(value):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except TypeError:
+            pass
+    return canonical_json(value)
+
+
+def _has_special_float(value: Any) -> bool:
+    """True when a NaN or an infinity sits in `value` (orjson writes them as null): visits each value once,
+    never reads a string."""
+    if type(value) is float:
+        return not math.isfinite(value)
+    if not isinstance(value, dict | list):
+        return False
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        for child in node.values() if isinstance(node, dict) else node:
+            if type(child) is float:
+                if not math.isfinite(child):
+                    return True
+            elif isinstance(child, dict | list):
+                stack.append(child)
+    return False
 
 
 class TTLCache:
@@ -131,7 +177,10 @@ class ResultCache:
         hit = self.cache.get(key)
         if hit is not None:
             self.metrics.result_cache_answered("hit")
-            return self._as_cached(ScoreResult.model_validate_json(hit), request)
+            # A fresh object, this request's alone: set its two fields in place (no copy).
+            answer = ScoreResult.model_validate_json(hit)
+            answer.uid, answer.cached = request.uid, True
+            return answer
         running = self._inflight.get(key)
         if running is not None:
             try:

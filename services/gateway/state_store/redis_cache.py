@@ -78,7 +78,9 @@ class RedisResults:
 
     @staticmethod
     def _as_cached(raw: bytes, request: ScoreRequest) -> ScoreResult:
-        return ScoreResult.model_validate_json(raw).model_copy(update={"uid": request.uid, "cached": True})
+        answer = ScoreResult.model_validate_json(raw)  # a fresh object: its two fields set in place, no copy
+        answer.uid, answer.cached = request.uid, True
+        return answer
 
     async def run(
         self, key: Hashable, request: ScoreRequest, compute: Callable[[], Awaitable[ScoreResult]]

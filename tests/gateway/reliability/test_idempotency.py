@@ -7,7 +7,7 @@ import asyncio
 import gc
 
 from rewardfleet.services.gateway.metrics import GatewayMetrics
-from rewardfleet.services.gateway.reliability.idempotency import ResultCache
+from rewardfleet.services.gateway.reliability.idempotency import ResultCache, inputs_digest
 from rewardfleet.services.gateway.schemas import ScoreResult, Timings
 from tests.gateway.units import counter, sample
 
@@ -115,3 +115,44 @@ async def test_cached_results_are_text_the_collector_does_not_walk() -> None:
     assert not gc.is_tracked(stored)
     hit = await cache.run("k", sample(uid="again"), compute)
     assert hit == first.model_copy(update={"uid": "again", "cached": True})
+
+
+def test_digest_tells_every_input_value_apart() -> None:
+    """The digest encodes common values without a JSON encoder (strings tagged, null, {}), containers with
+    orjson, and what orjson cannot tell apart or refuses (NaN, which it writes as null; integers past 64
+    bits) with the stdlib: different values never share a digest, equal ones always do."""
+    values: list[object] = [
+        None,
+        "",
+        "null",
+        '"x"',
+        "x",
+        1,
+        1.0,
+        True,
+        [],
+        {},
+        [None],
+        [float("nan")],
+        [float("inf")],
+        {"a": None},
+        {"a": float("nan")},
+        {"a": 1},
+        {"a": "1"},
+        [2**70],
+        [2**70 + 1],
+        {"a": {"b": [1, "2"]}},
+    ]
+    truths = {inputs_digest(sample(ground_truth=v)) for v in values}
+    assert len(truths) == len(values)
+    prompts = {inputs_digest(sample(prompt=v)) for v in (None, "hi", [{"role": "user", "content": "hi"}])}
+    assert len(prompts) == 3
+    extras = {inputs_digest(sample(extra_info=v)) for v in ({}, {"a": 1}, {"a": float("nan")}, {"a": None})}
+    assert len(extras) == 4
+    assert inputs_digest(sample(ground_truth={"a": 1, "b": [2**70]})) == inputs_digest(
+        sample(ground_truth={"b": [2**70], "a": 1})
+    )
+    # where one field ends and the next begins is part of the digest
+    assert inputs_digest(sample(data_source="ab", solution_str="c")) != inputs_digest(
+        sample(data_source="a", solution_str="bc")
+    )
