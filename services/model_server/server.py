@@ -125,8 +125,9 @@ class ModelServer:
     def require_kind(self, *kinds: str, endpoint: str) -> Runner | EngineRunner:
         runner = self.require_runner()
         if runner.kind not in kinds:
+            needed = " or ".join(kinds) if len(kinds) < 3 else f"{', '.join(kinds[:-1])} or {kinds[-1]}"
             raise InvalidRequest(
-                f"{endpoint} needs a {' or '.join(kinds)} model; this server runs a {runner.kind} model "
+                f"{endpoint} needs a {needed} model; this server runs a {runner.kind} model "
                 f"({', '.join(runner.architectures) or 'unknown architecture'})"
             )
         return runner

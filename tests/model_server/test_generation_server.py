@@ -231,7 +231,7 @@ def test_generation_server_registration_info(lm_server: RunningServer) -> None:
             {"text": "ab " * 240, "sampling_params": {"max_new_tokens": 60}},
             "maximum context length",
         ),
-        ("/classify", {"text": "hi"}, "needs a reward or encoder model"),
+        ("/classify", {"text": "hi"}, "needs a reward, encoder or clip model"),
     ],
 )
 def test_bad_generation_input_is_400(lm_server: RunningServer, path: str, body: dict, needle: str) -> None:
