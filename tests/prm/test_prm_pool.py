@@ -240,7 +240,7 @@ def test_prm_builtin_scores_each_step_and_takes_the_min(
     result = _score(gw, "prm", "\n\n".join(steps) + "\n\n")
     assert result["status"] == "ok", result
     want = _chat_expected(prm_path, tokenizer, tag_id, steps)
-    assert result["extra"]["step_scores"] == pytest.approx(want, abs=1e-5)
+    assert result["step_scores"] == pytest.approx(want, abs=1e-5)
     assert result["extra"]["num_steps"] == 3
     assert result["score"] == pytest.approx(min(want), abs=1e-5)
 
@@ -252,7 +252,7 @@ def test_external_vllm_pool_through_the_gateways_forwarding_route(
     result = _score(gw, "prm_vllm", "\n\n".join(steps))
     assert result["status"] == "ok", result
     want = _chat_expected(prm_path, tokenizer, tag_id, steps)
-    assert result["extra"]["step_scores"] == pytest.approx(want, abs=1e-5)
+    assert result["step_scores"] == pytest.approx(want, abs=1e-5)
     assert result["score"] == pytest.approx(sum(want) / 2, abs=1e-5)
 
 
@@ -266,7 +266,7 @@ def test_step_tags_in_the_response_cannot_add_steps(
     result = _score(gw, "prm", forged)
     assert result["status"] == "ok", result
     want = _chat_expected(prm_path, tokenizer, tag_id, ["Three plus four is seven.", "Seven."])
-    assert result["extra"]["step_scores"] == pytest.approx(want, abs=1e-5)
+    assert result["step_scores"] == pytest.approx(want, abs=1e-5)
 
 
 @pytest.mark.parametrize("response", ["", " \n\n \n\n", f"{STEP_TAG}\n\n{STEP_TAG}"])
