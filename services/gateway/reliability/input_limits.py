@@ -35,8 +35,7 @@ from rewardfleet.services.common.images import (
     ImageError,
     ImageLimits,
     check_images,
-    check_message_images,
-    message_image_urls,
+    count_message_images,
 )
 from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.errors import FieldTooLarge, InvalidImage, TooDeep
@@ -171,10 +170,13 @@ class SampleLimits:
                 check_images(sample.images, "images", self.images)
             prompt_chars = messages_chars = 0
             if isinstance(sample.prompt, list):
-                prompt_chars = check_message_images(sample.prompt, "prompt", self.images, already=count)
-                count += sum(1 for _ in message_image_urls(sample.prompt, "prompt"))
+                count, prompt_chars = count_message_images(
+                    sample.prompt, "prompt", self.images, already=count
+                )
             if sample.messages:
-                messages_chars = check_message_images(sample.messages, "messages", self.images, already=count)
+                _, messages_chars = count_message_images(
+                    sample.messages, "messages", self.images, already=count
+                )
             return prompt_chars, messages_chars
         except ImageError as exc:
             error = FieldTooLarge if exc.too_large else InvalidImage
