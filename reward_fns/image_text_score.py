@@ -31,6 +31,7 @@ from typing import Any
 import aiohttp
 
 from rewardfleet.reward_fns._judge_templates import problem_text
+from rewardfleet.reward_fns.similarity import checked_cosine, embedding_vectors
 from rewardfleet.services.common.router_http import RemoteCallError, post_json, resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()
@@ -87,34 +88,6 @@ def sample_images(images: Sequence[Any] | None, extra_info: Mapping[str, Any] | 
     return list(found) if isinstance(found, list | tuple) else [found]
 
 
-def _vectors(body: Any, url: str, count: int) -> list[list[float]]:
-    try:
-        rows = sorted(body["data"], key=lambda row: int(row.get("index", 0)))
-        vectors = [[float(x) for x in row["embedding"]] for row in rows]
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ImageRewardCallError(
-            f"unusable answer from {url}: {str(body)[:300]}", url=url, kind="bad_response"
-        ) from exc
-    if len(vectors) != count:
-        raise ImageRewardCallError(
-            f"{url} returned {len(vectors)} embeddings for {count} inputs", url=url, kind="bad_response"
-        )
-    return vectors
-
-
-def _cosine(a: list[float], b: list[float], url: str) -> float:
-    norm_a = math.sqrt(sum(x * x for x in a))
-    norm_b = math.sqrt(sum(y * y for y in b))
-    if len(a) != len(b) or not (math.isfinite(norm_a) and math.isfinite(norm_b)) or not norm_a or not norm_b:
-        raise ImageRewardCallError(
-            f"unusable embeddings from {url}: sizes {len(a)}/{len(b)}, norms {norm_a}/{norm_b}",
-            url=url,
-            kind="bad_response",
-        )
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    return max(-1.0, min(1.0, dot / (norm_a * norm_b)))
-
-
 async def compute_score(
     data_source: str,
     solution_str: str,
@@ -158,8 +131,8 @@ async def compute_score(
     body = await post_json(
         http_client, address, "/v1/embeddings", payload, timeout_s=timeout_s, error_cls=ImageRewardCallError
     )
-    text_vec, *image_vecs = _vectors(body, url, 1 + len(inline))
-    cosines = [_cosine(text_vec, vec, url) for vec in image_vecs]
+    text_vec, *image_vecs = embedding_vectors(body, url, 1 + len(inline), ImageRewardCallError)
+    cosines = [checked_cosine(text_vec, vec, url, ImageRewardCallError) for vec in image_vecs]
     cos = sum(cosines) / len(cosines)
     if logit_scale is not None:
         score = logit_scale * cos

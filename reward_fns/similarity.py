@@ -48,34 +48,40 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
         raise ValueError(f"embeddings differ in size: {len(a)} vs {len(b)}")
     norm_a = math.sqrt(sum(x * x for x in a))
     norm_b = math.sqrt(sum(y * y for y in b))
+    if not (math.isfinite(norm_a) and math.isfinite(norm_b)):
+        raise ValueError(f"an embedding is not finite (norms {norm_a} and {norm_b})")
     if norm_a == 0.0 or norm_b == 0.0:
         raise ValueError("an embedding is all zeros")
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     return max(-1.0, min(1.0, dot / (norm_a * norm_b)))
 
 
-def _embeddings(body: Any, url: str, count: int) -> list[list[float]]:
+def embedding_vectors(
+    body: Any, url: str, count: int, error_cls: type[RemoteCallError] = EncoderCallError
+) -> list[list[float]]:
+    """The `count` vectors of an OpenAI/SGLang embeddings answer, in input order; else `error_cls`."""
     try:
         rows = sorted(body["data"], key=lambda row: int(row.get("index", 0)))
         vectors = [[float(x) for x in row["embedding"]] for row in rows]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise EncoderCallError(
+        raise error_cls(
             f"unusable answer from {url}: {str(body)[:300]}", url=url, kind="bad_response"
         ) from exc
     if len(vectors) != count:
-        raise EncoderCallError(
+        raise error_cls(
             f"{url} returned {len(vectors)} embeddings for {count} inputs", url=url, kind="bad_response"
         )
     return vectors
 
 
-def _checked_cosine(a: Sequence[float], b: Sequence[float], url: str) -> float:
+def checked_cosine(
+    a: Sequence[float], b: Sequence[float], url: str, error_cls: type[RemoteCallError] = EncoderCallError
+) -> float:
+    """`cosine`; an unusable pair of embeddings (sizes, zeros, non-finite) is an `error_cls` naming `url`."""
     try:
         return cosine(a, b)
     except ValueError as exc:
-        raise EncoderCallError(
-            f"unusable embeddings from {url}: {exc}", url=url, kind="bad_response"
-        ) from exc
+        raise error_cls(f"unusable embeddings from {url}: {exc}", url=url, kind="bad_response") from exc
 
 
 def _mode(rescale: bool | str) -> str:
@@ -128,7 +134,7 @@ async def compute_score(
             http_client, address, "/v1/embeddings", {"model": model, "input": texts},
             timeout_s=timeout_s, error_cls=EncoderCallError,
         )  # fmt: skip
-        return _embeddings(body, url, len(texts))
+        return embedding_vectors(body, url, len(texts))
 
     if mode != "baseline":
         b: float | None = FIXED_BASELINES[mode]
@@ -139,7 +145,7 @@ async def compute_score(
     if not solution_str.strip():  # no call at all (baseline None if it was never measured)
         return {"score": 0.0, "cosine": 0.0, "baseline": b, "empty_response": True}
     if b is None:
-        b = await BASELINES.get((address, model), embed, lambda u, v: _checked_cosine(u, v, url))
+        b = await BASELINES.get((address, model), embed, lambda u, v: checked_cosine(u, v, url))
     response_vec, reference_vec = await embed([solution_str, reference])
-    cos = _checked_cosine(response_vec, reference_vec, url)
+    cos = checked_cosine(response_vec, reference_vec, url)
     return {"score": rescaled(cos, b), "cosine": cos, "baseline": b, "empty_response": False}
