@@ -90,4 +90,5 @@ def gateway(
         lifespan="on",
         log_level=log_level,
         access_log=access_log,
+        timeout_keep_alive=settings.keep_alive_s,
     )

@@ -195,6 +195,13 @@ class GatewayConfig(BaseModel):
     max_pool_queue: int = Field(default=4096, ge=0, description="Sync calls waiting for a worker; then 429.")
     retry_after_s: int = Field(default=1, ge=0, description="Retry-After sent with 429 and 503.")
     shutdown_grace_s: float = Field(default=30.0, ge=0, description="SIGTERM: in-flight work may finish.")
+    keep_alive_s: int = Field(
+        default=75,
+        ge=1,
+        description="An idle client connection stays open this long. Longer than a balancer's own idle "
+        "timeout (HAProxy, nginx, cloud load balancers: 60 s or less), so the gateway never closes a "
+        "connection the balancer is sending the next request on (that request would be lost).",
+    )
     idempotency: Literal["uid", "inputs", "off"] = Field(
         default="uid", description="Dedup/cache key: uid + inputs digest, inputs digest only, or off."
     )

@@ -1,0 +1,36 @@
+"""Idle client connections: the gateway keeps them `keep_alive_s` (default 75 s, above a balancer's own idle
+timeout). With uvicorn's 5 s a balancer reusing its idle connection could send a request just as the gateway
+closed it, and that request was lost (HAProxy answers such a loss with a silent close of the client's
+connection: the fleet end-to-end test hit it)."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from rewardfleet.services.gateway.config import GatewaySettings
+
+REQUEST = b"GET /health HTTP/1.1\r\nHost: gateway\r\n\r\n"
+
+
+def _ask(sock: socket.socket) -> bytes:
+    sock.sendall(REQUEST)
+    return sock.recv(4096)
+
+
+def test_default_outlives_common_balancer_idle_timeouts() -> None:
+    # HAProxy, nginx upstream keepalive_timeout and cloud load balancers idle at 60 s or less.
+    assert GatewaySettings(reward_fns_dirs=[]).keep_alive_s > 60
+
+
+def test_idle_connection_is_kept_keep_alive_s_then_closed(gateway_factory: Any, tmp_path: Path) -> None:
+    gw = gateway_factory({"default_reward_fn": "quick", "keep_alive_s": 1})
+    with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as sock:
+        assert _ask(sock).startswith(b"HTTP/1.1 200")
+        time.sleep(0.4)  # idle, within keep_alive_s: the same connection answers
+        assert _ask(sock).startswith(b"HTTP/1.1 200")
+        time.sleep(2.5)  # idle past keep_alive_s: the gateway has closed it
+        sock.settimeout(5)
+        assert sock.recv(4096) == b""
