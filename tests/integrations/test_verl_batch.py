@@ -25,6 +25,8 @@ def test_verl_batch_cases_in_their_own_interpreter() -> None:
             "pytest",
             "tests/integrations/verl_batch_cases.py",
             "-q",
+            "-n",
+            "0",  # one process, as the cases share verl's Ray
             "-p",
             "no:cacheprovider",
         ],

@@ -25,7 +25,17 @@ def test_verl_cases_in_their_own_interpreter() -> None:
         pytest.fail(f"no antlr4 4.9 for verl in {ANTLR_FOR_VERL}: run .ci/setup")
     pythonpath = os.pathsep.join(p for p in (str(ANTLR_FOR_VERL), os.environ.get("PYTHONPATH")) if p)
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/integrations/verl_cases.py", "-q", "-p", "no:cacheprovider"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/integrations/verl_cases.py",
+            "-q",
+            "-n",
+            "0",
+            "-p",
+            "no:cacheprovider",
+        ],
         cwd=REPO_ROOT,
         env={**os.environ, "PYTHONPATH": pythonpath},
         capture_output=True,
