@@ -5,6 +5,7 @@ connection: the fleet end-to-end test hit it)."""
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 from pathlib import Path
@@ -16,8 +17,26 @@ REQUEST = b"GET /health HTTP/1.1\r\nHost: gateway\r\n\r\n"
 
 
 def _ask(sock: socket.socket) -> bytes:
+    """One request on the open connection; its whole response (headers and Content-Length body), which may
+    arrive in several segments."""
     sock.sendall(REQUEST)
-    return sock.recv(4096)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += _received(sock)
+    head, _, body = data.partition(b"\r\n\r\n")
+    declared = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+    assert declared, head
+    length = int(declared.group(1))
+    while len(body) < length:
+        body += _received(sock)
+    assert len(body) == length, data  # nothing beyond this response
+    return head + b"\r\n\r\n" + body
+
+
+def _received(sock: socket.socket) -> bytes:
+    chunk = sock.recv(4096)
+    assert chunk, "the connection closed mid-response"
+    return chunk
 
 
 def test_default_outlives_common_balancer_idle_timeouts() -> None:
