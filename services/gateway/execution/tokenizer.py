@@ -17,14 +17,11 @@ that needs the tokenizer waits for the conversion (reward functions call tokeniz
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
+from rewardfleet.services.common.gguf_cache import cache_dir, publish
 from rewardfleet.services.gateway.errors import TokenizerUnavailable
 
 
@@ -54,27 +51,14 @@ def load_tokenizer(path: str) -> Any:
 
 
 def _cache_dir(file: Path) -> Path:
-    stat = file.stat()
-    key = hashlib.sha256(f"{file.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:24]
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "rewardfleet" / "gguf-tokenizers" / key
+    return cache_dir("gguf-tokenizers", file)
 
 
 def _gguf_tokenizer(auto: Any, file: Path, cached: Path) -> Any:
     if (cached / "tokenizer_config.json").is_file():
         return auto.from_pretrained(str(cached))
     tokenizer = auto.from_pretrained(str(file.parent), gguf_file=file.name)
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        # Written aside and renamed: a concurrent loader (another worker) never sees half a folder.
-        staging = Path(tempfile.mkdtemp(dir=cached.parent))
-        tokenizer.save_pretrained(str(staging))
-        try:
-            staging.rename(cached)
-        except OSError:  # another process won the race: its copy is as good
-            shutil.rmtree(staging, ignore_errors=True)
-    except OSError:
-        pass  # a read-only home: no cache, every load converts again
+    publish(cached, lambda folder: tokenizer.save_pretrained(str(folder)))
     return tokenizer
 
 

@@ -14,6 +14,7 @@ from rewardfleet.services.model_server.runners.families import (
     process_reward_family,
     reward_family,
 )
+from rewardfleet.services.model_server.runners.gguf_checkpoint import loadable
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ def _read_architectures(checkpoint: Checkpoint) -> list[str]:
 def model_kind(settings: ModelServerSettings) -> ModelKind:
     """The kind of model the settings' checkpoint holds, from its config alone (no weights loaded)."""
     return detect_kind(
-        _read_architectures(settings.checkpoint), lm_is_prm=settings.returned_token_ids is not None
+        _read_architectures(loadable(settings.checkpoint)), lm_is_prm=settings.returned_token_ids is not None
     )
 
 
@@ -77,7 +78,8 @@ def load_runner(settings: ModelServerSettings) -> Runner:
     hf_logging.disable_progress_bar()
     if settings.torch_num_threads is not None:
         torch.set_num_threads(settings.torch_num_threads)
-    checkpoint = settings.checkpoint
+    source = settings.checkpoint  # what /model_info names; a GGUF file loads from its converted copy
+    checkpoint = loadable(source)
     path, extra = checkpoint.folder, checkpoint.load_kwargs
     kind = model_kind(settings)
     if kind == "generation" and settings.is_embedding:
@@ -126,7 +128,7 @@ def load_runner(settings: ModelServerSettings) -> Runner:
             )
         context = settings.context_length
 
-    common = {"model_path": checkpoint.path, "context_length": context}
+    common = {"model_path": source.path, "context_length": context}
     runner: Runner
     if kind == "prm":
         from rewardfleet.services.model_server.runners.prm import ProcessRewardRunner
@@ -147,9 +149,7 @@ def load_runner(settings: ModelServerSettings) -> Runner:
         runner = ClipRunner(model, tokenizer, image_processor=image_processor, **common)
     else:
         runner = EncoderRunner(model, tokenizer, **common)
-    logger.info(
-        "loaded %s (%s, %s) context=%d", checkpoint.path, kind, ",".join(runner.architectures), context
-    )
+    logger.info("loaded %s (%s, %s) context=%d", source.path, kind, ",".join(runner.architectures), context)
     return runner
 
 
