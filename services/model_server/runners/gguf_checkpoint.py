@@ -27,9 +27,14 @@ def loadable(checkpoint: Checkpoint) -> Checkpoint:
     if not checkpoint.gguf_file:
         return checkpoint
     cached = cache_dir(KIND, checkpoint.path)
-    if not (cached / "config.json").is_file() and not _convert(checkpoint, cached):
+    if (cached / "config.json").is_file():
+        return Checkpoint(cached)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        logger.warning("%s is read from its GGUF file on every start: no cache (%s)", checkpoint.path, exc)
         return checkpoint
-    return Checkpoint(cached)
+    return Checkpoint(cached) if _convert(checkpoint, cached) else checkpoint
 
 
 def _convert(checkpoint: Checkpoint, cached: Path) -> bool:
