@@ -148,7 +148,8 @@ class PlainHistogram(_Family):
         if "le" in labelnames:
             raise ValueError(f"{name}: 'le' is the bucket label")
         self.bounds = tuple(bounds)
-        self._le = tuple(floatToGoString(b) for b in self.bounds)
+        # client_python's own `le` text ("0.005", "+Inf", "1.0e+06"): the same series (untyped there)
+        self._le = tuple(floatToGoString(b) for b in self.bounds)  # type: ignore[no-untyped-call]
         self._children: dict[tuple[str, ...], HistogramChild] = {}
         super().__init__(name, documentation, labelnames, namespace, registry)
 
