@@ -4,7 +4,10 @@ settings (uvloop, httptools, 1 worker, no access log), each server its own proce
 aiohttp client and, if installed, wrk, at concurrency 64. Prints req/s, p50, p99, the server's CPU per
 request and the ratios (target ≥ 0.8).
 
-    .venv/bin/python -m bench.gateway_overhead [--duration-s 8] [--rounds 2] [--sync]
+    .venv/bin/python -m bench.gateway_overhead [--duration-s 8] [--rounds 2] [--sync] [--other-checkout DIR]
+
+`--other-checkout DIR` adds a third target in the same alternating rounds: the gateway of another checkout
+(DIR/.editable on PYTHONPATH, e.g. main's code in a `git archive` copy), for an A/B of a change.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import shutil
 import socket
@@ -48,6 +52,7 @@ TRIVIAL_SYNC = """
 def compute_score(data_source, solution_str, ground_truth, extra_info=None):
     return 1.0
 """
+OTHER = "gateway (async fn, other checkout)"
 UVICORN_FLAGS = [
     "--loop",
     "uvloop",
@@ -92,10 +97,13 @@ def _free_port() -> int:
 
 
 @contextmanager
-def _server(cmd: list[str], port: int, log: Path) -> Iterator[tuple[str, int]]:
+def _server(
+    cmd: list[str], port: int, log: Path, pythonpath: Path | None = None
+) -> Iterator[tuple[str, int]]:
     """Yields the server's /score URL and its process id (its CPU time is read from /proc)."""
+    env = None if pythonpath is None else {**os.environ, "PYTHONPATH": str(pythonpath)}
     with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
         try:
             deadline = time.monotonic() + 60
             while True:
@@ -157,6 +165,7 @@ def run(
     rounds: int = 2,
     concurrency: int = 64,
     sync: bool = False,
+    other_checkout: Path | None = None,
 ) -> BenchResult:
     """Alternating rounds (bare, gateway[, gateway sync]) so drift on a shared machine hits every target."""
     body = json.dumps(BODY).encode()
@@ -172,6 +181,8 @@ def run(
         targets: dict[str, Path | None] = {"bare FastAPI": None, "gateway (async fn)": tmp / "fns"}
         if sync:
             targets["gateway (sync fn, pool)"] = tmp / "sync_fns"
+        if other_checkout is not None:
+            targets[OTHER] = tmp / "fns"
         for _ in range(rounds):
             for name, folder in targets.items():
                 port = _free_port()
@@ -204,7 +215,8 @@ def run(
                         "--log-level",
                         "warning",
                     ]
-                with _server(cmd, port, tmp / f"{port}.log") as (url, pid):
+                pythonpath = other_checkout / ".editable" if name == OTHER and other_checkout else None
+                with _server(cmd, port, tmp / f"{port}.log", pythonpath) as (url, pid):
                     cpu_before = process_cpu_s(pid)
                     load = asyncio.run(run_load(url, body, concurrency, duration_s, warmup_s))
                     # Warm-up included: CPU over every request the load sent (answered, since no errors).
@@ -255,6 +267,20 @@ def run(
                     f"p99 {p99:.1f} vs {base[2]:.1f} ms",
                 )
             )
+    for tool in ("aiohttp", "wrk"):  # the A/B: this checkout's gateway against the other one's
+        this, other = medians.get(("gateway (async fn)", tool)), medians.get((OTHER, tool))
+        if this is not None and other is not None:
+            result.rows.append(
+                Row(result.name, f"req/s gateway (async fn) / other checkout's ({tool})", this[0] / other[0])
+            )
+    if "gateway (async fn)" in cpu and OTHER in cpu:
+        result.rows.append(
+            Row(
+                result.name,
+                "server CPU per request: other checkout's / gateway (async fn)",
+                median(cpu[OTHER]) / median(cpu["gateway (async fn)"]),
+            )
+        )
     # Server CPU per request: on a shared 2-core machine (the load generator on the same cores, other work
     # coming and going) req/s drifts between rounds, CPU per request much less; for a server that is the
     # bottleneck, bare / gateway CPU per request is the throughput ratio it can reach.
@@ -306,8 +332,16 @@ def main() -> None:
     parser.add_argument(
         "--sync", action="store_true", help="also measure a trivial sync function (process pool)"
     )
+    parser.add_argument(
+        "--other-checkout",
+        type=Path,
+        default=None,
+        help="also measure the gateway of this checkout (its .editable on PYTHONPATH), same rounds",
+    )
     args = parser.parse_args()
-    result = run(args.duration_s, args.warmup_s, args.rounds, args.concurrency, args.sync)
+    result = run(
+        args.duration_s, args.warmup_s, args.rounds, args.concurrency, args.sync, args.other_checkout
+    )
     print_result(result)
 
 

@@ -10,6 +10,7 @@ Read it in this order:
     errors.py       every gateway exception (the tree is in its docstring) and the one error envelope
     sizes.py        the size of a JSON value, as the input and result limits count it
     metrics.py      the Prometheus metrics
+    plain_metrics.py  the per-request and per-call ones: plain attributes, families built at scrape time
     routes/         HTTP: /score, /health /ready /reward_fns /metrics, /graders, /admin, /openrlhf, /slime,
                     /pools (external pools)
     state_store/    what replicas share (result cache, groups, budgets): in-process, or Redis (`state_url`)
@@ -20,8 +21,8 @@ Read it in this order:
     features/       composites, fallbacks, groups, graders, hot reload
 
 Dependencies point one way: app -> routes -> features -> core -> state_store -> reliability | execution ->
-config | schemas | metrics -> errors | sizes; nothing imports upwards, no folder has a cycle (import-linter
-checks it: pyproject.toml). Storage implements small protocols the logic above it owns
+config | schemas | metrics -> errors | sizes | plain_metrics; nothing imports upwards, no folder has a cycle
+(import-linter checks it: pyproject.toml). Storage implements small protocols the logic above it owns
 (features/group_store.py `GroupStore`, reliability's `Gate` / `Charge` / `Results`); only the backends'
 `groups()` assemble the group scorer over their store.
 """

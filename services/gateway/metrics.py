@@ -9,12 +9,18 @@ from __future__ import annotations
 
 from typing import Literal
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from starlette.types import Scope
 
 from rewardfleet.reward_fns.guards import GUARD_NAMES
 from rewardfleet.services.common.body_limits import refusals_counter
+from rewardfleet.services.gateway.plain_metrics import (
+    CounterChild,
+    HistogramChild,
+    PlainCounter,
+    PlainHistogram,
+)
 
 NAMESPACE = "rewardfleet"
 REQUEST_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -44,17 +50,22 @@ REJECTION_REASONS = {"Overloaded": "overload", "Draining": "draining"}
 
 
 class GatewayMetrics:
+    """The gateway's metrics. What every request and every reward call updates (requests, request duration,
+    call duration and outcome, score histogram, drift sums) is counted in plain attributes (plain_metrics.py:
+    no lock, families built at scrape time; updated on the event-loop thread only); the rest, rare or
+    updated elsewhere, stays on client_python."""
+
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         r = self.registry
-        self.requests = Counter(
+        self.requests = PlainCounter(
             "gateway_requests",
             "HTTP requests answered, by route template and status code.",
             ["route", "status"],
             namespace=NAMESPACE,
             registry=r,
         )
-        self.request_duration = Histogram(
+        self.request_duration = PlainHistogram(
             "gateway_request_duration_seconds",
             "HTTP request duration, by route template.",
             ["route"],
@@ -78,7 +89,7 @@ class GatewayMetrics:
             namespace=NAMESPACE,
             registry=r,
         )
-        self.fn_duration = Histogram(
+        self.fn_duration = PlainHistogram(
             "reward_fn_duration_seconds",
             "Reward function call duration (compute, without queueing).",
             ["reward_fn"],
@@ -86,15 +97,15 @@ class GatewayMetrics:
             buckets=CALL_BUCKETS_S,
             registry=r,
         )
-        self.fn_outcomes = Counter(
+        self.fn_outcomes = PlainCounter(
             "reward_fn_outcomes",
             "Reward function calls by outcome (ok, error, timeout).",
             ["reward_fn", "outcome"],
             namespace=NAMESPACE,
             registry=r,
         )
-        # Scores can be negative, so client_python exposes no `_sum` here (OpenMetrics rule): use the buckets.
-        self.score = Histogram(
+        # Scores can be negative, so no `_sum` here (OpenMetrics rule, as client_python): use the buckets.
+        self.score = PlainHistogram(
             "reward_score",
             "Scores returned (status ok only), by function and data_source.",
             ["reward_fn", "data_source"],
@@ -106,21 +117,21 @@ class GatewayMetrics:
         # sum is split into two monotonic counters. Mean over a window (docs/advanced_rewards.md):
         # (increase(positive) - increase(negative)) / increase(rewardfleet_reward_score_count).
         drift_labels = ["reward_fn", "data_source"]
-        self.score_positive_sum = Counter(
+        self.score_positive_sum = PlainCounter(
             "reward_score_positive_sum",
             "Sum of the positive scores (status ok), by function and data_source.",
             drift_labels,
             namespace=NAMESPACE,
             registry=r,
         )
-        self.score_negative_sum = Counter(
+        self.score_negative_sum = PlainCounter(
             "reward_score_negative_sum",
             "Sum of the absolute values of the negative scores (status ok), by function and data_source.",
             drift_labels,
             namespace=NAMESPACE,
             registry=r,
         )
-        self.score_squared_sum = Counter(
+        self.score_squared_sum = PlainCounter(
             "reward_score_squared_sum",
             "Sum of the squared scores (status ok), for a variance; by function and data_source.",
             drift_labels,
@@ -167,10 +178,12 @@ class GatewayMetrics:
             self.admission_rejections.labels(reason)
         # Bound once: every cache hit counts here.
         self._cache_answer_children = {how: self.result_cache_answers.labels(how) for how in ("hit", "join")}
-        # Label lookups take a lock and build a tuple; the hot path reuses the children instead.
-        self._request_children: dict[tuple[str, int], tuple[Counter, Histogram]] = {}
-        self._call_children: dict[tuple[str, str], tuple[Histogram, Counter]] = {}
-        self._score_children: dict[tuple[str, str], tuple[Histogram, Counter, Counter, Counter]] = {}
+        # Label lookups build tuples of strings; the hot path reuses the children instead.
+        self._request_children: dict[tuple[str, int], tuple[CounterChild, HistogramChild]] = {}
+        self._call_children: dict[tuple[str, str], tuple[HistogramChild, CounterChild]] = {}
+        self._score_children: dict[
+            tuple[str, str], tuple[HistogramChild, CounterChild, CounterChild, CounterChild]
+        ] = {}
 
     def admission_rejected(self, error_type: str) -> None:
         self.admission_rejections.labels(REJECTION_REASONS.get(error_type, "overload")).inc()
