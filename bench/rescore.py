@@ -103,10 +103,11 @@ async def _bare(url: str, src: Path, batch_size: int, concurrency: int) -> float
 def _command_in_process(url: str, src: Path, out: Path, options: RunOptions, bar: bool = False) -> float:
     console = Console(file=io.StringIO(), force_terminal=True, width=120) if bar else None
     started = time.perf_counter()
-    with fewer_collections():  # as the command reads
+    with fewer_collections():  # as the command reads and builds its entries
         _, items = read_items(src, ReadOptions())
+        entries = [Entry(i) for i in items]
     with out.open("wb") as f:
-        asyncio.run(run_score(Target(url=url), [Entry(i) for i in items], f, options, console, bar))
+        asyncio.run(run_score(Target(url=url), entries, f, options, console, bar))
     return time.perf_counter() - started
 
 

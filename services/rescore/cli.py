@@ -126,22 +126,32 @@ def score(
             _check_fleet_config(config)
         fields = parse_field_args(field or [])
         options = ReadOptions(cast(InputFormat, input_format), fields, data_source, reward_fn)
-        with fewer_collections():
-            fmt, items = read_items(input_path, options)
-        earlier = read_output(output) if (resume or only_failed) else None
-        compared = read_scores(compare_with) if compare_with is not None else None
     except (PlotUnavailable, PathSyntaxError, InputError, OutputError, OSError) as exc:
         raise _fail(str(exc)) from exc
-    bad = [i for i in items if i.problem]
-    if bad and not skip_bad_lines:
-        more = f" ({len(bad)} unreadable lines in all)" if len(bad) > 1 else ""
-        raise _fail(f"{bad[0].problem}{more}; nothing was scored (--skip-bad-lines writes them as failed)")
-    keys = {i.key for i in items}
-    if earlier is not None and not set(earlier.lines) <= keys:
-        stray = min(set(earlier.lines) - keys, key=lambda k: (k[0], k[1] or 0))
-        raise _fail(f"{output} has line {stray[0]} that {input_path} does not: not an OUTPUT of this INPUT")
-
-    entries = _entries(items, earlier, only_failed)
+    # Reading and the entry built per line allocate containers that all stay alive: with CPython's default
+    # thresholds the collector runs every 700 of them and its older collections walk the whole input
+    # (session.fewer_collections). Building 20,000 entries outside it: 29 collections, 0.05-0.09 s; inside: 4.
+    with fewer_collections():
+        try:
+            fmt, items = read_items(input_path, options)
+            earlier = read_output(output) if (resume or only_failed) else None
+            compared = read_scores(compare_with) if compare_with is not None else None
+        except (PlotUnavailable, PathSyntaxError, InputError, OutputError, OSError) as exc:
+            raise _fail(str(exc)) from exc
+        bad = [i for i in items if i.problem]
+        if bad and not skip_bad_lines:
+            more = f" ({len(bad)} unreadable lines in all)" if len(bad) > 1 else ""
+            raise _fail(
+                f"{bad[0].problem}{more}; nothing was scored (--skip-bad-lines writes them as failed)"
+            )
+        if earlier is not None:
+            keys = {i.key for i in items}
+            if not set(earlier.lines) <= keys:
+                stray = min(set(earlier.lines) - keys, key=lambda k: (k[0], k[1] or 0))
+                raise _fail(
+                    f"{output} has line {stray[0]} that {input_path} does not: not an OUTPUT of this INPUT"
+                )
+        entries = _entries(items, earlier, only_failed)
     console.print(f"{input_path}: {len(items)} items read as {fmt}; {_pending(entries)} to score")
     run_options = RunOptions(batch_size, concurrency, repeat, timeout_s)
     target = Target(url, config, api_key)
