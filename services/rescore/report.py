@@ -4,41 +4,47 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 from rich.text import Text
 
 from rewardfleet.services.rescore.stats import VERDICTS
+
+if TYPE_CHECKING:  # imported with the bar: a run without one (--no-progress, no terminal) skips ~8 ms
+    from rich.progress import Progress, Task
 
 
 class PlotUnavailable(RuntimeError):
     """--plot needs matplotlib, an optional extra."""
 
 
-class _RateColumn(ProgressColumn):
-    def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text("-- samples/s" if speed is None else f"{speed:,.0f} samples/s")
+def _rate(task: Task) -> Text:
+    speed = task.finished_speed or task.speed
+    return Text("-- samples/s" if speed is None else f"{speed:,.0f} samples/s")
 
 
 def progress_bar(console: Console) -> Progress:
     """done/total, samples/s, ETA and failures so far (`failed` field of the task)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    class RateColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            return _rate(task)
+
     return Progress(
         TextColumn("scoring"),
         BarColumn(),
         MofNCompleteColumn(),
-        _RateColumn(),
+        RateColumn(),
         TimeRemainingColumn(),
         TextColumn("[red]{task.fields[failed]} failed"),
         console=console,
