@@ -12,7 +12,9 @@ overhead shows the most), the same N lines, the same batch size and requests in 
   once without and once with the progress bar drawn (to a terminal console writing nowhere).
 
 Within a round the bare client goes first in even rounds and last in odd ones (the machine's load drifts).
-Prints samples/s of each (medians), each round's ratios, and the median of the rounds' ratios (the verdicts).
+Prints samples/s of each (medians), each round's ratios, and the median of the rounds' ratios (the verdicts),
+and the CPU time of each child process over its whole life (start-up and teardown included), which depends
+little on the machine's load.
 
     .venv/bin/python -m bench.rescore [--lines 20000] [--rounds 5] [--batch-size 64] [--concurrency 8]
 """
@@ -23,6 +25,7 @@ import argparse
 import asyncio
 import io
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -111,16 +114,26 @@ def _command_in_process(url: str, src: Path, out: Path, options: RunOptions, bar
     return time.perf_counter() - started
 
 
-def _timed_child(cmd: list[str]) -> float:
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # children waited for (the gateway still runs)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed_child(cmd: list[str], cpu_s: list[float]) -> float:
+    """Wall time of `cmd`; its CPU time (user + system, its whole life) is appended to `cpu_s`."""
+    cpu_started = _children_cpu_s()
     started = time.perf_counter()
     proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False)
     took = time.perf_counter() - started
+    cpu_s.append(_children_cpu_s() - cpu_started)
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd[:4]} exited {proc.returncode}: {proc.stderr[-2000:]}")
     return took
 
 
-def _command_child(url: str, src: Path, out: Path, batch_size: int, concurrency: int) -> float:
+def _command_child(
+    url: str, src: Path, out: Path, batch_size: int, concurrency: int, cpu_s: list[float]
+) -> float:
     return _timed_child(
         rewardfleet_cmd(
             "score",
@@ -134,12 +147,17 @@ def _command_child(url: str, src: Path, out: Path, batch_size: int, concurrency:
             str(batch_size),
             "--concurrency",
             str(concurrency),
-        )
+        ),
+        cpu_s,
     )
 
 
-def _bare_child(url: str, script: Path, src: Path, batch_size: int, concurrency: int) -> float:
-    return _timed_child([sys.executable, str(script), url, str(src), str(batch_size), str(concurrency)])
+def _bare_child(
+    url: str, script: Path, src: Path, batch_size: int, concurrency: int, cpu_s: list[float]
+) -> float:
+    return _timed_child(
+        [sys.executable, str(script), url, str(src), str(batch_size), str(concurrency)], cpu_s
+    )
 
 
 def run(lines: int, rounds: int, batch_size: int, concurrency: int) -> BenchResult:
@@ -156,7 +174,7 @@ def run(lines: int, rounds: int, batch_size: int, concurrency: int) -> BenchResu
         config = {"workers": 1, "result_cache_size": 0, "idempotency": "off"}
         options = RunOptions(batch_size=batch_size, concurrency=concurrency)
         times: dict[str, list[float]] = {k: [] for k in ("bare", "bare_child", "child", "inproc", "bar")}
-        cpu: dict[str, list[float]] = {"bare": [], "inproc": []}
+        cpu: dict[str, list[float]] = {"bare": [], "inproc": [], "bare_child": [], "child": []}
 
         def bare_in_process() -> float:
             cpu_started = time.process_time()
@@ -175,10 +193,21 @@ def run(lines: int, rounds: int, batch_size: int, concurrency: int) -> BenchResu
             for r in range(rounds):
                 steps: list[tuple[str, Callable[[], float]]] = [
                     ("bare", bare_in_process),
-                    ("bare_child", partial(_bare_child, url, script, src, batch_size, concurrency)),
+                    (
+                        "bare_child",
+                        partial(_bare_child, url, script, src, batch_size, concurrency, cpu["bare_child"]),
+                    ),
                     (
                         "child",
-                        partial(_command_child, url, src, tmp / f"child-{r}.jsonl", batch_size, concurrency),
+                        partial(
+                            _command_child,
+                            url,
+                            src,
+                            tmp / f"child-{r}.jsonl",
+                            batch_size,
+                            concurrency,
+                            cpu["child"],
+                        ),
                     ),
                     ("inproc", partial(command_in_process, r)),
                     (
@@ -203,7 +232,11 @@ def run(lines: int, rounds: int, batch_size: int, concurrency: int) -> BenchResu
     detail = f"{lines} lines, batch {batch_size}, {concurrency} in flight, {rounds} rounds"
     # On a 2-core host the client's CPU is taken from the gateway: the client-side CPU per sample explains
     # most of the gap (a loaded machine turns every CPU second into wall time).
-    cpu_us = {k: 1e6 * median(v) / lines for k, v in cpu.items()}
+    cpu_us = {k: 1e6 * median(v) / lines for k, v in cpu.items() if k in ("bare", "inproc")}
+    # The child processes' CPU over their whole life (start-up, imports, teardown included): what the machine
+    # pays per run, nearly independent of its load; the difference is the command's own cost.
+    child_cpu_s = {k: median(cpu[k]) for k in ("bare_child", "child")}
+    extra_cpu_s = median([c - b for b, c in zip(cpu["bare_child"], cpu["child"], strict=True)])
     # The verdicts: the median over rounds of each round's ratio (its two runs close in time, so the machine's
     # drifting load mostly cancels), not the ratio of two medians taken from different rounds.
     end_to_end = median([b / c for b, c in zip(times["bare_child"], times["child"], strict=True)])
@@ -213,6 +246,16 @@ def run(lines: int, rounds: int, batch_size: int, concurrency: int) -> BenchResu
         Row("rescore", "client CPU µs/sample: bare client", cpu_us["bare"], fmt="{:.0f}"),
         Row(
             "rescore", "client CPU µs/sample: rewardfleet score (in process)", cpu_us["inproc"], fmt="{:.0f}"
+        ),
+        Row("rescore", "CPU s per run (child process): bare client", child_cpu_s["bare_child"], fmt="{:.2f}"),
+        Row(
+            "rescore", "CPU s per run (child process): rewardfleet score", child_cpu_s["child"], fmt="{:.2f}"
+        ),
+        Row(
+            "rescore",
+            "CPU s per run: rewardfleet score - bare client (median of rounds)",
+            extra_cpu_s,
+            fmt="{:.2f}",
         ),
         Row("rescore", "bare client /score/batch samples/s", rate["bare"], fmt="{:.0f}", detail=detail),
         Row("rescore", "bare client (child process) samples/s", rate["bare_child"], fmt="{:.0f}"),
