@@ -11,96 +11,12 @@ import math
 import re
 
 import pytest
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.exposition import generate_latest
 
-from rewardfleet.services.gateway.metrics import (
-    CALL_BUCKETS_S,
-    NAMESPACE,
-    REQUEST_BUCKETS_S,
-    SCORE_BUCKETS,
-    GatewayMetrics,
-)
+from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.plain_metrics import PlainCounter, PlainHistogram
-
-DRIFT = ["reward_fn", "data_source"]
-
-
-class Reference:
-    """The eight hot metrics on client_python, as GatewayMetrics defined and updated them."""
-
-    def __init__(self) -> None:
-        self.registry = r = CollectorRegistry()
-        kw = {"namespace": NAMESPACE, "registry": r}
-        self.requests = Counter(
-            "gateway_requests",
-            "HTTP requests answered, by route template and status code.",
-            ["route", "status"],
-            **kw,
-        )
-        self.request_duration = Histogram(
-            "gateway_request_duration_seconds",
-            "HTTP request duration, by route template.",
-            ["route"],
-            buckets=REQUEST_BUCKETS_S,
-            **kw,
-        )
-        self.fn_duration = Histogram(
-            "reward_fn_duration_seconds",
-            "Reward function call duration (compute, without queueing).",
-            ["reward_fn"],
-            buckets=CALL_BUCKETS_S,
-            **kw,
-        )
-        self.fn_outcomes = Counter(
-            "reward_fn_outcomes",
-            "Reward function calls by outcome (ok, error, timeout).",
-            ["reward_fn", "outcome"],
-            **kw,
-        )
-        self.score = Histogram(
-            "reward_score",
-            "Scores returned (status ok only), by function and data_source.",
-            DRIFT,
-            buckets=SCORE_BUCKETS,
-            **kw,
-        )
-        self.positive = Counter(
-            "reward_score_positive_sum",
-            "Sum of the positive scores (status ok), by function and data_source.",
-            DRIFT,
-            **kw,
-        )
-        self.negative = Counter(
-            "reward_score_negative_sum",
-            "Sum of the absolute values of the negative scores (status ok), by function and data_source.",
-            DRIFT,
-            **kw,
-        )
-        self.squared = Counter(
-            "reward_score_squared_sum",
-            "Sum of the squared scores (status ok), for a variance; by function and data_source.",
-            DRIFT,
-            **kw,
-        )
-
-    def observe_request(self, route: str, status: int, duration_s: float) -> None:
-        self.requests.labels(route, str(status)).inc()
-        self.request_duration.labels(route).observe(duration_s)
-
-    def observe_call(self, fn: str, source: str, outcome: str, compute_s: float, score: float | None) -> None:
-        self.fn_duration.labels(fn).observe(compute_s)
-        self.fn_outcomes.labels(fn, outcome).inc()
-        if outcome == "ok" and score is not None:
-            # all four bound on the first score of a label set, as GatewayMetrics bound its children
-            children = [m.labels(fn, source) for m in (self.positive, self.negative, self.squared)]
-            self.score.labels(fn, source).observe(score)
-            if score >= 0.0:
-                children[0].inc(score)
-            else:
-                children[1].inc(-score)
-            children[2].inc(score * score)
-
+from tests.gateway.client_python_metrics import Reference
 
 HOT_FAMILIES = (
     "rewardfleet_gateway_requests",
