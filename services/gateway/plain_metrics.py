@@ -1,10 +1,11 @@
 """Labelled counters and histograms counted in plain Python attributes, exposed by a Collector.
 
 client_python's `Counter.inc` and `Histogram.observe` take a lock per update (and a histogram walks its
-bounds in Python): ~28 us for the six updates of one reward call. The gateway updates these metrics only on
-its event-loop thread (the request middleware and `Scorer`, both coroutines), and `/metrics` is scraped on
-that thread too, so the hot path needs no lock: a child is a few slotted floats, and the metric families are
-built only at scrape time. Anything updated from another thread stays on client_python.
+bounds in Python): `observe_call` took 8.4 us on client_python, 1.4 us here (bench/metrics_hot_path.py).
+The gateway updates these metrics only on its event-loop thread (the request middleware and `Scorer`, both
+coroutines), and `/metrics` is scraped on that thread too, so the hot path needs no lock: a child is a few
+slotted floats, and the metric families are built only at scrape time. Anything updated from another
+thread stays on client_python.
 
 The exposition is client_python's, sample for sample (tests/gateway/test_plain_metrics.py compares the two):
 `_total` and `_created` for a counter; for a histogram `_bucket` (cumulative, `le` formatted as client_python
@@ -18,6 +19,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
+from typing import Generic, TypeVar
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import Metric
@@ -28,8 +30,11 @@ def _full_name(name: str, namespace: str) -> str:
     return f"{namespace}_{name}" if namespace else name
 
 
-class _Family:
-    """What a counter and a histogram share: name, help, label names, registration."""
+Child = TypeVar("Child")
+
+
+class _Family(Generic[Child]):
+    """What a counter and a histogram share: name, help, label names, registration, children by labels."""
 
     typ = ""
 
@@ -44,14 +49,23 @@ class _Family:
         self.name = _full_name(name, namespace)
         self.documentation = documentation
         self.labelnames = tuple(labelnames)
+        self._children: dict[tuple[str, ...], Child] = {}
         registry.register(self)
 
-    def _check(self, labelvalues: tuple[object, ...]) -> tuple[str, ...]:
+    def labels(self, *labelvalues: object) -> Child:
+        """The child of these label values (created on first use): keep it, as client_python's."""
         if len(labelvalues) != len(self.labelnames):
             raise ValueError(
                 f"{self.name}: {len(self.labelnames)} label values expected, got {len(labelvalues)}"
             )
-        return tuple(str(v) for v in labelvalues)
+        key = tuple(str(v) for v in labelvalues)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self._new_child()
+        return child
+
+    def _new_child(self) -> Child:
+        raise NotImplementedError
 
     def collect(self) -> Iterable[Metric]:
         raise NotImplementedError
@@ -74,7 +88,7 @@ class CounterChild:
         self.value += amount
 
 
-class PlainCounter(_Family):
+class PlainCounter(_Family[CounterChild]):
     """A labelled counter (`<name>_total`, `<name>_created`); `labels(...)` returns a child to keep."""
 
     typ = "counter"
@@ -88,15 +102,10 @@ class PlainCounter(_Family):
         namespace: str = "",
         registry: CollectorRegistry,
     ) -> None:
-        self._children: dict[tuple[str, ...], CounterChild] = {}
         super().__init__(name.removesuffix("_total"), documentation, labelnames, namespace, registry)
 
-    def labels(self, *labelvalues: object) -> CounterChild:
-        key = self._check(labelvalues)
-        child = self._children.get(key)
-        if child is None:
-            child = self._children[key] = CounterChild()
-        return child
+    def _new_child(self) -> CounterChild:
+        return CounterChild()
 
     def collect(self) -> Iterable[Metric]:
         family = Metric(self.name, self.documentation, self.typ)
@@ -125,7 +134,7 @@ class HistogramChild:
             self.counts[bisect_left(self.bounds, amount)] += 1.0
 
 
-class PlainHistogram(_Family):
+class PlainHistogram(_Family[HistogramChild]):
     """A labelled histogram with fixed bounds (+Inf appended); `labels(...)` returns a child to keep."""
 
     typ = "histogram"
@@ -150,15 +159,10 @@ class PlainHistogram(_Family):
         self.bounds = tuple(bounds)
         # client_python's own `le` text ("0.005", "+Inf", "1.0e+06"): the same series (untyped there)
         self._le = tuple(floatToGoString(b) for b in self.bounds)  # type: ignore[no-untyped-call]
-        self._children: dict[tuple[str, ...], HistogramChild] = {}
         super().__init__(name, documentation, labelnames, namespace, registry)
 
-    def labels(self, *labelvalues: object) -> HistogramChild:
-        key = self._check(labelvalues)
-        child = self._children.get(key)
-        if child is None:
-            child = self._children[key] = HistogramChild(self.bounds)
-        return child
+    def _new_child(self) -> HistogramChild:
+        return HistogramChild(self.bounds)
 
     def collect(self) -> Iterable[Metric]:
         family = Metric(self.name, self.documentation, self.typ)
