@@ -204,15 +204,9 @@ def message_image_urls(messages: Any, field: str = "prompt") -> Iterator[tuple[s
             yield f"{where}.url" if isinstance(image_url, Mapping) else where, url
 
 
-def check_message_images(messages: Any, field: str, limits: ImageLimits, already: int = 0) -> int:
-    """Check every `image_url` part of chat messages (counted with `already` other images of the sample
-    against `max_images`); returns their total characters."""
-    return count_message_images(messages, field, limits, already)[1]
-
-
-def count_message_images(messages: Any, field: str, limits: ImageLimits, already: int = 0) -> tuple[int, int]:
-    """`check_message_images`, returning `(already + the images found, their total characters)`: one walk
-    for a caller that goes on counting the sample's images elsewhere."""
+def check_message_images(messages: Any, field: str, limits: ImageLimits, already: int = 0) -> tuple[int, int]:
+    """Check every `image_url` part of chat messages, counted with `already` other images of the sample
+    against `max_images`; returns `(already + the images found, their total characters)`."""
     count, chars = already, 0
     for where, url in message_image_urls(messages, field):
         count += 1

@@ -103,7 +103,7 @@ def test_counts_and_message_parts_are_named() -> None:
         check_message_images(messages, "prompt", LIMITS)
     assert info.value.field == "prompt[1].content[1].image_url.url"
     ok = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": png_url()}}]}]
-    assert check_message_images(ok, "prompt", LIMITS) == len(png_url())
+    assert check_message_images(ok, "prompt", LIMITS) == (1, len(png_url()))
     with pytest.raises(ImageError) as info:
         check_message_images(ok, "prompt", LIMITS, already=3)  # 3 in `images` already
     assert info.value.too_large

@@ -35,7 +35,7 @@ from rewardfleet.services.common.images import (
     ImageError,
     ImageLimits,
     check_images,
-    count_message_images,
+    check_message_images,
 )
 from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.errors import FieldTooLarge, InvalidImage, TooDeep
@@ -170,11 +170,11 @@ class SampleLimits:
                 check_images(sample.images, "images", self.images)
             prompt_chars = messages_chars = 0
             if isinstance(sample.prompt, list):
-                count, prompt_chars = count_message_images(
+                count, prompt_chars = check_message_images(
                     sample.prompt, "prompt", self.images, already=count
                 )
             if sample.messages:
-                _, messages_chars = count_message_images(
+                _, messages_chars = check_message_images(
                     sample.messages, "messages", self.images, already=count
                 )
             return prompt_chars, messages_chars
