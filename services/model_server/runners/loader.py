@@ -61,9 +61,11 @@ def _read_architectures(checkpoint: Checkpoint) -> list[str]:
 
 def model_kind(settings: ModelServerSettings) -> ModelKind:
     """The kind of model the settings' checkpoint holds, from its config alone (no weights loaded)."""
-    return detect_kind(
-        _read_architectures(loadable(settings.checkpoint)), lm_is_prm=settings.returned_token_ids is not None
-    )
+    return _kind(loadable(settings.checkpoint), settings)
+
+
+def _kind(checkpoint: Checkpoint, settings: ModelServerSettings) -> ModelKind:
+    return detect_kind(_read_architectures(checkpoint), lm_is_prm=settings.returned_token_ids is not None)
 
 
 def load_runner(settings: ModelServerSettings) -> Runner:
@@ -81,7 +83,7 @@ def load_runner(settings: ModelServerSettings) -> Runner:
     source = settings.checkpoint  # what /model_info names; a GGUF file loads from its converted copy
     checkpoint = loadable(source)
     path, extra = checkpoint.folder, checkpoint.load_kwargs
-    kind = model_kind(settings)
+    kind = _kind(checkpoint, settings)
     if kind == "generation" and settings.is_embedding:
         raise ValueError(f"{path} is a causal LM; --is-embedding serves reward models and encoders only")
     dtype = "auto" if settings.dtype == "auto" else getattr(torch, settings.dtype)
