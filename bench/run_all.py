@@ -85,7 +85,9 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
             9: _titled(CODE, lambda: code_sandbox.run(samples_count=16, rounds=1)),
             10: _titled(STATE, lambda: state_backend.run(duration_s=3, rounds=1)),
             11: _titled(JUDGE, lambda: judge_throughput.run(8, 32, 2)),
-            12: _titled(PRM, lambda: prm_server.run(requests=800, offline_seconds=1.0, rounds=1)),
+            12: _titled(
+                PRM, lambda: prm_server.run(requests=800, offline_seconds=1.0, rounds=1, smollm2_requests=200)
+            ),
             13: lambda: step_admission.run(sizes=(4096,), low_s=20.0, high_s=30.0),
             14: _titled(RESCORE, lambda: rescore.run(lines=5000, rounds=3, batch_size=64, concurrency=8)),
             15: _titled(IMAGE_RM, lambda: image_rm_server.run(requests=400, offline_seconds=1.0, rounds=1)),
