@@ -15,6 +15,7 @@ Shapes (as SGLang 0.5.23's http_server answers them; tests/sglang_conformance re
     HTTPException (any route)         same, with "type": "<status code>"
     /generate sampling_params schema  {"error": "<text>"}   (SGLang's JSON-contract gate)
     native route, semantic refusal    {"error": {"message"}}   (a ValueError in SGLang's handler)
+    /pooling (vLLM's API, any fault)  {"error": {"message", "type", "param", "code"}}   (vLLM's ErrorResponse)
 
 A 4xx counts against the replica in sglang-router's circuit breaker, so bad input must be a clean 400 and
 never a 500; only real server faults are 5xx.
@@ -67,8 +68,16 @@ class ClientGone(ModelServerError):
     error_type = "ClientClosedRequest"
 
 
+POOLING_PATH = "/pooling"
+
+
 def is_openai_path(path: str) -> bool:
     return path.startswith("/v1/")
+
+
+def vllm_error_body(message: str, status_code: int, error_type: str, param: str | None) -> dict[str, Any]:
+    """vLLM's `ErrorResponse` (`vllm/entrypoints/serve/engine/protocol.py`), its envelope on `/pooling`."""
+    return {"error": {"message": message, "type": error_type, "param": param, "code": status_code}}
 
 
 def error_response(
@@ -81,7 +90,9 @@ def error_response(
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
     body: dict[str, Any]
-    if is_openai_path(path):
+    if path == POOLING_PATH:
+        body = vllm_error_body(message, status_code, error_type or HTTPStatus(status_code).phrase, param)
+    elif is_openai_path(path):
         body = {
             "object": "error",
             "message": message,
@@ -174,6 +185,8 @@ def validation_error_response(path: str, exc: RequestValidationError) -> JSONRes
     stops there); a semantic refusal comes from the handler as `{"error": {"message"}}`; everything else is
     FastAPI's validation error, which SGLang answers as `ErrorResponse` on every route."""
     errors = list(exc.errors())
+    if path == POOLING_PATH:
+        return _vllm_validation_response(errors)
     if not is_openai_path(path) and errors:
         contract = _contract_errors(errors) if path == "/generate" else []
         if contract and not all(_is_semantic(e) for e in contract):
@@ -183,6 +196,29 @@ def validation_error_response(path: str, exc: RequestValidationError) -> JSONRes
             return JSONResponse({"error": {"message": _join(contract or errors)}}, status_code=400)
     body = error_response_body(_join(errors), 400, HTTPStatus.BAD_REQUEST.phrase)
     return JSONResponse(body, status_code=400)
+
+
+# pydantic's names for the branch of a union it tried (`input` -> `str`, `list[int]`, ...): not fields.
+_BRANCH_NAMES = frozenset({"str", "int", "float", "bool", "list", "dict", "none"})
+
+
+def _names_a_field(part: Any) -> bool:
+    """Whether a segment of a validation error's `loc` is a field name or a list index (as vLLM's `param`
+    spells it: `body.input.0`), not a union branch such as `list[int]`."""
+    return isinstance(part, int) or (str(part).isidentifier() and str(part) not in _BRANCH_NAMES)
+
+
+def _vllm_validation_response(errors: list[Any]) -> JSONResponse:
+    """vLLM's answers to a bad `/pooling` body: a field refused by name (its `VLLMValidationError`, here
+    `schemas.RefusedField`) is a "BadRequestError" whose `param` is that field; any other validation error is
+    a "Bad Request" whose `param` is the first error's `body.<field>` (None for a whole-body fault)."""
+    for err in errors:
+        refused = err.get("ctx", {}).get("error")
+        if getattr(refused, "param", None):
+            return JSONResponse(vllm_error_body(str(refused), 400, "BadRequestError", refused.param), 400)
+    loc = [str(p) for p in errors[0].get("loc", ()) if _names_a_field(p)] if errors else []
+    param = ".".join(loc) if len(loc) >= 2 else None
+    return JSONResponse(vllm_error_body(_join(errors), 400, HTTPStatus.BAD_REQUEST.phrase, param), 400)
 
 
 def _join(errors: list[Any]) -> str:

@@ -343,19 +343,40 @@ class CompletionRequest(_OpenAISampling):
 
 
 # -- vLLM's pooling API: /pooling (process reward models) --------------------------------------------------
+class RefusedField(ValueError):
+    """A request field refused by name; `param` names it in the error body (vLLM's `ErrorInfo.param`)."""
+
+    def __init__(self, message: str, param: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+# Names vLLM 0.33 no longer takes. It refuses `normalize` (and the `encode` and `score` tasks) itself; its
+# request classes have no `softmax` or `activation` any more, so it ignores them (unknown fields are allowed):
+# a client that still sends `softmax: false` for raw logits would get probabilities, so they are refused here.
+_REMOVED_FIELDS = ("normalize", "softmax", "activation")
+_REMOVED_TASKS = {"encode": "token_classify", "score": "classify"}
+# vLLM's `PoolingTask` (vllm/tasks.py): what its request classes take; a PRM then serves only token_classify.
+PoolingTask = Literal["embed", "classify", "token_embed", "token_classify", "plugin", "embed&token_classify"]
+
+
 class PoolingRequest(_Body):
-    """vLLM's `PoolingRequest` (`vllm/entrypoints/pooling/pooling/protocol.py`): `PoolingCompletionRequest`
-    (`input`) or `PoolingChatRequest` (`messages`), with the fields of its mixins
+    """vLLM 0.33's `PoolingRequest` (`vllm/entrypoints/pooling/pooling/protocol.py`):
+    `PoolingCompletionRequest` (`input`) or `PoolingChatRequest` (`messages`), with the fields of its mixins
     (`vllm/entrypoints/pooling/base/protocol.py`). Fields this server cannot honour are refused by name
-    rather than ignored: a PRM's answer must not silently differ from vLLM's."""
+    rather than ignored: a PRM's answer must not silently differ from vLLM's. tests/vllm_conformance checks
+    this against vLLM's own classes."""
 
     model: str | None = None
     user: str | None = None
     request_id: str | None = None
     priority: int = 0
     truncate_prompt_tokens: int | None = Field(default=None, ge=-1)
-    task: str | None = None
-    input: str | list[str] | list[int] | list[list[int]] | None = None
+    padding: Literal["max_length", "do_not_pad"] | None = None
+    truncation_side: Literal["left", "right"] | None = None
+    task: PoolingTask | None = None
+    # vLLM's order of the union, so that the first error of a bad `input` is the one vLLM reports first.
+    input: list[int] | list[list[int]] | str | list[str] | None = None
     messages: list[ChatMessage] | None = Field(default=None, min_length=1)
     # vLLM's default is True for `input` and False for `messages` (the chat template adds them).
     add_special_tokens: bool | None = None
@@ -368,11 +389,23 @@ class PoolingRequest(_Body):
     embed_dtype: str = "float32"
     endianness: str = "native"
     dimensions: int | None = None
-    normalize: bool | None = None
-    # ClassifyRequestMixin: `softmax` and `activation` are vLLM's deprecated names of `use_activation`.
-    softmax: bool | None = None
-    activation: bool | None = None
     use_activation: bool | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name in _REMOVED_FIELDS:
+                if name in data:
+                    raise RefusedField(
+                        f"`{name}` was removed from vLLM's pooling API; use `use_activation`", name
+                    )
+            task = data.get("task")
+            if isinstance(task, str) and task in _REMOVED_TASKS:
+                raise RefusedField(
+                    f"task `{task}` was removed from vLLM's pooling API; use `{_REMOVED_TASKS[task]}`", "task"
+                )
+        return data
 
     @model_validator(mode="after")
     def _supported(self) -> PoolingRequest:
@@ -383,8 +416,9 @@ class PoolingRequest(_Body):
         if self.continue_final_message and self.add_generation_prompt:
             raise ValueError("Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
         refused = {
-            "task": self.task not in (None, "token_classify", "encode"),
+            "task": self.task not in (None, "token_classify"),
             "truncate_prompt_tokens": self.truncate_prompt_tokens is not None,
+            "padding": self.padding == "max_length",
             "priority": self.priority != 0,
             "chat_template": self.chat_template is not None,
             "mm_processor_kwargs": self.mm_processor_kwargs is not None,
@@ -393,18 +427,15 @@ class PoolingRequest(_Body):
         }
         bad = [name for name, is_bad in refused.items() if is_bad]
         if bad:
-            raise ValueError(
+            raise RefusedField(
                 f"{', '.join(bad)}: not supported by this server's process reward models (task must be "
-                "token_classify or encode, encoding_format float; truncation, priority, a request's own "
-                "chat_template, mm_processor_kwargs and dimensions are refused)"
+                "token_classify, encoding_format float; truncation, padding to max_length, priority, a "
+                "request's own chat_template, mm_processor_kwargs and dimensions are refused)",
+                bad[0],
             )
         return self
 
     @property
     def activation_on(self) -> bool:
-        """vLLM's `get_use_activation` (`vllm/config/pooler.py`): the first of its deprecated `normalize`,
-        `softmax`, `activation` that is set, else `use_activation`, else True."""
-        for value in (self.normalize, self.softmax, self.activation, self.use_activation):
-            if value is not None:
-                return value
-        return True
+        """`use_activation`; unset, the STEP pooler's default: on."""
+        return True if self.use_activation is None else self.use_activation

@@ -94,7 +94,7 @@ def test_concurrent_single_posts_match_an_unpadded_reference(
     with ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(post, TEXTS * 2))
     for text, answer in zip(TEXTS * 2, answers, strict=True):
-        assert answer["object"] == "list" and answer["id"].startswith("pool-")
+        assert answer["object"] == "list" and answer["id"].startswith("pooling-")
         assert answer["model"] == "tiny-prm"
         (item,) = answer["data"]
         assert item["index"] == 0 and item["object"] == "pooling"

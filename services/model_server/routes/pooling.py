@@ -1,23 +1,26 @@
 """vLLM's pooling API, `POST /pooling`, for process reward models (SGLang 0.5.23 serves no PRM).
 
-Request and response follow vLLM's `PoolingRequest` / `PoolingResponse`
-(`vllm/entrypoints/pooling/pooling/protocol.py`): one `data` entry per input, `{"index", "object": "pooling",
-"data": [[label probabilities] per step tag]}`. With `use_activation` (the default) each row is the softmax
-over the labels (a sigmoid for one label), as vLLM's `TokenClassifierPoolerHead` applies it; without, the raw
-logits. Every input is its own request to the batcher, so concurrent single posts share forward passes.
+Request and response follow vLLM 0.33's `PoolingRequest` / `PoolingResponse`
+(`vllm/entrypoints/pooling/pooling/protocol.py`; tests/vllm_conformance checks them with its classes): one
+`data` entry per input, `{"index", "object": "pooling", "data": [[label probabilities] per step tag]}`, under
+`"id": "pooling-<request id>"` (the `X-Request-Id` header, else the body's `request_id`, else a random id, as
+vLLM's `ServingPooling` names it) and the served model's name. With `use_activation` (the default) each row is
+the softmax over the labels (a sigmoid for one label), as vLLM's `TokenClassifierPoolerHead` applies it;
+without, the raw logits. Every input is its own request to the batcher, so concurrent single posts share
+forward passes.
 """
 
 from __future__ import annotations
 
 import math
 import time
+import uuid
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from rewardfleet.services.common.json_body import parse_json_body
 from rewardfleet.services.model_server.deps import get_server
-from rewardfleet.services.model_server.responses import new_id
 from rewardfleet.services.model_server.runners.prm import StepInput, StepRows
 from rewardfleet.services.model_server.schemas import PoolingRequest
 
@@ -72,18 +75,20 @@ async def pooling(request: Request) -> JSONResponse:
         for i, r in enumerate(results)
     ]
     prompt_tokens = sum(r.prompt_tokens for r in results)
+    request_id = request.headers.get("X-Request-Id") or body.request_id or uuid.uuid4().hex[:16]
     return JSONResponse(
         {
-            "id": new_id("pool-"),
+            "id": f"pooling-{request_id}",
             "object": "list",
             "created": int(time.time()),
-            "model": body.model or server.settings.model_name,
+            "model": server.settings.model_name,
             "data": data,
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "total_tokens": prompt_tokens,
                 "completion_tokens": 0,
                 "prompt_tokens_details": None,
+                "completion_tokens_details": None,
             },
         }
     )
