@@ -9,7 +9,7 @@
     stats.py       summary, repeat agreement (Fleiss' kappa), comparison with an earlier OUTPUT
     report.py      rich tables and the optional matplotlib plot
     cli.py         the options as typer declares them (`--help`, and any command line argv.py leaves)
-    argv.py        a plain command line read without typer (typer's parsing imports pydantic: ~60 ms a run)
+    argv.py        a plain command line read without typer (typer's parsing costs ~90 ms of CPU a run)
     command.py     what the command does with its arguments (ScoreArgs -> exit code)
 
 It talks to the gateway only through `rewardfleet.services.client`, in both modes.
