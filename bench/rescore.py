@@ -11,12 +11,17 @@ overhead shows the most), the same N lines, the same batch size and requests in 
   process (`run_score` from reading INPUT to the last line written) against the bare client in this process,
   once without and once with the progress bar drawn (to a terminal console writing nowhere).
 
+With `--other-checkout DIR` (another checkout of the repository, e.g. main), each round also runs that
+checkout's command as a child process (`PYTHONPATH=DIR/.editable`), so a change is measured against the code
+before it in the same rounds: its own end-to-end ratio, and this command ÷ that one.
+
 Within a round the bare client goes first in even rounds and last in odd ones (the machine's load drifts).
 Prints samples/s of each (medians), each round's ratios, and the median of the rounds' ratios (the verdicts),
 and the CPU time of each child process over its whole life (start-up and teardown included), which depends
 little on the machine's load.
 
     .venv/bin/python -m bench.rescore [--lines 20000] [--rounds 5] [--batch-size 64] [--concurrency 8]
+        [--other-checkout DIR]
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import argparse
 import asyncio
 import io
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -119,11 +125,13 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _timed_child(cmd: list[str], cpu_s: list[float]) -> float:
+def _timed_child(cmd: list[str], cpu_s: list[float], env: dict[str, str] | None = None) -> float:
     """Wall time of `cmd`; its CPU time (user + system, its whole life) is appended to `cpu_s`."""
     cpu_started = _children_cpu_s()
     started = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False, env=env
+    )
     took = time.perf_counter() - started
     cpu_s.append(_children_cpu_s() - cpu_started)
     if proc.returncode != 0:
@@ -132,8 +140,16 @@ def _timed_child(cmd: list[str], cpu_s: list[float]) -> float:
 
 
 def _command_child(
-    url: str, src: Path, out: Path, batch_size: int, concurrency: int, cpu_s: list[float]
+    url: str,
+    src: Path,
+    out: Path,
+    batch_size: int,
+    concurrency: int,
+    cpu_s: list[float],
+    checkout: Path | None = None,
 ) -> float:
+    # Another checkout's command: its .editable folder first on the path (as this one's is for the bench).
+    env = None if checkout is None else {**os.environ, "PYTHONPATH": str(checkout / ".editable")}
     return _timed_child(
         rewardfleet_cmd(
             "score",
@@ -149,6 +165,7 @@ def _command_child(
             str(concurrency),
         ),
         cpu_s,
+        env,
     )
 
 
@@ -160,7 +177,7 @@ def _bare_child(
     )
 
 
-def run(lines: int, rounds: int, batch_size: int, concurrency: int) -> BenchResult:
+def run(lines: int, rounds: int, batch_size: int, concurrency: int, other: Path | None = None) -> BenchResult:
     result = BenchResult("rescore")
     samples = _lines(lines)
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -173,8 +190,10 @@ def run(lines: int, rounds: int, batch_size: int, concurrency: int) -> BenchResu
         # No result cache: every round must reach the function, not the previous round's answers.
         config = {"workers": 1, "result_cache_size": 0, "idempotency": "off"}
         options = RunOptions(batch_size=batch_size, concurrency=concurrency)
-        times: dict[str, list[float]] = {k: [] for k in ("bare", "bare_child", "child", "inproc", "bar")}
-        cpu: dict[str, list[float]] = {"bare": [], "inproc": [], "bare_child": [], "child": []}
+        times: dict[str, list[float]] = {
+            k: [] for k in ("bare", "bare_child", "child", "inproc", "bar", "other")
+        }
+        cpu: dict[str, list[float]] = {"bare": [], "inproc": [], "bare_child": [], "child": [], "other": []}
 
         def bare_in_process() -> float:
             cpu_started = time.process_time()
@@ -210,6 +229,25 @@ def run(lines: int, rounds: int, batch_size: int, concurrency: int) -> BenchResu
                         ),
                     ),
                     ("inproc", partial(command_in_process, r)),
+                    *(
+                        [
+                            (
+                                "other",
+                                partial(
+                                    _command_child,
+                                    url,
+                                    src,
+                                    tmp / f"other-{r}.jsonl",
+                                    batch_size,
+                                    concurrency,
+                                    cpu["other"],
+                                    other,
+                                ),
+                            )
+                        ]
+                        if other is not None
+                        else []
+                    ),
                     (
                         "bar",
                         partial(_command_in_process, url, src, tmp / f"bar-{r}.jsonl", options, bar=True),
@@ -217,18 +255,27 @@ def run(lines: int, rounds: int, batch_size: int, concurrency: int) -> BenchResu
                 ]
                 for name, step in steps if r % 2 == 0 else steps[::-1]:
                     times[name].append(step())
-                last = {name: v[-1] for name, v in times.items()}
+                last = {name: v[-1] for name, v in times.items() if v}
                 rate_now = {name: f"{lines / took:.0f}" for name, took in last.items()}
                 result.notes.append(
                     f"round {r + 1}: samples/s bare {rate_now['bare']}, command {rate_now['inproc']} "
                     f"(ratio {last['bare'] / last['inproc']:.2f}), with the bar {rate_now['bar']} "
                     f"({last['bare'] / last['bar']:.2f}); child processes: bare {rate_now['bare_child']}, "
                     f"command {rate_now['child']} (ratio {last['bare_child'] / last['child']:.2f})"
+                    + (
+                        f"; other checkout {rate_now['other']} "
+                        f"(ratio {last['bare_child'] / last['other']:.2f}, "
+                        f"this ÷ other {last['other'] / last['child']:.2f})"
+                        if other is not None
+                        else ""
+                    )
                 )
         written = (tmp / "child-0.jsonl").read_bytes()
         if written.count(b"\n") != lines or written != (tmp / "inproc-0.jsonl").read_bytes():
             raise RuntimeError("the command's OUTPUT is not one line per input line, or differs between runs")
-    rate = {name: lines / median(v) for name, v in times.items()}
+        if other is not None and (tmp / "other-0.jsonl").read_bytes() != written:
+            raise RuntimeError(f"the command of {other} wrote a different OUTPUT")
+    rate = {name: lines / median(v) for name, v in times.items() if v}
     detail = f"{lines} lines, batch {batch_size}, {concurrency} in flight, {rounds} rounds"
     # On a 2-core host the client's CPU is taken from the gateway: the client-side CPU per sample explains
     # most of the gap (a loaded machine turns every CPU second into wall time).
@@ -242,6 +289,21 @@ def run(lines: int, rounds: int, batch_size: int, concurrency: int) -> BenchResu
     end_to_end = median([b / c for b, c in zip(times["bare_child"], times["child"], strict=True)])
     in_process = median([b / c for b, c in zip(times["bare"], times["inproc"], strict=True)])
     with_bar = median([b / c for b, c in zip(times["bare"], times["bar"], strict=True)])
+    if other is not None:
+        result.rows += [
+            Row("rescore", f"CPU s per run (child process): score of {other}", median(cpu["other"])),
+            Row("rescore", f"score of {other} (child process) samples/s", rate["other"], fmt="{:.0f}"),
+            Row(
+                "rescore",
+                f"rewardfleet score of {other} ÷ bare client (child processes; median of rounds)",
+                median([b / c for b, c in zip(times["bare_child"], times["other"], strict=True)]),
+            ),
+            Row(
+                "rescore",
+                f"rewardfleet score ÷ that of {other} (child processes, wall; median of rounds)",
+                median([o / c for o, c in zip(times["other"], times["child"], strict=True)]),
+            ),
+        ]  # fmt: skip
     result.rows += [
         Row("rescore", "client CPU µs/sample: bare client", cpu_us["bare"], fmt="{:.0f}"),
         Row(
@@ -293,8 +355,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument(
+        "--other-checkout", type=Path, default=None, help="also run this checkout's command, each round"
+    )
     args = parser.parse_args()
-    print_result(run(args.lines, args.rounds, args.batch_size, args.concurrency))
+    print_result(run(args.lines, args.rounds, args.batch_size, args.concurrency, args.other_checkout))
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ def test_the_wheel_has_one_top_level_package_holding_every_tracked_file(tmp_path
     shipped = {n.removeprefix("rewardfleet/") for n in names if n.startswith("rewardfleet/")}
     for folder in FOLDERS:
         assert _tracked(folder) <= shipped, f"{folder}/ files missing from the wheel"
-    assert "rewardfleet = rewardfleet.services.cli:app" in entry_points
+    assert "rewardfleet = rewardfleet.services.cli:main" in entry_points
 
 
 def test_editable_links_point_at_the_folders() -> None:

@@ -8,7 +8,9 @@
     inprocess.py   the gateway of a fleet config, served in this process on 127.0.0.1 (no `--url`)
     stats.py       summary, repeat agreement (Fleiss' kappa), comparison with an earlier OUTPUT
     report.py      rich tables and the optional matplotlib plot
-    cli.py         the command
+    cli.py         the options as typer declares them (`--help`, and any command line argv.py leaves)
+    argv.py        a plain command line read without typer (typer's parsing costs ~90 ms of CPU a run)
+    command.py     what the command does with its arguments (ScoreArgs -> exit code)
 
 It talks to the gateway only through `rewardfleet.services.client`, in both modes.
 """

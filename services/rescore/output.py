@@ -11,7 +11,6 @@ ends (a run killed in the middle of a write leaves a partial last line, which `-
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +53,8 @@ def result_line(item: Item, results: Sequence[ScoreResult]) -> dict[str, Any]:
         if first.fallback_score:
             line["fallback_score"] = True  # the function's configured on_error_score, not a real score
     else:
+        import statistics  # --repeat only: not imported on every run (it brings fractions and decimal)
+
         line["score"] = (
             statistics.fmean(r.score for r in results if r.score is not None) if not failed else None
         )

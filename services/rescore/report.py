@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from rewardfleet.services.rescore.stats import VERDICTS
+from rewardfleet.services.rescore.stats import VERDICTS, mean
 
 if TYPE_CHECKING:  # imported with the bar: a run without one (--no-progress, no terminal) skips ~8 ms
     from rich.progress import Progress, Task
@@ -75,9 +74,9 @@ def summary_tables(summary: dict[str, Any], total_s_by_fn: dict[str, list[float]
         slow = Table(title="slowest functions (this run, gateway time per sample)")
         for col in ("reward_fn", "samples", "mean s", "max s"):
             slow.add_column(col, justify="left" if col == "reward_fn" else "right")
-        ranked = sorted(total_s_by_fn.items(), key=lambda kv: -statistics.fmean(kv[1]))
+        ranked = sorted(total_s_by_fn.items(), key=lambda kv: -mean(kv[1]))
         for fn, times in ranked[:5]:
-            slow.add_row(fn, str(len(times)), f"{statistics.fmean(times):.4f}", f"{max(times):.4f}")
+            slow.add_row(fn, str(len(times)), f"{mean(times):.4f}", f"{max(times):.4f}")
         tables.append(slow)
     return tables
 

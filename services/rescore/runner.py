@@ -72,6 +72,7 @@ class RunStats:
 
 
 ProgressCallback = Callable[[int, int], None]  # (samples done now, of which failed)
+_WRITTEN: list[ScoreResult | None] = []  # the results slot of a line written (shared, never filled)
 
 
 # One sample to send: (index into the entries, repeat number, `/score` body). A tuple: one is built per sample
@@ -80,19 +81,23 @@ _Unit = tuple[int, int, dict[str, Any]]
 
 
 def _bodies(entries: list[Entry], repeat: int) -> list[_Unit]:
+    if repeat == 1:  # the common case: each sample as it is (the client copies it before adding a uid)
+        return [
+            (index, 0, entry.item.sample)
+            for index, entry in enumerate(entries)
+            if entry.text is None and entry.item.sample is not None
+        ]
     nonce = uuid.uuid4().hex[:12]
     units: list[_Unit] = []
     for index, entry in enumerate(entries):
         if entry.text is not None or entry.item.sample is None:
             continue
         for k in range(repeat):
-            body = entry.item.sample  # the client copies it (sample_body) before adding a uid
-            if repeat > 1:
-                body = dict(body)
-                item = entry.item
-                body["uid"] = f"{nonce}:{item.line}:{item.response or 0}:r{k}"
-                if body.get("group_id") is not None:  # each repeat forms its own group
-                    body["group_id"] = f"{body['group_id']}#r{k}"
+            body = dict(entry.item.sample)
+            item = entry.item
+            body["uid"] = f"{nonce}:{item.line}:{item.response or 0}:r{k}"
+            if body.get("group_id") is not None:  # each repeat forms its own group
+                body["group_id"] = f"{body['group_id']}#r{k}"
             units.append((index, k, body))
     return units
 
@@ -100,6 +105,8 @@ def _bodies(entries: list[Entry], repeat: int) -> list[_Unit]:
 def _chunks(units: list[_Unit], size: int) -> list[list[_Unit]]:
     """Batches of at most `size`, except that a GRPO group listed contiguously is never split: its members
     wait for each other in the gateway, so two halves in different requests could each wait on the other."""
+    if all(unit[2].get("group_id") is None for unit in units):  # no groups: plain slices
+        return [units[i : i + size] for i in range(0, len(units), size)]
     chunks: list[list[_Unit]] = []
     current: list[_Unit] = []
     for unit in units:
@@ -154,22 +161,25 @@ async def score_entries(
     count = len(entries)
 
     def flush() -> None:
+        # Runs once per line: locals, no property, no typing.cast(list[...]) building an alias each time.
         nonlocal next_to_write
         texts: list[bytes] = []
-        while next_to_write < count and missing[next_to_write] == 0:
-            entry = entries[next_to_write]
-            if entry.text is not None:
-                texts.append(entry.text)
-                if entry.record is not None:
-                    records[entry.item.key] = entry.record
-            else:
+        i = next_to_write
+        while i < count and missing[i] == 0:
+            entry = entries[i]
+            item = entry.item
+            text = entry.text
+            if text is None:
                 # nothing missing: every repeat's slot holds its result
-                done = cast(list[ScoreResult], results[next_to_write])
-                record = result_line(entry.item, done)
-                texts.append(encode(record))
-                records[entry.item.key] = record
-                results[next_to_write] = []  # written: let the results go
-            next_to_write += 1
+                record = result_line(item, cast("list[ScoreResult]", results[i]))
+                text = encode(record)
+                records[(item.line, item.response)] = record  # item.key
+                results[i] = _WRITTEN  # let the results go
+            elif entry.record is not None:
+                records[(item.line, item.response)] = entry.record
+            texts.append(text)
+            i += 1
+        next_to_write = i
         if texts:
             # Whole lines only, one write and one flush per answer (no fsync: a killed process loses nothing
             # the OS has; a crashed machine may lose the tail, which --resume sends again).
@@ -180,21 +190,28 @@ async def score_entries(
     flush()  # lines known up front (kept or bad) before the first unscored one
     semaphore = asyncio.Semaphore(options.concurrency)
 
+    repeat = options.repeat
+    total_s_by_fn = stats.total_s_by_fn
+
     async def run(chunk: list[_Unit]) -> None:
         try:
             answers = await _score_chunk(client, [u[2] for u in chunk], options.timeout_s)
         finally:
             semaphore.release()
         failed = 0
+        cached = 0
         for (index, k, _), result in zip(chunk, answers, strict=True):
             results[index][k] = result
             missing[index] -= 1
-            if not result.ok:
+            if result.status != "ok":  # not result.ok: one property call less per sample
                 failed += 1
-            if result.cached and options.repeat > 1:
-                stats.cached_repeats += 1
-            if result.reward_fn and "total_s" in result.timings:
-                stats.total_s_by_fn[result.reward_fn].append(result.timings["total_s"])
+            if result.cached:
+                cached += 1
+            fn = result.reward_fn
+            if fn and "total_s" in result.timings:
+                total_s_by_fn[fn].append(result.timings["total_s"])
+        if repeat > 1:
+            stats.cached_repeats += cached
         stats.sent += len(chunk)
         stats.failed += failed
         if on_progress is not None:

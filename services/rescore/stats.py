@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import math
-import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -32,12 +31,15 @@ def verdict(record: dict[str, Any], threshold: float) -> str:
 def summary(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     statuses: Counter[str] = Counter()
     scores: dict[str, list[float]] = defaultdict(list)
-    for rec in records:
-        statuses[str(rec.get("status"))] += 1
-        if rec.get("status") == "ok" and rec.get("score") is not None:
-            scores[str(rec.get("data_source"))].append(float(rec["score"]))
+    for rec in records:  # once per line: each field read once
+        status = rec.get("status")
+        statuses[str(status)] += 1
+        if status == "ok":
+            score = rec.get("score")
+            if score is not None:
+                scores[str(rec.get("data_source"))].append(float(score))
     per_source = {
-        source: {"n": len(values), "mean": statistics.fmean(values), "std": _pstdev(values)}
+        source: {"n": len(values), "mean": mean(values), "std": _pstdev(values)}
         for source, values in sorted(scores.items())
     }
     return {
@@ -45,6 +47,12 @@ def summary(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "statuses": dict(sorted(statuses.items())),
         "by_data_source": per_source,
     }
+
+
+def mean(values: Sequence[float]) -> float:
+    """`statistics.fmean` of a non-empty list (the same fsum / n), without importing `statistics` (and its
+    `fractions` and `decimal`) on every run: only --repeat's spreads need it."""
+    return math.fsum(values) / len(values)
 
 
 def _pstdev(values: Sequence[float]) -> float:
@@ -67,7 +75,7 @@ def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float | None:
     if raters < 2 or any(sum(row) != raters for row in counts):
         return None
     subjects = len(counts)
-    p_bar = statistics.fmean((sum(c * c for c in row) - raters) / (raters * (raters - 1)) for row in counts)
+    p_bar = mean([(sum(c * c for c in row) - raters) / (raters * (raters - 1)) for row in counts])
     totals = [sum(row[j] for row in counts) for j in range(len(counts[0]))]
     p_e = sum((t / (subjects * raters)) ** 2 for t in totals)
     if math.isclose(p_e, 1.0):
@@ -76,6 +84,8 @@ def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float | None:
 
 
 def repeat_agreement(records: Iterable[dict[str, Any]], threshold: float) -> dict[str, Any]:
+    import statistics
+
     spreads: list[dict[str, Any]] = []
     verdict_counts: list[list[int]] = []
     incomplete = 0
@@ -97,7 +107,7 @@ def repeat_agreement(records: Iterable[dict[str, Any]], threshold: float) -> dic
     return {
         "lines": len(spreads),
         "lines_with_a_failed_repeat": incomplete,
-        "mean_std": statistics.fmean(s["std"] for s in spreads) if spreads else None,
+        "mean_std": mean([s["std"] for s in spreads]) if spreads else None,
         "max_range": max((s["range"] for s in spreads), default=None),
         "flip_rate": flips / len(verdict_counts) if verdict_counts else None,
         "fleiss_kappa": fleiss_kappa(verdict_counts),

@@ -1,0 +1,22 @@
+"""The `rewardfleet` typer app. Each service owns its command; this file assembles them (cli.py runs it)."""
+
+from __future__ import annotations
+
+import typer
+
+from rewardfleet.services.fleet.cli import status, up
+from rewardfleet.services.gateway.cli import gateway
+from rewardfleet.services.model_server.cli import serve_model
+from rewardfleet.services.rescore.cli import score
+
+app = typer.Typer(
+    name="rewardfleet",
+    help="Reward Fleet: reward gateway, CPU model servers and sglang-router pools.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+app.command("gateway")(gateway)
+app.command("serve-model")(serve_model)
+app.command("up")(up)
+app.command("status")(status)
+app.command("score")(score)
