@@ -8,7 +8,7 @@ import json
 import os
 import statistics
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +59,25 @@ class BenchResult:
 
 def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
+
+
+def alternate_offline_and_served(
+    rounds: int,
+    offline: Callable[[], dict[int, float]],
+    served: Callable[[int], tuple[float, float]],
+) -> tuple[dict[int, list[float]], list[tuple[float, float]]]:
+    """Alternating rounds (offline first in even rounds, the server first in odd ones): `offline()` gives
+    samples/s per batch size, `served(round)` (samples/s, p50 ms); the lists add_served_vs_offline takes."""
+    offs: dict[int, list[float]] = {}
+    ons: list[tuple[float, float]] = []
+    for r in range(rounds):
+        for step in ("offline", "server") if r % 2 == 0 else ("server", "offline"):
+            if step == "offline":
+                for size, sps in offline().items():
+                    offs.setdefault(size, []).append(sps)
+            else:
+                ons.append(served(r))
+    return offs, ons
 
 
 def add_served_vs_offline(

@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.common import OFFLINE_ENV as ENV  # noqa: E402
-from bench.common import BenchResult, add_served_vs_offline, print_result  # noqa: E402
+from bench.common import BenchResult, add_served_vs_offline, alternate_offline_and_served, print_result  # noqa: E402
 from tests.support import ChildProcess, free_port, rewardfleet_cmd  # noqa: E402
 from tests.tiny_clip import build_random_clip  # noqa: E402
 
@@ -168,16 +168,11 @@ def run(
         f"concurrency {concurrency}, {requests} requests, torch threads {threads}, {os.cpu_count()} cores, "
         f"{rounds} alternating rounds, medians; samples (pairs)/s"
     )
-    offs: dict[int, list[float]] = {}
-    ons: list[tuple[float, float]] = []
-    for r in range(rounds):
-        steps = ("offline", "server") if r % 2 == 0 else ("server", "offline")
-        for step in steps:
-            if step == "offline":
-                for pairs, sps in offline(model, images, threads, offline_seconds).items():
-                    offs.setdefault(pairs, []).append(sps)
-            else:
-                ons.append(served(model, images, threads, concurrency, requests, work / f"server-{r}.log"))
+    offs, ons = alternate_offline_and_served(
+        rounds,
+        lambda: offline(model, images, threads, offline_seconds),
+        lambda r: served(model, images, threads, concurrency, requests, work / f"server-{r}.log"),
+    )
     add_served_vs_offline(result, "CLIP /v1/embeddings", offs, ons, unit="{} pairs")
     return result
 

@@ -35,7 +35,13 @@ from pathlib import Path
 import httpx
 
 from bench.batching import _load
-from bench.common import OFFLINE_ENV, BenchResult, add_served_vs_offline, print_result
+from bench.common import (
+    OFFLINE_ENV,
+    BenchResult,
+    add_served_vs_offline,
+    alternate_offline_and_served,
+    print_result,
+)
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 from tests.tiny_prm import STEP_TAG, build_tiny_qwen2_prm, step_tag_id
 
@@ -173,17 +179,13 @@ def run(
             f"on /pooling, {n} requests a run, server --max-batch-size {max_batch_size}, torch threads "
             f"{threads}, {os.cpu_count()} cores, {rounds} alternating rounds, medians; samples/s"
         )
-        offs: dict[int, list[float]] = {}
-        ons: list[tuple[float, float]] = []
-        for r in range(rounds):
-            steps = ("offline", "server") if r % 2 == 0 else ("server", "offline")
-            for step in steps:
-                if step == "offline":
-                    for bs, sps in offline(model, threads, offline_seconds).items():
-                        offs.setdefault(bs, []).append(sps)
-                else:
-                    log = work / f"server-{name}-{r}.log"
-                    ons.append(served(model, threads, concurrency, n, max_batch_size, log))
+        offs, ons = alternate_offline_and_served(
+            rounds,
+            lambda m=model: offline(m, threads, offline_seconds),
+            lambda r, m=model, n=n, name=name: served(
+                m, threads, concurrency, n, max_batch_size, work / f"server-{name}-{r}.log"
+            ),
+        )
         add_served_vs_offline(result, f"PRM /pooling, {name}", offs, ons, unit="bs{}")
     return result
 
