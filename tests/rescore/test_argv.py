@@ -143,16 +143,21 @@ def test_the_api_key_variable_as_typer_reads_it(
     assert ours.api_key == (given or env or None)
 
 
-def test_an_unreadable_existing_path_goes_to_typer(tmp_path: Path) -> None:
+def test_an_unreadable_existing_path_goes_to_typer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """typer refuses an INPUT it cannot read; argv.py must leave that line to typer. The file is made
+    unreadable by mode 0 and, since root (as in CI) reads any file, by os.access answering no for it too."""
     locked = tmp_path / "locked.jsonl"
     locked.write_text("{}\n")
     locked.chmod(0)
+    real_access = argv.os.access
+    monkeypatch.setattr(
+        argv.os, "access", lambda path, mode: False if Path(path) == locked else real_access(path, mode)
+    )
     try:
-        import os
-
-        if os.access(locked, os.R_OK):
-            pytest.skip("running as a user who reads any file (root)")
         assert argv.read_plain_command_line([str(locked), "-o", str(tmp_path / "o")], {}) is None
+        readable = tmp_path / "readable.jsonl"
+        readable.write_text("{}\n")
+        assert argv.read_plain_command_line([str(readable), "-o", str(tmp_path / "o")], {}) is not None
     finally:
         locked.chmod(0o644)
 
