@@ -162,6 +162,23 @@ def test_bad_requests_get_400_naming_the_field(
     assert field in resp.text
 
 
+def test_image_parts_are_refused_not_dropped(prm_server: RunningServer) -> None:
+    """A chat with an image part is a 400 naming the part: scoring only its text would score steps the PRM
+    never saw whole."""
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    body = {
+        "messages": [
+            {"role": "user", "content": "What is 3 + 4?"},
+            {"role": "assistant", "content": [{"type": "text", "text": "3 + 4 = 7"}, image]},
+        ]
+    }
+    resp = httpx.post(prm_server.url + "/pooling", json=body, timeout=30)
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["error"]["param"] == "messages[1].content[1]"
+    text_only = {"messages": [body["messages"][0], {"role": "assistant", "content": "3 + 4 = 7"}]}
+    assert httpx.post(prm_server.url + "/pooling", json=text_only, timeout=30).status_code == 200
+
+
 def test_prm_server_refuses_the_reward_model_routes(prm_server: RunningServer) -> None:
     resp = httpx.post(prm_server.url + "/v1/embeddings", json={"input": "x"}, timeout=30)
     assert resp.status_code == 400
