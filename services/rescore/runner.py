@@ -56,6 +56,10 @@ class Entry:
     text: bytes | None = None
     record: dict[str, Any] | None = None
 
+    def sample_to_send(self) -> dict[str, Any] | None:
+        """The sample to score, or None when this line is already known or has no sample."""
+        return self.item.sample if self.text is None else None
+
 
 @dataclass
 class RunStats:
@@ -81,20 +85,16 @@ _Unit = tuple[int, int, dict[str, Any]]
 
 
 def _bodies(entries: list[Entry], repeat: int) -> list[_Unit]:
+    to_send = [
+        (i, e.item, sample) for i, e in enumerate(entries) if (sample := e.sample_to_send()) is not None
+    ]
     if repeat == 1:  # the common case: each sample as it is (the client copies it before adding a uid)
-        return [
-            (index, 0, entry.item.sample)
-            for index, entry in enumerate(entries)
-            if entry.text is None and entry.item.sample is not None
-        ]
+        return [(index, 0, sample) for index, _, sample in to_send]
     nonce = uuid.uuid4().hex[:12]
     units: list[_Unit] = []
-    for index, entry in enumerate(entries):
-        if entry.text is not None or entry.item.sample is None:
-            continue
+    for index, item, sample in to_send:
         for k in range(repeat):
-            body = dict(entry.item.sample)
-            item = entry.item
+            body = dict(sample)
             body["uid"] = f"{nonce}:{item.line}:{item.response or 0}:r{k}"
             if body.get("group_id") is not None:  # each repeat forms its own group
                 body["group_id"] = f"{body['group_id']}#r{k}"
@@ -151,7 +151,7 @@ async def score_entries(
     stats = RunStats()
     units = _bodies(entries, options.repeat)
     results: list[list[ScoreResult | None]] = [
-        [None] * options.repeat if e.text is None and e.item.sample is not None else [] for e in entries
+        [None] * options.repeat if e.sample_to_send() is not None else [] for e in entries
     ]
     missing = [len(r) for r in results]
     next_to_write = 0
@@ -161,7 +161,7 @@ async def score_entries(
     count = len(entries)
 
     def flush() -> None:
-        # Runs once per line: locals, no property, no typing.cast(list[...]) building an alias each time.
+        # Runs once per line: locals, and no typing.cast(list[...]) building an alias each time.
         nonlocal next_to_write
         texts: list[bytes] = []
         i = next_to_write
@@ -173,10 +173,10 @@ async def score_entries(
                 # nothing missing: every repeat's slot holds its result
                 record = result_line(item, cast("list[ScoreResult]", results[i]))
                 text = encode(record)
-                records[(item.line, item.response)] = record  # item.key
+                records[item.key] = record
                 results[i] = _WRITTEN  # let the results go
             elif entry.record is not None:
-                records[(item.line, item.response)] = entry.record
+                records[item.key] = entry.record
             texts.append(text)
             i += 1
         next_to_write = i

@@ -112,7 +112,7 @@ async def _run(
             raise GatewayNotReachable(f"no gateway answers GET {client.base_url}/health")
         if not show_progress:
             return await score_entries(client, entries, out, options)
-        total = sum(1 for e in entries if e.text is None and e.item.sample is not None) * options.repeat
+        total = sum(1 for e in entries if e.sample_to_send() is not None) * options.repeat
         with progress_bar(console) as bar:
             task = bar.add_task("scoring", total=total, failed=0)
             failed = 0
