@@ -342,6 +342,17 @@ class CompletionRequest(_OpenAISampling):
         return _check_texts_or_ids(v, "prompt")
 
 
+def image_url_parts(messages: list[ChatMessage]) -> list[tuple[str, str]]:
+    """Every `image_url` part of a chat, in order, as (its field path `messages[i].content[j]`, its url)."""
+    return [
+        (f"messages[{m}].content[{p}]", part.image_url.url)
+        for m, message in enumerate(messages)
+        if not isinstance(message.content, str)
+        for p, part in enumerate(message.content)
+        if isinstance(part, ImageUrlPart)
+    ]
+
+
 # -- vLLM's pooling API: /pooling (process reward models) --------------------------------------------------
 class RefusedField(ValueError):
     """A request field refused by name; `param` names it in the error body (vLLM's `ErrorInfo.param`)."""

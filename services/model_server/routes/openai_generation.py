@@ -31,8 +31,8 @@ from rewardfleet.services.model_server.schemas import (
     ChatMessage,
     CompletionRequest,
     ContentPart,
-    ImageUrlPart,
     ScoreRequest,
+    image_url_parts,
 )
 from rewardfleet.services.model_server.server import ModelServer
 
@@ -72,13 +72,7 @@ def _sampling(
 def _chat_images(server: ModelServer, body: ChatCompletionRequest) -> tuple[Any, ...]:
     """The decoded images of the chat's `image_url` parts, in order, each checked first (bytes, header
     pixels, format; services/common/images.py); only a vision-language model takes them."""
-    urls = [
-        (f"messages[{m}].content[{p}].image_url.url", part.image_url.url)
-        for m, message in enumerate(body.messages)
-        if not isinstance(message.content, str)
-        for p, part in enumerate(message.content)
-        if isinstance(part, ImageUrlPart)
-    ]
+    urls = [(f"{where}.image_url.url", url) for where, url in image_url_parts(body.messages)]
     if not urls:
         return ()
     if not isinstance(server.require_runner(), VisionGenerationRunner):

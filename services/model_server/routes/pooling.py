@@ -23,21 +23,19 @@ from rewardfleet.services.common.json_body import parse_json_body
 from rewardfleet.services.model_server.deps import get_server
 from rewardfleet.services.model_server.errors import InvalidRequest
 from rewardfleet.services.model_server.runners.prm import StepInput, StepRows
-from rewardfleet.services.model_server.schemas import ImageUrlPart, PoolingRequest
+from rewardfleet.services.model_server.schemas import PoolingRequest, image_url_parts
 
 router = APIRouter()
 
 
 def _inputs(body: PoolingRequest) -> list[StepInput]:
     if body.messages is not None:
-        for m, message in enumerate(body.messages):
-            if message.image_urls():
-                part = next(p for p, x in enumerate(message.content) if isinstance(x, ImageUrlPart))
-                # Dropping the image and scoring the text would score steps the model never saw whole.
-                raise InvalidRequest(
-                    "this server's process reward models take text only; send the steps without image parts",
-                    param=f"messages[{m}].content[{part}]",
-                )
+        images = image_url_parts(body.messages)
+        if images:  # dropping the image and scoring the text would score steps the model never saw whole
+            raise InvalidRequest(
+                "this server's process reward models take text only; send the steps without image parts",
+                param=images[0][0],
+            )
         messages = [{"role": m.role, "content": m.text()} for m in body.messages]
         return [
             StepInput(
