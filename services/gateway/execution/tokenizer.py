@@ -24,6 +24,8 @@ from typing import Any
 from rewardfleet.services.common.gguf_cache import cache_dir, publish
 from rewardfleet.services.gateway.errors import TokenizerUnavailable
 
+CACHE_KIND = "gguf-tokenizers"  # services/common/gguf_cache.py's folder for converted GGUF tokenizers
+
 
 def load_tokenizer(path: str) -> Any:
     if path.startswith("builtin:"):
@@ -42,16 +44,13 @@ def load_tokenizer(path: str) -> Any:
     file = Path(path)
     try:
         if file.suffix == ".gguf" and file.is_file():
-            if (_cache_dir(file) / "tokenizer_config.json").is_file():
-                return AutoTokenizer.from_pretrained(str(_cache_dir(file)))
+            cached = cache_dir(CACHE_KIND, file)
+            if (cached / "tokenizer_config.json").is_file():
+                return AutoTokenizer.from_pretrained(str(cached))
             return LazyTokenizer(AutoTokenizer, file)
         return AutoTokenizer.from_pretrained(path)
     except Exception as exc:
         raise TokenizerUnavailable(f"reward_model_tokenizer: cannot load {path!r}: {exc}") from exc
-
-
-def _cache_dir(file: Path) -> Path:
-    return cache_dir("gguf-tokenizers", file)
 
 
 def _gguf_tokenizer(auto: Any, file: Path, cached: Path) -> Any:
@@ -70,7 +69,7 @@ class LazyTokenizer:
         self._file = file
         # Where the converted copy goes is decided now, in the caller's environment, not whenever the thread
         # gets to run (XDG_CACHE_HOME may have changed by then).
-        self._cached = _cache_dir(file)
+        self._cached = cache_dir(CACHE_KIND, file)
         self._tokenizer: Any = None
         self._error: TokenizerUnavailable | None = None
         self._done = threading.Event()
