@@ -20,7 +20,11 @@ M = TypeVar("M", bound=BaseModel)
 
 
 async def parse_json_body(request: Request, model: type[M]) -> M:
-    raw = await request.body()
+    return parse_json(await request.body(), model)
+
+
+def parse_json(raw: bytes, model: type[M]) -> M:
+    """`raw` as `model`, or a RequestValidationError with `body.<field>` locations."""
     try:
         return model.model_validate_json(raw)
     except ValidationError as exc:

@@ -58,6 +58,7 @@ from rewardfleet.services.gateway.reliability.spend import SpendMeter
 from rewardfleet.services.gateway.routes import admin, graders, meta, monitors, openrlhf, pools, score, slime
 from rewardfleet.services.gateway.routes.deps import Gateway
 from rewardfleet.services.gateway.routes.error_handlers import install_error_handlers
+from rewardfleet.services.gateway.routes.score_asgi import ScoreFastPath
 from rewardfleet.services.gateway.routes.trainer_protocol import gateway_backend
 from rewardfleet.services.gateway.state_store.base import StateBackend
 from rewardfleet.services.gateway.state_store.factory import build_backend
@@ -251,7 +252,9 @@ def create_app(
     trainers = gateway_backend(app, config)  # OpenRLHF + slime, over the gateway's own scoring path
     app.include_router(openrlhf.make_router(trainers))
     app.include_router(slime.make_router(trainers))
-    # Innermost first. The body limits sit inside admission: a body that is too large or too slow (408)
+    # Innermost first. POST /score skips the router (routes/score_asgi.py), inside every limit below.
+    app.add_middleware(ScoreFastPath)
+    # The body limits sit inside admission: a body that is too large or too slow (408)
     # unwinds the app, and the slot it held is released on the way out.
     app.add_middleware(
         RequestBodyLimits,

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import aiohttp
 from fastapi import Depends, Request
+from starlette.datastructures import State
 
 from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.core.registry import RewardFunction
@@ -63,7 +64,12 @@ class Gateway:
 
 
 def get_gateway(request: Request) -> Gateway:
-    gateway: Gateway | None = getattr(request.app.state, "gateway", None)
+    return gateway_of(request.app.state)
+
+
+def gateway_of(state: State) -> Gateway:
+    """The gateway in the app's `state`, set by the lifespan."""
+    gateway: Gateway | None = getattr(state, "gateway", None)
     if gateway is None:  # only possible if a request slips in before start-up finished
         raise RuntimeError("the gateway is not started")
     return gateway

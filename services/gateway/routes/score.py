@@ -7,10 +7,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel
+from starlette.datastructures import State
 
-from rewardfleet.services.common.json_body import parse_json_body
+from rewardfleet.services.common.json_body import parse_json, parse_json_body
 from rewardfleet.services.gateway.errors import BatchTooLarge, GatewayError
-from rewardfleet.services.gateway.routes.deps import get_gateway
+from rewardfleet.services.gateway.routes.deps import gateway_of, get_gateway
 from rewardfleet.services.gateway.schemas import (
     BatchRequest,
     BatchResult,
@@ -20,6 +21,7 @@ from rewardfleet.services.gateway.schemas import (
 )
 
 router = APIRouter(tags=["score"])
+PATH = "/score"
 
 
 def _json(model: BaseModel) -> Response:
@@ -49,12 +51,19 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.post("/score", response_model=ScoreResult, responses=_ERRORS, openapi_extra=_body_doc(_SAMPLE_SCHEMA))
+@router.post(PATH, response_model=ScoreResult, responses=_ERRORS, openapi_extra=_body_doc(_SAMPLE_SCHEMA))
 async def score(request: Request) -> Response:
     """Score one sample. A function that fails still answers 200, with `status` "error" or "timeout"."""
-    gateway = get_gateway(request)
-    sample = await parse_json_body(request, ScoreRequest)
-    return _json(await gateway.score(sample))
+    body = await score_body(request.app.state, await request.body())
+    return Response(body, media_type="application/json")
+
+
+async def score_body(state: State, raw: bytes) -> bytes:
+    """The answer to one `POST /score` body (the app's `state` holds the gateway): the route's and the
+    plain-ASGI path's (routes/score_asgi.py) one implementation. Raises what the error handlers answer."""
+    gateway = gateway_of(state)
+    sample = parse_json(raw, ScoreRequest)
+    return ScoreResult.__pydantic_serializer__.to_json(await gateway.score(sample))
 
 
 @router.post(
