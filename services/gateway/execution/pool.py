@@ -8,10 +8,13 @@ worker's main thread. What runs inside a worker is `worker.py`; how calls are gr
 
 Calls submitted in the same event-loop turn (the samples of one `/score/batch`, or concurrent `/score`s) for
 the same function go to the workers in chunks, one task per chunk, when the function is cheap enough that a
-chunk fits well inside one call's timeout; each call's result is the one it would get alone. A chunk that
-fails as a whole (a call in it hangs past the timeout, kills its worker, or does not pickle) is run again
-call by call, each as its own task with the full timeout, so only the faulty call ends in `Timeout` or
-`WorkerCrashed` and its neighbours get their scores.
+chunk fits well inside one call's timeout; each call's result is the one it would get alone. While every
+worker has a chunk running and one waiting, new calls wait here instead of in pebble's queue, and go out
+together, chunked, when a chunk ends: single posts arrive a call or two per turn, and a task of one call
+costs the gateway more CPU than a cheap rule does (chunking.py). An idle pool gets each call at once. A
+chunk that fails as a whole (a call in it hangs past the timeout, kills its worker, or does not pickle) is
+run again call by call, each as its own task with the full timeout, so only the faulty call ends in
+`Timeout` or `WorkerCrashed` and its neighbours get their scores.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ from rewardfleet.services.gateway.execution.chunking import CostEstimates, chunk
 from rewardfleet.services.gateway.execution.loader import FunctionRef
 from rewardfleet.services.gateway.execution.worker import WorkerResult, init_worker, run_call, run_calls
 
+# Chunks out per worker before new calls are held back: one running and one waiting, so a worker that ends
+# a chunk has its next one at hand while the event loop hears of the end and sends more.
+_CHUNKS_PER_WORKER = 2
 _Key = tuple[FunctionRef, float, str | None]  # calls that may share a task: same function, timeout, tokenizer
 _Pending = tuple[dict[str, Any], "asyncio.Future[WorkerResult]"]
 
@@ -58,7 +64,7 @@ class WorkerPool:
         )
         self._pending: dict[_Key, list[_Pending]] = {}
         self._flush_scheduled = False
-        self._chunk_tasks: set[asyncio.Task[None]] = set()
+        self._chunk_tasks: set[asyncio.Task[None]] = set()  # the chunks out (strong references)
 
     async def submit(
         self, ref: FunctionRef, kwargs: dict[str, Any], timeout_s: float, tokenizer_path: str | None
@@ -94,6 +100,8 @@ class WorkerPool:
 
     def _flush(self) -> None:
         self._flush_scheduled = False
+        if len(self._chunk_tasks) >= self.workers * _CHUNKS_PER_WORKER:
+            return  # every worker is busy: the next chunk to end sends what gathered meanwhile
         pending, self._pending = self._pending, {}
         for (ref, timeout_s, tokenizer_path), calls in pending.items():
             live = [c for c in calls if not c[1].done()]
@@ -104,7 +112,13 @@ class WorkerPool:
                 start += size
                 task = asyncio.ensure_future(self._run_chunk(ref, chunk, timeout_s, tokenizer_path))
                 self._chunk_tasks.add(task)
-                task.add_done_callback(self._chunk_tasks.discard)
+                task.add_done_callback(self._chunk_ended)
+
+    def _chunk_ended(self, task: asyncio.Task[None]) -> None:
+        self._chunk_tasks.discard(task)
+        if self._pending and not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
 
     async def _run_chunk(
         self, ref: FunctionRef, chunk: list[_Pending], timeout_s: float, tokenizer_path: str | None

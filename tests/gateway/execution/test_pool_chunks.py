@@ -78,6 +78,43 @@ async def test_batched_calls_share_tasks_and_match_single_calls(pool: WorkerPool
     assert pool.in_flight == 0
 
 
+async def test_calls_wait_for_a_free_worker_and_go_out_together(pool: WorkerPool) -> None:
+    """Single posts arrive one call per event-loop turn. While both workers have a chunk running and one
+    waiting (here: four hung calls), such calls are held, then sent in chunks when a chunk ends."""
+    ref = _ref()
+    for i in range(4):
+        await pool.submit(ref, _kwargs(i), 10.0, None)
+    hung = []
+    for i in range(4):  # a turn each: four one-call chunks, the pool's limit for 2 workers
+        hung.append(asyncio.ensure_future(pool.submit(ref, _kwargs(i, "hang"), 1.0, None)))
+        await asyncio.sleep(0)
+    await asyncio.sleep(0.1)  # the hung calls reach pebble
+    counter = _CountingSchedule(pool)
+    held = []
+    for i in range(20):
+        held.append(asyncio.ensure_future(pool.submit(ref, _kwargs(i), 10.0, None)))
+        await asyncio.sleep(0)
+    assert counter.tasks == []  # nothing scheduled while every worker is busy
+    results = await asyncio.gather(*held)
+    assert [r[1][0] for r in results] == [float(i % 7) for i in range(20)]
+    assert len(counter.tasks) < 20 and sum(counter.tasks) == 20, counter.tasks
+    for outcome in await asyncio.gather(*hung, return_exceptions=True):
+        assert isinstance(outcome, concurrent.futures.TimeoutError)
+    assert pool.in_flight == 0
+
+
+async def test_an_idle_pool_gets_a_call_at_once(pool: WorkerPool) -> None:
+    ref = _ref()
+    for i in range(4):
+        await pool.submit(ref, _kwargs(i), 10.0, None)
+    counter = _CountingSchedule(pool)
+    call = asyncio.ensure_future(pool.submit(ref, _kwargs(3), 10.0, None))
+    for _ in range(6):  # the call's task, the flush, the chunk, the call: a few turns, nothing waited for
+        await asyncio.sleep(0)
+    assert counter.tasks == [1]
+    assert (await call)[1][0] == 3.0
+
+
 async def test_hung_call_times_out_alone_and_its_neighbours_are_scored(pool: WorkerPool) -> None:
     ref = _ref()
     for i in range(4):
