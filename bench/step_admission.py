@@ -82,10 +82,18 @@ class Burst:
     failures: dict[str, int]
     gateway_cpu_s: float
     client_cpu_s: float
+    judge_cpu_s: float  # the stand-in judge process (0 with --judge sleep)
 
     @property
     def ratio(self) -> float:
         return self.wall_s / self.max_latency_s
+
+    @property
+    def cpu_floor_s(self) -> float:
+        """The burst's CPU (client, gateway, judge) spread over this machine's cores. Sending the posts (the
+        client's, the gateway's and the judge's part of it) has to happen before the last one can start
+        waiting, so on one shared host the arrival span cannot shrink much below that share of it."""
+        return (self.gateway_cpu_s + self.client_cpu_s + self.judge_cpu_s) / (os.cpu_count() or 1)
 
 
 def _cpu_s(pid: int) -> float:
@@ -102,7 +110,12 @@ def _rss_bytes(pid: int) -> int:
 
 
 async def _burst(
-    url: str, latencies: list[float], judge_url: str | None, gateway_pid: int, timeout_s: float
+    url: str,
+    latencies: list[float],
+    judge_url: str | None,
+    gateway_pid: int,
+    timeout_s: float,
+    judge_pid: int | None = None,
 ) -> Burst:
     bodies = [
         json.dumps(
@@ -148,12 +161,14 @@ async def _burst(
 
         watcher = asyncio.create_task(watch_rss())
         gateway_cpu = _cpu_s(gateway_pid)
+        judge_cpu = 0.0 if judge_pid is None else _cpu_s(judge_pid)
         client_cpu = time.process_time()
         sent = time.monotonic()
         await asyncio.gather(*(one(b) for b in bodies))
         wall = time.monotonic() - sent
         client_cpu = time.process_time() - client_cpu
         gateway_cpu = _cpu_s(gateway_pid) - gateway_cpu
+        judge_cpu = 0.0 if judge_pid is None else _cpu_s(judge_pid) - judge_cpu
         watcher.cancel()
     accepted = len(starts)
     refused = statuses.count(429)
@@ -169,6 +184,7 @@ async def _burst(
         failures=dict(failures),
         gateway_cpu_s=gateway_cpu,
         client_cpu_s=client_cpu,
+        judge_cpu_s=judge_cpu,
     )
 
 
@@ -218,9 +234,9 @@ def run(
                 for n in sizes:
                     rng = random.Random(2900 + n)
                     latencies = [rng.uniform(low_s, high_s) for _ in range(n)]
-                    bursts.append(
-                        asyncio.run(_burst(base + "/score", latencies, judge_url, pid, 4 * high_s + 120))
-                    )
+                    judge_pid = None if judge_proc is None else judge_proc.pid
+                    burst = _burst(base + "/score", latencies, judge_url, pid, 4 * high_s + 120, judge_pid)
+                    bursts.append(asyncio.run(burst))
         finally:
             if judge_proc is not None:
                 judge_proc.stop()
@@ -238,7 +254,8 @@ def run(
             f"its function {b.arrivals_span_s:.2f} s after the first send; gateway RSS +"
             f"{b.rss_growth_bytes / 2**20:.0f} MiB ({b.rss_growth_bytes / b.samples / 1024:.1f} KiB a post "
             f"in flight); CPU: gateway {b.gateway_cpu_s:.2f} s "
-            f"({b.gateway_cpu_s / b.samples * 1000:.2f} ms a post), client {b.client_cpu_s:.2f} s"
+            f"({b.gateway_cpu_s / b.samples * 1000:.2f} ms a post), client {b.client_cpu_s:.2f} s, judge "
+            f"{b.judge_cpu_s:.2f} s: {b.cpu_floor_s:.2f} s over this machine's {os.cpu_count()} cores"
         )
         result.rows.append(
             Row(
