@@ -1,4 +1,4 @@
-"""Python client of the reward gateway. Light on purpose: aiohttp and the standard library only.
+"""Python client of the reward gateway. Light on purpose: httptools, orjson, yarl and the standard library.
 
     from rewardfleet.services.client import AsyncRewardClient, RewardClient
 

@@ -1,6 +1,7 @@
-"""`AsyncRewardClient`: the asyncio client of the reward gateway (aiohttp underneath).
+"""`AsyncRewardClient`: the asyncio client of the reward gateway.
 
-One pooled `aiohttp.ClientSession` per client, a semaphore bounding the requests in flight, and exactly one
+One pool of keep-alive connections per client (`_transport.py`: lean on the caller's CPU, which a trainer
+posting one sample per request pays per post), a semaphore bounding the requests in flight, and exactly one
 retry loop (`_request`) shared by every call. A retried sample keeps its `uid`, so the gateway can recognise
 the second attempt of a request whose first answer was lost.
 """
@@ -14,9 +15,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import aiohttp
 import orjson
-import yarl
 
 from rewardfleet.services.client._exceptions import (
     GatewayHTTPError,
@@ -26,6 +25,7 @@ from rewardfleet.services.client._exceptions import (
 )
 from rewardfleet.services.client._progress import progress_bar
 from rewardfleet.services.client._retry import RETRYABLE_STATUSES, RetryPolicy
+from rewardfleet.services.client._transport import Transport
 from rewardfleet.services.client.models import Sample, ScoreResult, sample_body
 from rewardfleet.services.common.retry_after import parse_retry_after
 from rewardfleet.services.common.router_http import base_url as router_base_url
@@ -71,12 +71,11 @@ class AsyncRewardClient:
         self.max_concurrency = max_concurrency
         self.max_connections = max_connections or max_concurrency
         self.retry = retry or RetryPolicy()
-        self._default_timeout = aiohttp.ClientTimeout(total=timeout_s)
-        self._urls: dict[str, yarl.URL] = {}  # parsed once per path
         self._headers = dict(headers or {})
         if api_key:  # sent as a header on every request; never logged
             self._headers["Authorization"] = f"Bearer {api_key}"
-        self._session: aiohttp.ClientSession | None = None
+        self._transport = Transport(self.base_url, self.max_connections, self._headers)  # checks the URL
+        self._session: Transport | None = None
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
@@ -93,27 +92,23 @@ class AsyncRewardClient:
     async def aclose(self) -> None:
         self._closed = True
         session, self._session = self._session, None
-        if session is not None and not session.closed:
-            await session.close()
+        if session is not None:
+            session.close()
 
     @property
     def closed(self) -> bool:
         return self._closed
 
-    def _ensure_session(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
+    def _ensure_session(self) -> tuple[Transport, asyncio.Semaphore]:
         if self._closed:
             raise RuntimeError("AsyncRewardClient is closed")
         loop = asyncio.get_running_loop()
         if self._session is None:
             self._loop = loop
             self._semaphore = asyncio.Semaphore(self.max_concurrency)
-            connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=self.max_connections)
-            # No cookie jar: the gateway sets no cookies, and a jar is consulted on every request and answer.
-            self._session = aiohttp.ClientSession(
-                connector=connector, headers=self._headers, cookie_jar=aiohttp.DummyCookieJar()
-            )
+            self._session = self._transport
         elif loop is not self._loop:
-            # aiohttp sessions belong to the loop that created them; sharing one across loops corrupts it.
+            # Connections belong to the loop that made them; sharing them across loops corrupts them.
             raise RuntimeError("AsyncRewardClient used from a second event loop; create one client per loop")
         if self._semaphore is None:
             raise RuntimeError("AsyncRewardClient has a session without a semaphore")
@@ -217,18 +212,13 @@ class AsyncRewardClient:
     async def _probe(self, path: str) -> bool:
         session, _ = self._ensure_session()
         try:
-            async with session.get(self.base_url + path, timeout=self._timeout(None)) as resp:
-                await resp.read()
-                return resp.status == 200
-        except (aiohttp.ClientError, TimeoutError):
+            async with asyncio.timeout(self.timeout_s):
+                answer = await session.request("GET", path, None, None)
+        except OSError:  # refused, reset, lost; a timeout too (TimeoutError is an OSError)
             return False
+        return answer.status == 200
 
     # -- the one retry loop ----------------------------------------------------------------------------
-
-    def _timeout(self, timeout_s: float | None) -> aiohttp.ClientTimeout:
-        if timeout_s is None or timeout_s == self.timeout_s:
-            return self._default_timeout  # one object for every request (they are immutable)
-        return aiohttp.ClientTimeout(total=timeout_s)
 
     async def _request(self, method: str, path: str, body: Any, timeout_s: float | None) -> tuple[Any, int]:
         """Send until a definitive answer; return (decoded JSON, attempts). Only transient failures retry."""
@@ -237,13 +227,11 @@ class AsyncRewardClient:
         loop = asyncio.get_running_loop()
         started = loop.time()
         url = self.base_url + path  # as the messages show it
-        target = self._urls.get(path)
-        if target is None:
-            target = self._urls[path] = yarl.URL(url)
+        limit_s = timeout_s or self.timeout_s
         # Encoded once for every attempt, in C: the stdlib encoder costs ~7 ms per MB of body on the
         # caller's event loop (a 1024-sample batch of 4096-token responses is ~15 MB).
         data = None if body is None else encode_json(body)
-        headers = None if body is None else _JSON_HEADERS
+        content_type = None if body is None else "application/json"
         attempt = 0
         while True:
             attempt += 1
@@ -251,27 +239,24 @@ class AsyncRewardClient:
             last_status: int | None = None
             async with semaphore:
                 try:
-                    async with session.request(
-                        method, target, data=data, headers=headers, timeout=self._timeout(timeout_s)
-                    ) as resp:
-                        raw = await resp.read()
-                        if resp.status == 200:
-                            return _decode(raw, resp.status), attempt
-                        if resp.status not in RETRYABLE_STATUSES:
-                            raise http_error(resp.status, _decode_lenient(raw))
-                        last_status = resp.status
-                        retry_after = parse_retry_after(resp.headers.get("Retry-After"))
-                        cause = f"HTTP {resp.status}"
+                    async with asyncio.timeout(limit_s):  # connect + send + wait + read
+                        answer = await session.request(method, path, data, content_type)
+                    if answer.status == 200:
+                        return _decode(answer.body, answer.status), attempt
+                    if answer.status not in RETRYABLE_STATUSES:
+                        raise http_error(answer.status, _decode_lenient(answer.body))
+                    last_status = answer.status
+                    retry_after = parse_retry_after(answer.headers.get("retry-after"))
+                    cause = f"HTTP {answer.status}"
                 except TimeoutError as exc:
                     if not policy.retry_on_timeout:
                         raise GatewayUnavailable(
-                            f"{method} {url}: no answer within {timeout_s or self.timeout_s}s",
-                            attempts=attempt,
+                            f"{method} {url}: no answer within {limit_s}s", attempts=attempt
                         ) from exc
-                    cause = f"timeout after {timeout_s or self.timeout_s}s"
-                except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-                    # Refused, reset, closed mid-answer (e.g. the gateway restarted): safe to send again,
-                    # the uid lets the gateway recognise the repeat.
+                    cause = f"timeout after {limit_s}s"
+                except OSError as exc:
+                    # Refused, reset, closed mid-answer (e.g. the gateway restarted; `ConnectionLost`): safe
+                    # to send again, the uid lets the gateway recognise the repeat.
                     cause = f"{type(exc).__name__}: {exc}"
             elapsed = loop.time() - started
             delay = policy.delay_s(attempt - 1, retry_after)
@@ -283,9 +268,6 @@ class AsyncRewardClient:
                 )
             logger.debug("%s %s: %s; retry %d in %.2fs", method, url, cause, attempt, delay)
             await asyncio.sleep(delay)
-
-
-_JSON_HEADERS = {"Content-Type": "application/json"}
 
 
 def encode_json(body: Any) -> bytes:
