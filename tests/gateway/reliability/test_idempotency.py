@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import hashlib
+
+import pytest
 
 from rewardfleet.services.gateway.metrics import GatewayMetrics
+from rewardfleet.services.gateway.reliability import idempotency
 from rewardfleet.services.gateway.reliability.idempotency import ResultCache, inputs_digest
 from rewardfleet.services.gateway.schemas import ScoreResult, Timings
 from tests.gateway.units import counter, sample
@@ -156,3 +160,12 @@ def test_digest_tells_every_input_value_apart() -> None:
     assert inputs_digest(sample(data_source="ab", solution_str="c")) != inputs_digest(
         sample(data_source="a", solution_str="bc")
     )
+
+
+@pytest.mark.parametrize("size", [0, 1, 2047, 2048, 4500, 2047 * 3, 256 * 1024 + 1])
+def test_digest_in_pieces_is_the_whole_digest(size: int) -> None:
+    """Fed in pieces (to keep the GIL on the event loop), the digest, and so every cache key, is unchanged."""
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    h = hashlib.blake2b(digest_size=16)
+    idempotency._update(h, data)
+    assert h.digest() == hashlib.blake2b(data, digest_size=16).digest()
