@@ -21,7 +21,6 @@ closes it.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -33,6 +32,7 @@ from rewardfleet.services.common.api_keys import ApiKeyMiddleware, check_api_key
 from rewardfleet.services.common.body_limits import RequestBodyLimits
 from rewardfleet.services.common.hosts import connect_host
 from rewardfleet.services.common.request_metrics import RequestMetrics
+from rewardfleet.services.gateway.collector import tune_for_own_process
 from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.core.registry import RewardFunction, load_functions
 from rewardfleet.services.gateway.core.scoring import Injectables, Scorer
@@ -66,22 +66,11 @@ from rewardfleet.services.gateway.state_store.factory import build_backend
 logger = logging.getLogger(__name__)
 
 
-def _freeze_startup_objects() -> None:
-    """Take what start-up built (FastAPI, pydantic, the libraries, the functions' modules: 100,000+ objects
-    that live as long as the process) out of the cyclic collector's view. Otherwise every full collection
-    walks all of it again: about 60-90 ms each on a 2-core host, and with many requests in flight (each
-    suspended on Redis or a judge) enough objects survive young collections that a full one ran every
-    ~0.3 s, a fifth of the gateway's CPU and its tail latency (docs/reliability.md, bench/state_backend).
-    Only for a process that is the gateway's own: in someone else's process it would freeze their objects
-    too (frozen cyclic garbage is never collected)."""
-    gc.collect()
-    gc.freeze()
-
-
 def create_app(
     config: GatewayConfig, metrics: GatewayMetrics | None = None, freeze_startup: bool = False
 ) -> FastAPI:
-    """`freeze_startup`: the process is this gateway's own (the CLI's); see `_freeze_startup_objects`."""
+    """`freeze_startup`: the process is this gateway's own (the CLI's): once started, the garbage collector
+    is set for it (collector.py)."""
     metrics = metrics or GatewayMetrics()
     backlog = Backlog()
     metrics.pool_queue_depth.set_function(lambda: backlog.depth)
@@ -217,7 +206,7 @@ def create_app(
             redact = RedactPoolTokens()
             logging.getLogger(ACCESS_LOGGER).addFilter(redact)
             if freeze_startup:
-                _freeze_startup_objects()
+                tune_for_own_process()
             if prober is not None:
                 prober.start()  # background rounds; the first as soon as the judge answers
             try:

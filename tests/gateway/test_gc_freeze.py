@@ -1,6 +1,6 @@
-"""The gateway's own process freezes what start-up built (`create_app(freeze_startup=True)`, which the CLI
-passes), so full collections under load stop walking it; an embedding process is left alone. Run in a child
-process: freezing is process-wide."""
+"""The gateway's own process freezes what start-up built and raises the collector's thresholds
+(`create_app(freeze_startup=True)`, which the CLI passes; collector.py); an embedding process is left alone.
+Run in a child process: both are process-wide."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from rewardfleet.services.gateway import collector
 from tests.support import REPO_ROOT
 
 SCRIPT = """
@@ -21,7 +22,7 @@ from rewardfleet.services.gateway.config import GatewayConfig
 config = GatewayConfig(workers=1, reward_fns_dirs=[sys.argv[2]])
 with TestClient(create_app(config, freeze_startup=sys.argv[1] == "yes")) as client:
     assert client.get("/ready").status_code == 200
-    print(gc.get_freeze_count(), len(gc.get_objects()))
+    print(gc.get_threshold()[0], gc.get_freeze_count(), len(gc.get_objects()))
 """
 GOOD = "async def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n    return 0.5\n"
 
@@ -37,8 +38,11 @@ def test_startup_objects_are_frozen_only_when_asked(tmp_path: Path, freeze: str)
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    frozen, tracked = map(int, done.stdout.split()[-2:])
+    young, frozen, tracked = map(int, done.stdout.split()[-3:])
     if freeze == "yes":
         assert frozen > 50_000 and tracked < frozen / 10  # start-up's objects, out of the collector's view
+        assert (
+            young == collector.YOUNG_THRESHOLD
+        )  # a step's in-flight requests are not walked again and again
     else:
-        assert frozen == 0
+        assert frozen == 0 and young == 700  # CPython's default, untouched
