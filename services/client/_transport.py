@@ -121,13 +121,12 @@ class Transport:
         self._idle: list[_Connection] = []
         self._open: set[_Connection] = set()
 
-    async def request(self, method: str, path: str, body: bytes | None, content_type: str | None) -> Answer:
+    async def request(self, method: str, path: str, body: bytes | None) -> Answer:
+        """`body`, when given, is JSON (the gateway's only request body)."""
         target = (self._prefix + path).encode("latin-1")
         head = b"%s %s HTTP/1.1\r\n%s" % (method.encode("ascii"), target, self._head)
         if body is not None:
-            head += b"Content-Length: %d\r\n" % len(body)
-            if content_type is not None:
-                head += _header("Content-Type", content_type)
+            head += b"Content-Type: application/json\r\nContent-Length: %d\r\n" % len(body)
         request = head + b"\r\n" + (body or b"")
         async with self._slots:
             conn = await self._connection()

@@ -75,9 +75,8 @@ class AsyncRewardClient:
         if api_key:  # sent as a header on every request; never logged
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._transport = Transport(self.base_url, self.max_connections, self._headers)  # checks the URL
-        self._session: Transport | None = None
         self._semaphore: asyncio.Semaphore | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the first use; the only one
         self._closed = False
 
     # -- lifecycle -------------------------------------------------------------------------------------
@@ -91,9 +90,7 @@ class AsyncRewardClient:
 
     async def aclose(self) -> None:
         self._closed = True
-        session, self._session = self._session, None
-        if session is not None:
-            session.close()
+        self._transport.close()
 
     @property
     def closed(self) -> bool:
@@ -103,16 +100,15 @@ class AsyncRewardClient:
         if self._closed:
             raise RuntimeError("AsyncRewardClient is closed")
         loop = asyncio.get_running_loop()
-        if self._session is None:
+        if self._loop is None:
             self._loop = loop
             self._semaphore = asyncio.Semaphore(self.max_concurrency)
-            self._session = self._transport
         elif loop is not self._loop:
             # Connections belong to the loop that made them; sharing them across loops corrupts them.
             raise RuntimeError("AsyncRewardClient used from a second event loop; create one client per loop")
         if self._semaphore is None:
             raise RuntimeError("AsyncRewardClient has a session without a semaphore")
-        return self._session, self._semaphore
+        return self._transport, self._semaphore
 
     # -- scoring ---------------------------------------------------------------------------------------
 
@@ -213,7 +209,7 @@ class AsyncRewardClient:
         session, _ = self._ensure_session()
         try:
             async with asyncio.timeout(self.timeout_s):
-                answer = await session.request("GET", path, None, None)
+                answer = await session.request("GET", path, None)
         except OSError:  # refused, reset, lost; a timeout too (TimeoutError is an OSError)
             return False
         return answer.status == 200
@@ -231,7 +227,6 @@ class AsyncRewardClient:
         # Encoded once for every attempt, in C: the stdlib encoder costs ~7 ms per MB of body on the
         # caller's event loop (a 1024-sample batch of 4096-token responses is ~15 MB).
         data = None if body is None else encode_json(body)
-        content_type = None if body is None else "application/json"
         attempt = 0
         while True:
             attempt += 1
@@ -240,7 +235,7 @@ class AsyncRewardClient:
             async with semaphore:
                 try:
                     async with asyncio.timeout(limit_s):  # connect + send + wait + read
-                        answer = await session.request(method, path, data, content_type)
+                        answer = await session.request(method, path, data)
                     if answer.status == 200:
                         return _decode(answer.body, answer.status), attempt
                     if answer.status not in RETRYABLE_STATUSES:

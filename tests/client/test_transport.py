@@ -76,7 +76,7 @@ def echo_connection() -> Handler:
 async def test_keep_alive_reuses_one_connection(server: Server) -> None:
     server.handler = echo_connection()
     transport = Transport(server.url, 4, {"Authorization": "Bearer k"})
-    answers = [await transport.request("POST", "/score", b'{"a": 1}', "application/json") for _ in range(5)]
+    answers = [await transport.request("POST", "/score", b'{"a": 1}') for _ in range(5)]
     assert [a.body for a in answers] == [b'{"connection": 1}'] * 5 and server.connections == 1
     first = server.requests[0]
     assert first.startswith(b"POST /score HTTP/1.1\r\n")
@@ -89,7 +89,7 @@ async def test_keep_alive_reuses_one_connection(server: Server) -> None:
 async def test_a_path_prefix_in_the_base_url_is_kept(server: Server) -> None:
     server.handler = echo_connection()
     transport = Transport(server.url + "/rf/", 1, {})
-    assert (await transport.request("GET", "/health", None, None)).status == 200
+    assert (await transport.request("GET", "/health", None)).status == 200
     assert server.requests[0].startswith(b"GET /rf/health HTTP/1.1\r\n")
     assert b"Content-Length" not in server.requests[0]
     transport.close()
@@ -104,9 +104,9 @@ async def test_chunked_answer_and_headers(server: Server) -> None:
 
     server.handler = handler
     transport = Transport(server.url, 1, {})
-    answer = await transport.request("POST", "/score", b"{}", "application/json")
+    answer = await transport.request("POST", "/score", b"{}")
     assert (answer.status, answer.body, answer.headers["retry-after"]) == (429, b"hello world", "3")
-    assert (await transport.request("POST", "/score", b"{}", "application/json")).body == b"hello world"
+    assert (await transport.request("POST", "/score", b"{}")).body == b"hello world"
     assert server.connections == 1  # a chunked answer keeps the connection
     transport.close()
 
@@ -117,7 +117,7 @@ async def test_connection_close_is_honoured(server: Server) -> None:
 
     server.handler = handler
     transport = Transport(server.url, 1, {})
-    bodies = [(await transport.request("GET", "/x", None, None)).body for _ in range(3)]
+    bodies = [(await transport.request("GET", "/x", None)).body for _ in range(3)]
     assert bodies == [b'{"connection": 1}', b'{"connection": 2}', b'{"connection": 3}']
     transport.close()
 
@@ -130,9 +130,9 @@ async def test_a_connection_the_server_closed_while_idle_is_not_reused(server: S
 
     server.handler = handler
     transport = Transport(server.url, 1, {})
-    assert (await transport.request("GET", "/x", None, None)).body == b'{"connection": 1}'
+    assert (await transport.request("GET", "/x", None)).body == b'{"connection": 1}'
     await asyncio.sleep(0.05)  # the close reaches the client
-    assert (await transport.request("GET", "/x", None, None)).body == b'{"connection": 2}'
+    assert (await transport.request("GET", "/x", None)).body == b'{"connection": 2}'
     transport.close()
 
 
@@ -148,7 +148,7 @@ async def test_a_broken_answer_is_connection_lost(server: Server, reply: bytes) 
     server.handler = handler
     transport = Transport(server.url, 1, {})
     with pytest.raises(ConnectionLost):
-        await transport.request("POST", "/score", b"{}", "application/json")
+        await transport.request("POST", "/score", b"{}")
     transport.close()
 
 
@@ -164,8 +164,8 @@ async def test_an_answer_after_a_timeout_never_reaches_the_next_request(server: 
     transport = Transport(server.url, 1, {})
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.1):
-            await transport.request("POST", "/score", b"slow", "application/json")
-    answer = await transport.request("POST", "/score", b"fast", "application/json")
+            await transport.request("POST", "/score", b"slow")
+    answer = await transport.request("POST", "/score", b"fast")
     assert answer.body == b'{"for": "fast"}'
     assert server.connections == 2  # the abandoned connection was closed, not reused
     transport.close()
@@ -178,7 +178,7 @@ async def test_at_most_limit_connections(server: Server) -> None:
 
     server.handler = handler
     transport = Transport(server.url, 3, {})
-    await asyncio.gather(*(transport.request("GET", "/x", None, None) for _ in range(12)))
+    await asyncio.gather(*(transport.request("GET", "/x", None) for _ in range(12)))
     assert server.connections == 3 and len(server.requests) == 12
     transport.close()
 
@@ -193,6 +193,6 @@ def test_header_injection_and_bad_urls_are_refused() -> None:
 async def test_credentials_in_the_url_are_sent_as_basic_auth(server: Server) -> None:
     server.handler = echo_connection()
     transport = Transport(server.url.replace("http://", "http://user:pw@"), 1, {})
-    await transport.request("GET", "/x", None, None)
+    await transport.request("GET", "/x", None)
     assert b"Authorization: Basic dXNlcjpwdw==\r\n" in server.requests[0]
     transport.close()
