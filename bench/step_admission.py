@@ -29,15 +29,17 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import yaml
 
 from bench.common import OFFLINE_ENV, BenchResult, Row, print_result, write_fn
+from rewardfleet.services.client import AsyncRewardClient, GatewayUnavailable, RetryPolicy
 from rewardfleet.services.common.open_files import raise_open_files_limit
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 
@@ -116,42 +118,38 @@ async def _burst(
     gateway_pid: int,
     timeout_s: float,
     judge_pid: int | None = None,
+    client: str = "fleet",
 ) -> Burst:
-    bodies = [
-        json.dumps(
-            {
-                "data_source": "bench",
-                "reward_fn": "step_judge",
-                "solution_str": "the answer is yes",
-                "uid": f"s{i}",
-                "extra_info": {"judge_latency_s": lat, "judge_url": judge_url},
-            }
-        ).encode()
+    samples = [
+        {
+            "data_source": "bench",
+            "reward_fn": "step_judge",
+            "solution_str": "the answer is yes",
+            "uid": f"s{i}",
+            "extra_info": {"judge_latency_s": lat, "judge_url": judge_url},
+        }
         for i, lat in enumerate(latencies)
     ]
-    headers = {"content-type": "application/json"}
     statuses: list[int] = []
     starts: list[float] = []
     failures: Counter[str] = Counter()
     rss_before = _rss_bytes(gateway_pid)
     rss_peak = rss_before
-    connector = aiohttp.TCPConnector(limit=0, force_close=True)
-    timeout = aiohttp.ClientTimeout(total=timeout_s)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+    post = _fleet_poster if client == "fleet" else _aiohttp_poster
+    async with post(url, len(samples), timeout_s) as send:
 
-        async def one(body: bytes) -> None:
+        async def one(sample: dict[str, Any]) -> None:
             try:
-                async with session.post(url, data=body, headers=headers) as resp:
-                    answer = await resp.json()
+                status, answer = await send(sample)
             except Exception as exc:  # counted, never retried: a failure here is a failure of the run
                 failures[type(exc).__name__] += 1
                 return
-            statuses.append(resp.status)
-            if resp.status == 200 and answer["status"] == "ok":
+            statuses.append(status)
+            if status == 200 and answer["status"] == "ok":
                 starts.append(answer["extra"]["started_monotonic"])
-            elif resp.status != 429:
+            elif status != 429:
                 error = answer.get("error") or {}
-                failures[f"{resp.status} {error.get('type', answer.get('status'))}"] += 1
+                failures[f"{status} {error.get('type', answer.get('status'))}"] += 1
 
         async def watch_rss() -> None:
             nonlocal rss_peak
@@ -164,7 +162,7 @@ async def _burst(
         judge_cpu = 0.0 if judge_pid is None else _cpu_s(judge_pid)
         client_cpu = time.process_time()
         sent = time.monotonic()
-        await asyncio.gather(*(one(b) for b in bodies))
+        await asyncio.gather(*(one(s) for s in samples))
         wall = time.monotonic() - sent
         client_cpu = time.process_time() - client_cpu
         gateway_cpu = _cpu_s(gateway_pid) - gateway_cpu
@@ -173,12 +171,12 @@ async def _burst(
     accepted = len(starts)
     refused = statuses.count(429)
     return Burst(
-        samples=len(bodies),
+        samples=len(samples),
         wall_s=wall,
         max_latency_s=max(latencies),
         accepted=accepted,
         refused=refused,
-        failed=len(bodies) - accepted - refused,
+        failed=len(samples) - accepted - refused,
         arrivals_span_s=(max(starts) - sent) if starts else float("nan"),
         rss_growth_bytes=rss_peak - rss_before,
         failures=dict(failures),
@@ -186,6 +184,45 @@ async def _burst(
         client_cpu_s=client_cpu,
         judge_cpu_s=judge_cpu,
     )
+
+
+Send = Callable[[dict[str, Any]], Awaitable[tuple[int, dict[str, Any]]]]
+
+
+@asynccontextmanager
+async def _fleet_poster(url: str, samples: int, timeout_s: float) -> AsyncIterator[Send]:
+    """Posts through the fleet's own client, as a trainer's adapter does: every sample in flight at once
+    (`max_concurrency` = the step), one attempt each (a 429 is counted, never retried)."""
+    base = url.removesuffix("/score")
+    once = RetryPolicy(max_attempts=1)
+    async with AsyncRewardClient(base, timeout_s=timeout_s, max_concurrency=samples, retry=once) as client:
+
+        async def send(sample: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+            try:
+                result = await client.score(sample)
+            except GatewayUnavailable as exc:
+                if exc.last_status is None:
+                    raise
+                return exc.last_status, {}
+            error = {"type": result.error.type} if result.error else None
+            return 200, {"status": result.status, "extra": result.extra, "error": error}
+
+        yield send
+
+
+@asynccontextmanager
+async def _aiohttp_poster(url: str, samples: int, timeout_s: float) -> AsyncIterator[Send]:
+    """Posts through aiohttp, one new connection per post (no keep-alive): a generic client's cost."""
+    headers = {"content-type": "application/json"}
+    connector = aiohttp.TCPConnector(limit=0, force_close=True)
+    timeout = aiohttp.ClientTimeout(total=timeout_s)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+
+        async def send(sample: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+            async with session.post(url, data=json.dumps(sample).encode(), headers=headers) as resp:
+                return resp.status, await resp.json()
+
+        yield send
 
 
 @contextmanager
@@ -213,6 +250,7 @@ def run(
     high_s: float = 30.0,
     judge: str = "http",
     settings: dict[str, int] | None = None,
+    client: str = "fleet",
 ) -> BenchResult:
     """`settings`: gateway settings instead of the defaults (e.g. the old `http_max_connections: 256`)."""
     result = BenchResult("13. a whole step posted at once (admission)")
@@ -235,7 +273,9 @@ def run(
                     rng = random.Random(2900 + n)
                     latencies = [rng.uniform(low_s, high_s) for _ in range(n)]
                     judge_pid = None if judge_proc is None else judge_proc.pid
-                    burst = _burst(base + "/score", latencies, judge_url, pid, 4 * high_s + 120, judge_pid)
+                    burst = _burst(
+                        base + "/score", latencies, judge_url, pid, 4 * high_s + 120, judge_pid, client
+                    )
                     bursts.append(asyncio.run(burst))
         finally:
             if judge_proc is not None:
@@ -290,11 +330,17 @@ def main() -> None:
     ap.add_argument("--high-s", type=float, default=30.0)
     ap.add_argument("--judge", choices=("http", "sleep"), default="http")
     ap.add_argument(
+        "--client",
+        choices=("fleet", "aiohttp"),
+        default="fleet",
+        help="the fleet's AsyncRewardClient (a trainer's adapter), or aiohttp with a new connection per post",
+    )
+    ap.add_argument(
         "--set", nargs="*", default=[], metavar="KEY=INT", help="gateway settings instead of the defaults"
     )
     args = ap.parse_args()
     settings = {key: int(value) for key, value in (item.split("=", 1) for item in args.set)}
-    print_result(run(tuple(args.samples), args.low_s, args.high_s, args.judge, settings))
+    print_result(run(tuple(args.samples), args.low_s, args.high_s, args.judge, settings, args.client))
 
 
 if __name__ == "__main__":
