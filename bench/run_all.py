@@ -100,7 +100,7 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
         5: lambda: cpu_heavy.run(duration_s=6, warmup_s=2, rounds=3),
         6: lambda: cost_growth.run(duration_s=6, warmup_s=2, stack=stack()),
         # GRPO's 512 prompts x 8 responses; math-verify on 512 of them (20-80 ms a call at this length).
-        7: lambda: trainer_view.run(samples=4096, tokens=1024, rounds=2, sizes={"math_verify": 512}),
+        7: lambda: trainer_view.run(samples=4096, tokens=1024, rounds=3, sizes={"math_verify": 512}),
         # samples 512 -> 4096 at 1024 tokens; tokens 256 -> 4096 at 1024 samples
         8: lambda: step_growth.run(fixed_samples=1024),
         9: _titled(CODE, lambda: code_sandbox.run(samples_count=40, rounds=2)),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import random
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -214,19 +215,57 @@ def verl_config(tokenizer_dir: Path, fn_path: str | None, fn_name: str, reward_k
     return config
 
 
-def score_step(config: Any, step: Step, after: Callable[[], Any] | None = None) -> tuple[float, list[float]]:
-    """Seconds verl's `RewardLoopWorker.compute_score_batch` takes for the step, and its scores in order.
-    The worker (tokenizer, reward function) is built before the clock starts; `after` runs in the same loop
-    once the clock stopped (e.g. to close clients)."""
-    from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
+class RewardActors:
+    """verl's reward workers as verl runs them: `RewardLoopManager` starts its `RewardLoopWorker` Ray actors
+    once, and each async actor runs every step's `compute_score_batch` on its one event loop for the whole
+    training run. So a worker's reward function keeps its clients (and their open connections) from one step
+    to the next. Here: one event loop in a thread for the whole benchmark, and one worker per `key` (a path
+    and kind), built on its first step and kept. `close()` runs the `after` coroutine functions (closing
+    the clients) on that loop and stops it."""
 
-    async def run() -> tuple[float, list[float]]:
-        worker = RewardLoopWorker(config)  # its reward manager binds to this running loop
-        started = time.perf_counter()
-        outputs = await worker.compute_score_batch(step.data)
-        wall = time.perf_counter() - started
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._loop.set_exception_handler(_quiet_unclosed)
+        self._thread = threading.Thread(target=self._loop.run_forever, name="reward-actors", daemon=True)
+        self._thread.start()
+        self._workers: dict[str, Any] = {}
+        self._after: dict[str, Callable[[], Any]] = {}
+
+    def score(
+        self, key: str, config: Any, step: Step, after: Callable[[], Any] | None = None
+    ) -> tuple[float, list[float]]:
+        """Seconds the `key` worker's `compute_score_batch` takes for the step, and its scores in order (the
+        worker is built before the clock starts, on the first step of `key`)."""
+        from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
+
+        async def run() -> tuple[float, list[float]]:
+            worker = self._workers.get(key)
+            if worker is None:  # its reward manager binds to this running loop
+                worker = self._workers[key] = RewardLoopWorker(config)
+            started = time.perf_counter()
+            outputs = await worker.compute_score_batch(step.data)
+            wall = time.perf_counter() - started
+            return wall, [float(out["reward_score"]) for out in outputs]
+
         if after is not None:
-            await after()
-        return wall, [float(out["reward_score"]) for out in outputs]
+            self._after.setdefault(getattr(after, "__module__", key), after)
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result()
 
-    return asyncio.run(run())
+    def close(self) -> None:
+        async def close_all() -> None:
+            for after in self._after.values():
+                await after()
+
+        try:
+            asyncio.run_coroutine_threadsafe(close_all(), self._loop).result(timeout=60)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+            self._loop.close()
+
+
+def _quiet_unclosed(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The benchmark's judge function (verl's side) keeps an aiohttp session per loop and has no hook to
+    close it, so at exit aiohttp reports it and every idle connection; anything else is reported as usual."""
+    if not str(context.get("message", "")).startswith("Unclosed"):
+        loop.default_exception_handler(context)

@@ -16,6 +16,10 @@ Kinds: `gsm8k` (a cheap rule), `math_verify` (symbolic checks of RL-length respo
 answer), `judge` (a server answering after U(1 s, 4 s), seeded per sample). Alternating rounds, medians;
 every path's scores are checked against path 1's, sample by sample.
 
+Each path has one verl worker for the whole run, on one event loop, as verl runs its reward workers (Ray
+actors started once): the reward function's clients keep their connections from step to step. Each kind's
+first step (as large as the measured ones) opens them and is printed apart, not counted.
+
     .venv/bin/python -m bench.trainer_view [--samples 4096] [--tokens 1024] [--rounds 2] [--kinds gsm8k judge]
 """
 
@@ -35,8 +39,8 @@ from bench.state_backend import gateway_pid, own_cpu_s, process_cpu_s
 from bench.trainer_steps import (
     KINDS,
     VERL_MATH_VERIFY_FN,
+    RewardActors,
     make_step,
-    score_step,
     train_tokenizer,
     verl_config,
 )
@@ -64,6 +68,7 @@ class Stack:
     gateway_url: str
     verl_fns: Path
     unchunked_url: str
+    actors: RewardActors
 
 
 @contextmanager
@@ -97,7 +102,11 @@ def stack(tmp: Path, workers: int = 4) -> Iterator[Stack]:
             gateway(tmp, {**config, "pool_chunking": False}, [gw_fns], name="gw-unchunked") as unchunked,
         ):
             tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-            yield Stack(tokenizer_dir, tokenizer, base, verl_fns, unchunked)
+            actors = RewardActors()
+            try:
+                yield Stack(tokenizer_dir, tokenizer, base, verl_fns, unchunked, actors)
+            finally:
+                actors.close()
     finally:
         judge.stop()
 
@@ -159,7 +168,7 @@ def measure(
         config, after = path_config(st, kind, path, samples)
         pid = _gateway_pid(st, path)
         before = _cpu(pid)
-        wall, scores = score_step(config, step, after)
+        wall, scores = st.actors.score(f"{kind}:{path}:{samples}", config, step, after)
         if spent is not None:
             trainer, gateway, workers = (b - a for a, b in zip(before, _cpu(pid), strict=True))
             spent[path] = Spent(trainer, gateway, workers, body_mb)
@@ -203,12 +212,19 @@ def _cpu(gateway: int | None) -> tuple[float, float, float]:
     return own_cpu_s(), process_cpu_s(gateway), workers
 
 
-def warm(st: Stack, kinds: Sequence[str]) -> None:
+def warm(st: Stack, kinds: Sequence[str], sizes: dict[str, int] | None = None) -> dict[str, dict[str, float]]:
     """Start verl's math-verify pool (4 spawned processes: they can take longer than its 30 s timeout to
-    start on a loaded machine), the gateway's workers and the clients before measuring."""
+    start on a loaded machine), the gateway's workers and each path's worker and clients before measuring.
+    With `sizes`, each kind's first step is as large as its measured ones: it opens the connections a step
+    needs (the judge's: one per sample in flight), which later steps reuse, as a training run's do after
+    its first step. Returns that first step's wall seconds, per kind and path."""
+    first: dict[str, dict[str, float]] = {}
     for kind in kinds:
-        if kind != "judge":
+        if sizes is not None:
+            first[kind] = measure(st, kind, sizes[kind], 128, seed=7)[0]
+        elif kind != "judge":
             measure(st, kind, 64, 128, seed=7)
+    return first
 
 
 def run(
@@ -223,8 +239,9 @@ def run(
     walls: dict[str, dict[str, list[float]]] = {k: {p: [] for p in (*PATHS, UNCHUNKED)} for k in kinds}
     cpu: dict[str, dict[str, list[Spent]]] = {k: {p: [] for p in PATHS} for k in kinds}
     mismatches: list[str] = []
+    size = {kind: (sizes or {}).get(kind, samples) for kind in kinds}
     with tempfile.TemporaryDirectory(prefix="rf-trainer-") as tmp_name, stack(Path(tmp_name)) as st:
-        warm(st, kinds)
+        first = warm(st, kinds, size)
         for r in range(rounds):
             for kind in kinds:
                 n = (sizes or {}).get(kind, samples)
@@ -241,10 +258,17 @@ def run(
                     if count:
                         mismatches.append(f"round {r} {kind}: {path} differs from verl on {count} of {n}")
     result.notes.append(
-        f"verl 0.9.1 RewardLoopWorker.compute_score_batch in this process, responses up to {tokens} tokens "
-        f"(half to all of it), gateway with 4 pool workers (as verl's math-verify pool) on the same cores, "
-        f"{rounds} rounds, medians; scores compared with path 1's sample by sample"
+        f"verl 0.9.1 RewardLoopWorker.compute_score_batch in this process, one worker per path kept across "
+        f"steps on one event loop (as verl's Ray actors are: clients and their connections live on), "
+        f"responses up to {tokens} tokens (half to all of it), gateway with 4 pool workers (as verl's "
+        f"math-verify pool) on the same cores, {rounds} rounds after a first step of each, medians; scores "
+        f"compared with path 1's sample by sample"
     )
+    for kind, walls_first in first.items():
+        result.notes.append(
+            f"first step ({kind}, {size[kind]} samples, not counted: it opens the connections later steps "
+            "reuse): " + ", ".join(f"{LABELS[p]} {w:.2f} s" for p, w in walls_first.items())
+        )
     result.notes.append(f"{'kind':12} {'samples':>7} " + " ".join(f"{LABELS[p]:>31}" for p in PATHS))
     for kind in kinds:
         n = (sizes or {}).get(kind, samples)
