@@ -109,7 +109,7 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
         11: _titled(JUDGE, lambda: judge_throughput.run(16, 64, 2)),
         12: _titled(PRM, lambda: prm_server.run(requests=2000, offline_seconds=2.0, rounds=2)),
         # a whole GRPO step posted at once, default admission settings (4096 and 8192 posts)
-        13: lambda: step_admission.run(sizes=(4096, 8192), low_s=20.0, high_s=30.0),
+        13: lambda: step_admission.run(sizes=(4096, 8192), low_s=20.0, high_s=30.0, repeats=2),
         # `rewardfleet score` (a child process, end to end) over 20,000 lines vs a bare client: ~3 minutes
         14: _titled(RESCORE, lambda: rescore.run(lines=20000, rounds=5, batch_size=64, concurrency=8)),
         # (text, image) pairs on a random CLIP: server under single-pair posts / offline best batch
