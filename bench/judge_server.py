@@ -44,11 +44,6 @@ async def compute_score(data_source, solution_str, ground_truth, extra_info=None
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """The judge as plain ASGI under uvicorn (uvloop, httptools): a real judge runs on hosts of its own, so
     its stand-in here should take as little of the benchmark machine's shared cores as it can."""
-    if scope["type"] == "lifespan":
-        while (await receive())["type"] != "lifespan.shutdown":
-            await send({"type": "lifespan.startup.complete"})
-        await send({"type": "lifespan.shutdown.complete"})
-        return
     route = scope["method"], scope["path"]
     if route == ("GET", "/health"):
         await _answer(send, 200, {"ok": True})
@@ -89,6 +84,7 @@ def main() -> None:
         loop="uvloop",
         http="httptools",
         backlog=16384,
+        lifespan="off",
         log_level="warning",
         access_log=False,
         timeout_keep_alive=75,

@@ -121,7 +121,7 @@ Send = Callable[[dict[str, Any]], Awaitable[tuple[int, dict[str, Any]]]]
 
 
 async def _bursts(
-    url: str,
+    base: str,
     latencies: list[float],
     judge_url: str | None,
     gateway_pid: int,
@@ -134,7 +134,7 @@ async def _bursts(
     connection per post, the later ones find them open (as a trainer's next step does within the gateway's
     `keep_alive_s`); the aiohttp client opens new ones every time."""
     post = _fleet_poster if client == "fleet" else _aiohttp_poster
-    async with post(url, len(latencies), timeout_s) as send:
+    async with post(base, len(latencies), timeout_s) as send:
         return [
             await _burst(send, latencies, judge_url, gateway_pid, judge_pid, repeat)
             for repeat in range(repeats)
@@ -215,10 +215,9 @@ async def _burst(
 
 
 @asynccontextmanager
-async def _fleet_poster(url: str, samples: int, timeout_s: float) -> AsyncIterator[Send]:
+async def _fleet_poster(base: str, samples: int, timeout_s: float) -> AsyncIterator[Send]:
     """Posts through the fleet's own client, as a trainer's adapter does: every sample in flight at once
     (`max_concurrency` = the step), one attempt each (a 429 is counted, never retried)."""
-    base = url.removesuffix("/score")
     once = RetryPolicy(max_attempts=1)
     async with AsyncRewardClient(base, timeout_s=timeout_s, max_concurrency=samples, retry=once) as client:
 
@@ -236,7 +235,7 @@ async def _fleet_poster(url: str, samples: int, timeout_s: float) -> AsyncIterat
 
 
 @asynccontextmanager
-async def _aiohttp_poster(url: str, samples: int, timeout_s: float) -> AsyncIterator[Send]:
+async def _aiohttp_poster(base: str, samples: int, timeout_s: float) -> AsyncIterator[Send]:
     """Posts through aiohttp, one new connection per post (no keep-alive): a generic client's cost."""
     headers = {"content-type": "application/json"}
     connector = aiohttp.TCPConnector(limit=0, force_close=True)
@@ -244,7 +243,9 @@ async def _aiohttp_poster(url: str, samples: int, timeout_s: float) -> AsyncIter
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
 
         async def send(sample: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-            async with session.post(url, data=json.dumps(sample).encode(), headers=headers) as resp:
+            async with session.post(
+                base + "/score", data=json.dumps(sample).encode(), headers=headers
+            ) as resp:
                 return resp.status, await resp.json()
 
         yield send
@@ -300,9 +301,7 @@ def run(
                     latencies = [rng.uniform(low_s, high_s) for _ in range(n)]
                     judge_pid = None if judge_proc is None else judge_proc.pid
                     timeout_s = 4 * high_s + 120
-                    burst = _bursts(
-                        base + "/score", latencies, judge_url, pid, timeout_s, judge_pid, client, repeats
-                    )
+                    burst = _bursts(base, latencies, judge_url, pid, timeout_s, judge_pid, client, repeats)
                     bursts.extend(asyncio.run(burst))
         finally:
             if judge_proc is not None:

@@ -229,7 +229,7 @@ class RewardActors:
         self._thread = threading.Thread(target=self._loop.run_forever, name="reward-actors", daemon=True)
         self._thread.start()
         self._workers: dict[str, Any] = {}
-        self._after: dict[str, Callable[[], Any]] = {}
+        self._closers: set[Callable[[], Any]] = set()
 
     def score(
         self, key: str, config: Any, step: Step, after: Callable[[], Any] | None = None
@@ -248,13 +248,13 @@ class RewardActors:
             return wall, [float(out["reward_score"]) for out in outputs]
 
         if after is not None:
-            self._after.setdefault(getattr(after, "__module__", key), after)
+            self._closers.add(after)
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result()
 
     def close(self) -> None:
         async def close_all() -> None:
-            for after in self._after.values():
-                await after()
+            for closer in self._closers:
+                await closer()
 
         try:
             asyncio.run_coroutine_threadsafe(close_all(), self._loop).result(timeout=60)
