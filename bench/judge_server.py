@@ -1,5 +1,6 @@
 """A stand-in remote judge for the benchmarks: `POST /judge {"response", "latency_s"}` answers
-`{"score": 1.0 | 0.0}` after `latency_s` seconds (the caller draws it, seeded, so every path sees the same
+`{"score": 1.0 | 0.0, "received_monotonic"}` after `latency_s` seconds (`received_monotonic`: when it had read
+the request, on the host's monotonic clock) (the caller draws it, seeded, so every path sees the same
 latencies). The verdict is 1.0 when the response ends with "yes". One process: plain ASGI under uvicorn with
 uvloop and httptools, no connection limit, idle connections kept 75 s.
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import time
 from typing import Any
 
 import uvicorn
@@ -60,8 +62,10 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         except (ValueError, KeyError, TypeError) as exc:
             await _answer(send, 400, {"error": f"bad request: {exc!r}"})
             return
+        received = time.monotonic()
         await asyncio.sleep(latency_s)
-        await _answer(send, 200, {"score": 1.0 if response.endswith("yes") else 0.0})
+        score = 1.0 if response.endswith("yes") else 0.0
+        await _answer(send, 200, {"score": score, "received_monotonic": received})
     else:
         await _answer(send, 404, {"error": "not found"})
 

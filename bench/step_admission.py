@@ -9,8 +9,13 @@ after a latency drawn from U(low, high) (seeded, carried in `extra_info`). `--ju
 `asyncio.sleep` in the gateway instead (no judge process: admission and the gateway alone).
 
 Also printed: accepted / refused (429) / failed counts, the spread of arrivals (when the last post reached
-its function, from the function's own clock: the gateway's per-request cost, not admission), and the
-gateway's RSS growth per request in flight (what `max_inflight_requests` bounds).
+its function, from the function's own clock: the gateway's per-request cost, not admission), when the judge
+had read the last call (from the judge's answer: the wall time is about that plus the largest latency), the
+CPU each process spent until then (sampled 20 times a second), and the gateway's RSS growth per request in
+flight (what `max_inflight_requests` bounds). From the gateway's CPU until the judge had read the last call
+comes the best ratio one gateway process could reach on a core of its own, were the client and the judge
+free: the goal is out of one process's reach when that is above the target, whatever the machine's other
+cores do.
 
 One client process on the same 2 cores as the gateway (the file-descriptor limit raised): the client's own
 cost is in the wall time. By default it is the fleet's `AsyncRewardClient`, as a trainer's adapter posts:
@@ -36,7 +41,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +65,9 @@ async def compute_score(data_source, solution_str, ground_truth, extra_info=None
     body = {"response": solution_str, "latency_s": extra_info["judge_latency_s"]}
     async with http_client.post(extra_info["judge_url"], json=body) as resp:
         resp.raise_for_status()
-        score = float((await resp.json())["score"])
-    return {"score": score, "started_monotonic": started}
+        answer = await resp.json()
+    judged = answer["received_monotonic"]
+    return {"score": float(answer["score"]), "started_monotonic": started, "judged_monotonic": judged}
 """
 
 SLEEP_JUDGE = """
@@ -85,11 +91,16 @@ class Burst:
     refused: int
     failed: int
     arrivals_span_s: float  # first send -> the last post's function started
+    judged_span_s: float  # first send -> the judge had read the last call (nan with --judge sleep)
     rss_growth_bytes: int
     failures: dict[str, int]
     gateway_cpu_s: float
     client_cpu_s: float
     judge_cpu_s: float  # the stand-in judge process (0 with --judge sleep)
+    # CPU seconds each process spent from the first send until the last post reached its function, and until
+    # the judge had read the last call
+    arrival_cpu_s: dict[str, float] = field(default_factory=dict)
+    judged_cpu_s: dict[str, float] = field(default_factory=dict)
     repeat: int = 0  # 0: the client's first burst (a new connection per post); later: connections open
 
     @property
@@ -102,6 +113,19 @@ class Burst:
         client's, the gateway's and the judge's part of it) has to happen before the last one can start
         waiting, so on one shared host the arrival span cannot shrink much below that share of it."""
         return (self.gateway_cpu_s + self.client_cpu_s + self.judge_cpu_s) / (os.cpu_count() or 1)
+
+    @property
+    def gateway_judged_ms(self) -> float:
+        """The gateway's CPU a post until the judge had read every call (the arrival work, then the judge
+        call's connection and request), in milliseconds; the arrival work alone with `--judge sleep`."""
+        spent = self.judged_cpu_s or self.arrival_cpu_s
+        return spent.get("gateway", 0.0) / self.samples * 1000
+
+    @property
+    def one_process_ratio(self) -> float:
+        """The ratio one gateway process could reach on a core of its own, with a client and a judge that
+        cost nothing: its work for every post done back to back, then the largest latency."""
+        return (self.max_latency_s + self.gateway_judged_ms * self.samples / 1000) / self.max_latency_s
 
 
 def _cpu_s(pid: int) -> float:
@@ -161,9 +185,17 @@ async def _burst(
     ]
     statuses: list[int] = []
     starts: list[float] = []
+    judged: list[float] = []
     failures: Counter[str] = Counter()
     rss_before = _rss_bytes(gateway_pid)
     rss_peak = rss_before
+    cpu_trace: list[tuple[float, dict[str, float]]] = []
+
+    def cpu_now() -> dict[str, float]:
+        now = {"client": time.process_time(), "gateway": _cpu_s(gateway_pid)}
+        if judge_pid is not None:
+            now["judge"] = _cpu_s(judge_pid)
+        return now
 
     async def one(sample: dict[str, Any]) -> None:
         try:
@@ -174,17 +206,21 @@ async def _burst(
         statuses.append(status)
         if status == 200 and answer["status"] == "ok":
             starts.append(answer["extra"]["started_monotonic"])
+            if "judged_monotonic" in answer["extra"]:
+                judged.append(answer["extra"]["judged_monotonic"])
         elif status != 429:
             error = answer.get("error") or {}
             failures[f"{status} {error.get('type', answer.get('status'))}"] += 1
 
-    async def watch_rss() -> None:
+    async def watch() -> None:  # the gateway's RSS, and every process's CPU, 20 times a second
         nonlocal rss_peak
         while True:
             rss_peak = max(rss_peak, _rss_bytes(gateway_pid))
-            await asyncio.sleep(0.25)
+            cpu_trace.append((time.monotonic(), cpu_now()))
+            await asyncio.sleep(0.05)
 
-    watcher = asyncio.create_task(watch_rss())
+    cpu_trace.append((time.monotonic(), cpu_now()))
+    watcher = asyncio.create_task(watch())
     gateway_cpu = _cpu_s(gateway_pid)
     judge_cpu = 0.0 if judge_pid is None else _cpu_s(judge_pid)
     client_cpu = time.process_time()
@@ -197,6 +233,8 @@ async def _burst(
     watcher.cancel()
     accepted = len(starts)
     refused = statuses.count(429)
+    arrival_cpu = _spent_until(cpu_trace, max(starts)) if starts else {}
+    judged_cpu = _spent_until(cpu_trace, max(judged)) if judged else {}
     return Burst(
         samples=len(samples),
         wall_s=wall,
@@ -205,13 +243,28 @@ async def _burst(
         refused=refused,
         failed=len(samples) - accepted - refused,
         arrivals_span_s=(max(starts) - sent) if starts else float("nan"),
+        judged_span_s=(max(judged) - sent) if judged else float("nan"),
         rss_growth_bytes=rss_peak - rss_before,
         failures=dict(failures),
         gateway_cpu_s=gateway_cpu,
         client_cpu_s=client_cpu,
         judge_cpu_s=judge_cpu,
+        arrival_cpu_s=arrival_cpu,
+        judged_cpu_s=judged_cpu,
         repeat=repeat,
     )
+
+
+def _spent(cpu: dict[str, float]) -> str:
+    return ", ".join(f"{name} {seconds:.2f} s" for name, seconds in cpu.items()) or "n/a"
+
+
+def _spent_until(trace: list[tuple[float, dict[str, float]]], until: float) -> dict[str, float]:
+    """CPU seconds each process spent from the trace's first sample to the first one taken at or after
+    `until` (the samples are 50 ms apart: at most that much is counted past it)."""
+    first = trace[0][1]
+    last = next((cpu for at, cpu in trace if at >= until), trace[-1][1])
+    return {name: last[name] - first[name] for name in first}
 
 
 @asynccontextmanager
@@ -323,7 +376,12 @@ def run(
             f"{b.rss_growth_bytes / 2**20:.0f} MiB ({b.rss_growth_bytes / b.samples / 1024:.1f} KiB a post "
             f"in flight); CPU: gateway {b.gateway_cpu_s:.2f} s "
             f"({b.gateway_cpu_s / b.samples * 1000:.2f} ms a post), client {b.client_cpu_s:.2f} s, judge "
-            f"{b.judge_cpu_s:.2f} s: {b.cpu_floor_s:.2f} s over this machine's {os.cpu_count()} cores"
+            f"{b.judge_cpu_s:.2f} s: {b.cpu_floor_s:.2f} s over this machine's {os.cpu_count()} cores; "
+            f"CPU until the last post reached its function: {_spent(b.arrival_cpu_s)}; the judge had read "
+            f"the last call {b.judged_span_s:.2f} s after the first send, CPU until then: "
+            f"{_spent(b.judged_cpu_s)}; "
+            f"one gateway process on a core of its own ({b.gateway_judged_ms:.2f} ms a post until then), "
+            f"with a client and a judge that cost nothing, could reach {b.one_process_ratio:.3f} at best"
         )
         detail = (
             f"last post reached its function {b.arrivals_span_s:.2f} s after the first send; gateway "
@@ -354,6 +412,25 @@ def run(
                 f"<= {TARGET:g}",
                 b.ratio <= TARGET,
                 detail,
+                fmt="{:.3f}",
+            )
+        )
+        if b.judged_cpu_s:  # the stand-in judge process is on the path (not with --judge sleep)
+            result.rows.append(
+                Row(
+                    result.name,
+                    f"s from the first send until the judge had read the last call ({b.samples} posts)",
+                    b.judged_span_s,
+                    detail=f"CPU until then: {_spent(b.judged_cpu_s)}",
+                    fmt="{:.2f}",
+                )
+            )
+        result.rows.append(
+            Row(
+                result.name,
+                f"best ratio for one gateway process on a core of its own ({b.samples} posts)",
+                b.one_process_ratio,
+                detail=f"client, judge free; the gateway's {b.gateway_judged_ms:.2f} ms a post back to back",
                 fmt="{:.3f}",
             )
         )
