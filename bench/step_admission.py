@@ -136,7 +136,11 @@ class Burst:
 def _tree(pid: int) -> list[int]:
     """`pid` and its descendants (with `--replicas`, uvicorn's supervisor and its worker processes)."""
     pids = [pid]
-    for task in Path(f"/proc/{pid}/task").iterdir():
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:  # the process ended
+        return pids
+    for task in tasks:
         try:
             children = (task / "children").read_text().split()
         except OSError:  # the thread ended
@@ -146,11 +150,20 @@ def _tree(pid: int) -> list[int]:
     return pids
 
 
+def _proc_files(pids: tuple[int, ...], name: str) -> Iterator[str]:
+    """/proc/<pid>/`name` of processes `pids` and their descendants; one that ended meanwhile is skipped."""
+    for one in (one for pid in pids for one in _tree(pid)):
+        try:
+            yield Path(f"/proc/{one}/{name}").read_text()
+        except OSError:
+            continue
+
+
 def _cpu_s(*pids: int) -> float:
     """User + system CPU seconds of processes `pids` and their descendants so far."""
     total = 0
-    for one in (one for pid in pids for one in _tree(pid)):
-        fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+    for stat in _proc_files(pids, "stat"):
+        fields = stat.rsplit(")", 1)[1].split()
         total += int(fields[11]) + int(fields[12])
     return total / os.sysconf("SC_CLK_TCK")
 
@@ -158,8 +171,8 @@ def _cpu_s(*pids: int) -> float:
 def _rss_bytes(*pids: int) -> int:
     """Resident memory of processes `pids` and their descendants."""
     total = 0
-    for one in (one for pid in pids for one in _tree(pid)):
-        for line in Path(f"/proc/{one}/status").read_text().splitlines():
+    for status in _proc_files(pids, "status"):
+        for line in status.splitlines():
             if line.startswith("VmRSS:"):
                 total += int(line.split()[1]) * 1024
     return total
