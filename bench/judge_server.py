@@ -1,7 +1,7 @@
 """A stand-in remote judge for the benchmarks: `POST /judge {"response", "latency_s"}` answers
-`{"score": 1.0 | 0.0, "received_monotonic"}` after `latency_s` seconds (`received_monotonic`: when it had read
-the request, on the host's monotonic clock) (the caller draws it, seeded, so every path sees the same
-latencies). The verdict is 1.0 when the response ends with "yes". One process: plain ASGI under uvicorn with
+`{"score": 1.0 | 0.0, "received_monotonic"}` after `latency_s` seconds (the caller draws it, seeded, so every
+path sees the same latencies). The verdict is 1.0 when the response ends with "yes"; `received_monotonic` is
+when the judge had read the request, on the host's monotonic clock. One process: plain ASGI under uvicorn with
 uvloop and httptools, no connection limit, idle connections kept 75 s.
 
     .venv/bin/python -m bench.judge_server --port 8011

@@ -44,7 +44,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import ExitStack, asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -258,16 +258,12 @@ async def _burst(
 
     cpu_trace.append((time.monotonic(), cpu_now()))
     watcher = asyncio.create_task(watch())
-    gateway_cpu = _cpu_s(*gateway_pids)
-    judge_cpu = 0.0 if judge_pid is None else _cpu_s(judge_pid)
-    client_cpu = time.process_time()
     sent = time.monotonic()
     await asyncio.gather(*(one(s) for s in samples))
     wall = time.monotonic() - sent
-    client_cpu = time.process_time() - client_cpu
-    gateway_cpu = _cpu_s(*gateway_pids) - gateway_cpu
-    judge_cpu = 0.0 if judge_pid is None else _cpu_s(judge_pid) - judge_cpu
     watcher.cancel()
+    cpu_trace.append((time.monotonic(), cpu_now()))  # the last sample: the whole burst's CPU
+    total_cpu = _spent_until(cpu_trace, float("inf"))
     accepted = len(starts)
     refused = statuses.count(429)
     arrival_cpu = _spent_until(cpu_trace, max(starts)) if starts else {}
@@ -283,9 +279,9 @@ async def _burst(
         judged_span_s=(max(judged) - sent) if judged else float("nan"),
         rss_growth_bytes=rss_peak - rss_before,
         failures=dict(failures),
-        gateway_cpu_s=gateway_cpu,
-        client_cpu_s=client_cpu,
-        judge_cpu_s=judge_cpu,
+        gateway_cpu_s=total_cpu["gateway"],
+        client_cpu_s=total_cpu["client"],
+        judge_cpu_s=total_cpu.get("judge", 0.0),
         arrival_cpu_s=arrival_cpu,
         judged_cpu_s=judged_cpu,
         repeat=repeat,
@@ -293,12 +289,12 @@ async def _burst(
 
 
 def _spent(cpu: dict[str, float]) -> str:
-    return ", ".join(f"{name} {seconds:.2f} s" for name, seconds in cpu.items()) or "n/a"
+    return ", ".join(f"{name} {seconds:.2f} s" for name, seconds in cpu.items())
 
 
 def _spent_until(trace: list[tuple[float, dict[str, float]]], until: float) -> dict[str, float]:
     """CPU seconds each process spent from the trace's first sample to the first one taken at or after
-    `until` (the samples are 50 ms apart: at most that much is counted past it)."""
+    `until` (the samples are 50 ms apart: at most that much is counted past it), else to the last one."""
     first = trace[0][1]
     last = next((cpu for at, cpu in trace if at >= until), trace[-1][1])
     return {name: last[name] - first[name] for name in first}
@@ -417,9 +413,7 @@ def run(
                     judge_pid = None if judge_proc is None else judge_proc.pid
                     timeout_s = 4 * high_s + 120
                     burst = _bursts(base, latencies, judge_url, pids, timeout_s, judge_pid, client, repeats)
-                    for b in asyncio.run(burst):
-                        b.processes = replicas
-                        bursts.append(b)
+                    bursts += [replace(b, processes=replicas) for b in asyncio.run(burst)]
         finally:
             if judge_proc is not None:
                 judge_proc.stop()
@@ -436,6 +430,10 @@ def run(
     for b in bursts:
         size = f"{b.samples} posts" + (f", {b.processes} gateway processes" if b.processes > 1 else "")
         which = size + (f", burst {b.repeat + 1} through the same client" if b.repeat else "")
+        judged = (
+            f"; the judge had read the last call {b.judged_span_s:.2f} s after the first send, CPU until "
+            f"then: {_spent(b.judged_cpu_s)}"
+        )
         bound = (
             f"; one gateway process on a core of its own ({b.gateway_judged_ms:.2f} ms a post until then), "
             f"with a client and a judge that cost nothing, could reach {b.one_process_ratio:.3f} at best"
@@ -449,9 +447,9 @@ def run(
             f"in flight); CPU: gateway {b.gateway_cpu_s:.2f} s "
             f"({b.gateway_cpu_s / b.samples * 1000:.2f} ms a post), client {b.client_cpu_s:.2f} s, judge "
             f"{b.judge_cpu_s:.2f} s: {b.cpu_floor_s:.2f} s over this machine's {os.cpu_count()} cores; "
-            f"CPU until the last post reached its function: {_spent(b.arrival_cpu_s)}; the judge had read "
-            f"the last call {b.judged_span_s:.2f} s after the first send, CPU until then: "
-            f"{_spent(b.judged_cpu_s)}" + (bound if b.processes == 1 else "")
+            f"CPU until the last post reached its function: {_spent(b.arrival_cpu_s)}"
+            + (judged if b.judged_cpu_s else "")
+            + (bound if b.processes == 1 else "")
         )
         detail = (
             f"last post reached its function {b.arrivals_span_s:.2f} s after the first send; gateway "
