@@ -13,6 +13,7 @@ dropping to uid/gid N (a container's non-root user: no capabilities) when given.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import errno
 import json
 import os
@@ -34,6 +35,7 @@ _ARCHES = {"SCMP_ARCH_X86_64": sc.Arch.X86_64, "SCMP_ARCH_AARCH64": sc.Arch.AARC
 _HOST_ARCH = {"x86_64": "SCMP_ARCH_X86_64", "aarch64": "SCMP_ARCH_AARCH64"}
 _OPS = {"SCMP_CMP_EQ": sc.EQ, "SCMP_CMP_NE": sc.NE, "SCMP_CMP_LT": sc.LT, "SCMP_CMP_LE": sc.LE,
         "SCMP_CMP_GT": sc.GT, "SCMP_CMP_GE": sc.GE, "SCMP_CMP_MASKED_EQ": sc.MASKED_EQ}  # fmt: skip
+_PR_CAPBSET_DROP = 24
 _RULE_KEYS = {"names", "action", "errnoRet", "args", "comment"}
 
 
@@ -107,8 +109,12 @@ def syscall_number(name: str) -> int:
 
 
 def _drop_to(uid: int) -> None:
-    """A container's non-root user: supplementary groups cleared, gid and uid set (which clears every
-    capability of a process that was root)."""
+    """A container's non-root user with `cap_drop: [ALL]`: an empty capability bounding set, supplementary
+    groups cleared, gid and uid set (which clears every capability of a process that was root)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in range(64):
+        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EINVAL:
+            raise OSError(ctypes.get_errno(), f"PR_CAPBSET_DROP {cap}")
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
