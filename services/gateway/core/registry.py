@@ -271,9 +271,9 @@ def _run_startup_check(
         else:
             logger.error("%s", message)
         return StartupCheck(ok=False, detail=detail)
-    detail = said if isinstance(said, str) else None
-    logger.info("%s: start-up check passed%s", name, f": {detail}" if detail else "")
-    return StartupCheck(ok=True, detail=detail)
+    said_line = said if isinstance(said, str) else None
+    logger.info("%s: start-up check passed%s", name, f": {said_line}" if said_line else "")
+    return StartupCheck(ok=True, detail=said_line)
 
 
 def _version(cand: _Candidate, cfg: FunctionConfig) -> str:
