@@ -81,16 +81,19 @@ def parse_test_cases(ground_truth: Any) -> dict[str, Any]:
     return cases
 
 
-def startup_check(reward_kwargs: dict[str, Any]) -> None:
+def startup_check(reward_kwargs: dict[str, Any]) -> str:
     """Start-up check for a `code` function configured with these reward_kwargs: raises SandboxUnavailable
-    (naming the options) when its backend cannot run programs here. Sandbox Fusion is checked per call."""
+    (naming the missing setting and the options) when its backend cannot run programs here; else says what
+    works. Sandbox Fusion is checked per call."""
     settings = settings_from_kwargs(
         reward_kwargs.get("sandbox"),
         reward_kwargs.get("sandbox_fusion_url"),
         reward_kwargs.get("memory_limit_mb"),
     )
-    if settings.chosen_backend == "bubblewrap":
-        check_bubblewrap(settings)
+    if settings.chosen_backend == "sandbox_fusion":
+        return f"sandbox backend: Sandbox Fusion at {settings.sandbox_fusion_url} (checked per call)"
+    check_bubblewrap(settings)
+    return "sandbox backend: bubblewrap, a trial sandbox ran (user, pid, net, IPC, UTS, cgroup namespaces)"
 
 
 def _verdict(result: dict[str, Any], expected: Any, call_based: bool) -> str:

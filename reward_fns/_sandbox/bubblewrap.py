@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from rewardfleet.reward_fns._sandbox.errors import SandboxCrashed, SandboxNotStarted, SandboxUnavailable
+from rewardfleet.reward_fns._sandbox.host_check import classify, host_facts
 from rewardfleet.reward_fns._sandbox.outcome import STARTED, case_outcome, started_output
 from rewardfleet.reward_fns._sandbox.settings import MIB, SandboxSettings
 
@@ -53,12 +54,17 @@ _HOST_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
 UNAVAILABLE_HELP = (
     "bubblewrap cannot create a sandbox on this host ({reason}). Code rewards are not run unsandboxed. "
-    "Options: (1) let the gateway create user namespaces: install bubblewrap (Debian: apt-get install "
-    "bubblewrap), set kernel.unprivileged_userns_clone=1 / user.max_user_namespaces>0, and in a container "
-    "run with CAP_SYS_ADMIN or a seccomp/AppArmor profile that allows unshare/clone(CLONE_NEWUSER) "
-    "(e.g. docker --security-opt seccomp=unconfined --security-opt apparmor=unconfined); or (2) use the "
+    "Options: (1) let the gateway create user namespaces: the deploy files' settings (docker compose: "
+    "seccomp=deploy/seccomp/gateway.json, apparmor=unconfined, systempaths=unconfined; Kubernetes: "
+    "deploy/k8s/gateway.yaml's securityContext), no CAP_SYS_ADMIN needed; see docs/deploy.md; or (2) use the "
     "cluster backend: set sandbox_fusion_url (Sandbox Fusion's run_code URL) in the function's reward_kwargs."
 )
+
+
+def unavailable(message: str) -> SandboxUnavailable:
+    """SandboxUnavailable naming the setting that is missing here (host_check), bwrap's message and the
+    options."""
+    return SandboxUnavailable(UNAVAILABLE_HELP.format(reason=classify(message, host_facts())))
 
 
 def interpreter(settings: SandboxSettings) -> Path:
@@ -175,12 +181,11 @@ def check_bubblewrap(settings: SandboxSettings) -> None:
             probe, capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"}
         )
     except FileNotFoundError as exc:
-        raise SandboxUnavailable(UNAVAILABLE_HELP.format(reason=f"{exc.filename} is not installed")) from None
+        raise unavailable(f"{exc.filename} is not installed") from None
     except subprocess.TimeoutExpired:
         raise SandboxUnavailable(UNAVAILABLE_HELP.format(reason="the probe sandbox hung for 30 s")) from None
     if done.returncode != 0:
-        reason = (done.stderr.strip() or f"exit status {done.returncode}")[:300]
-        raise SandboxUnavailable(UNAVAILABLE_HELP.format(reason=reason))
+        raise unavailable((done.stderr.strip() or f"exit status {done.returncode}")[:300])
 
 
 class BubblewrapRun:
@@ -268,15 +273,13 @@ class BubblewrapRun:
                 env={"PATH": "/usr/bin:/bin"},
             )
         except FileNotFoundError as exc:
-            raise SandboxUnavailable(
-                UNAVAILABLE_HELP.format(reason=f"{exc.filename} is not installed")
-            ) from None
+            raise unavailable(f"{exc.filename} is not installed") from None
 
     def _raise_setup_failure(self, stderr: bytes, returncode: int | None, timed_out: bool) -> NoReturn:
         """The runner never started, so none of the program ran: the sandbox failed, not the program."""
         text = stderr.decode(errors="replace").strip()
         if text.startswith("bwrap:") and "Resource temporarily unavailable" not in text:
-            raise SandboxUnavailable(UNAVAILABLE_HELP.format(reason=text[:300]))
+            raise unavailable(text[:300])
         if timed_out:
             raise SandboxNotStarted(
                 f"the sandbox had not started the runner at the case deadline: {text[-300:]}"

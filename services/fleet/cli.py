@@ -59,12 +59,20 @@ def up(
 
 def status(
     run_dir: Annotated[Path, typer.Option("--run-dir", help="The fleet's run dir.")] = Path(".rewardfleet"),
+    gateway: Annotated[
+        str | None,
+        typer.Option(
+            "--gateway",
+            help="A gateway's URL (compose, Kubernetes): show its health, readiness and start-up checks "
+            "(whether the code sandbox works there, else which setting is missing) instead of a fleet.",
+        ),
+    ] = None,
 ) -> None:
     """Show pools, replicas, health and addresses of the running fleet."""
     from rich.console import Console
 
-    from rewardfleet.services.fleet.status import fleet_status
+    from rewardfleet.services.fleet.status import fleet_status, gateway_status
 
-    code, out = fleet_status(run_dir)
+    code, out = fleet_status(run_dir) if gateway is None else gateway_status(gateway.rstrip("/"))
     Console().print(out)
     raise typer.Exit(code)

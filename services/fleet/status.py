@@ -92,14 +92,49 @@ def monitor_rows(monitors: Any) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def status_table(state: dict[str, Any], timeout_s: float = 2.0) -> Table:
-    table = Table(title=f"Reward Fleet (rewardfleet up pid {state['pid']})")
+def startup_check_rows(ready: Any) -> list[tuple[str, str, str, str]]:
+    """(part, address, health, detail) rows for the start-up checks in the gateway's `GET /ready` answer:
+    for the `code` function, whether its sandbox works on the gateway's host and, if not, which setting is
+    missing. Checks that passed without saying anything are left out."""
+    if not isinstance(ready, dict):
+        return []
+    rows = []
+    for name, check in sorted((ready.get("startup_checks") or {}).items()):
+        if check.get("ok") and not check.get("detail"):
+            continue
+        health = "ok" if check.get("ok") else "FAILED"
+        rows.append((f"  {name} start-up check", "", health, str(check.get("detail") or "")))
+    return rows
+
+
+def _new_table(title: str) -> Table:
+    table = Table(title=title)
     for col in ("part", "address", "health", "detail"):
         table.add_column(col, overflow="fold")
-    gw = state["gateway"]["url"]
+    return table
+
+
+def _add_gateway_rows(table: Table, gw: str, timeout_s: float) -> str:
     health, _ = _probe(f"{gw}/health", timeout_s)
-    ready, _ = _probe(f"{gw}/ready", timeout_s)
+    ready, ready_body = _probe(f"{gw}/ready", timeout_s)
     table.add_row("gateway", gw, health, f"ready: {ready}")
+    for row in startup_check_rows(ready_body):
+        table.add_row(*row)
+    return health
+
+
+def gateway_status(gw: str, timeout_s: float = 2.0) -> tuple[int, Table]:
+    """`rewardfleet status --gateway URL`: a gateway not started by `rewardfleet up` (compose, Kubernetes);
+    exit status 1 when it does not answer `/health`."""
+    table = _new_table(f"Reward Fleet gateway {gw}")
+    health = _add_gateway_rows(table, gw, timeout_s)
+    return (0 if health == "healthy" else 1), table
+
+
+def status_table(state: dict[str, Any], timeout_s: float = 2.0) -> Table:
+    table = _new_table(f"Reward Fleet (rewardfleet up pid {state['pid']})")
+    gw = state["gateway"]["url"]
+    _add_gateway_rows(table, gw, timeout_s)
     monitors_health, monitors = _probe(f"{gw}/monitors", timeout_s)
     if monitors_health == "HTTP 401":
         table.add_row("monitors", f"{gw}/monitors", "needs an API key", "or set auth_exempt_metrics")

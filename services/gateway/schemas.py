@@ -181,10 +181,18 @@ class RouterCheck(BaseModel):
     error: str | None = None
 
 
+class StartupCheckStatus(BaseModel):
+    ok: bool
+    detail: str | None = None
+
+
 class ReadyStatus(BaseModel):
     ready: bool
     reward_fns: int
     routers: dict[str, RouterCheck]
+    # Each loaded function's start-up check (the `code` sandbox: whether it works here, else which setting
+    # is missing). A failed check does not make the gateway unready: every other function still works.
+    startup_checks: dict[str, StartupCheckStatus] = {}
 
 
 class ErrorField(BaseModel):

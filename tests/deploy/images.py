@@ -213,10 +213,13 @@ def start_unconfined(
     argv: list[str],
     log: Path,
     env: dict[str, str] | None = None,
+    seccomp_bpf_fd: int | None = None,
 ) -> subprocess.Popen[bytes]:
     """Run `argv` from an image's root file system as a container runtime that lets it create user
     namespaces would: pivot_root (bwrap) instead of buildah's chroot, the image's user, Env and WorkingDir,
-    the host's network, and an unmasked /proc.
+    the host's network, and an unmasked /proc. With `seccomp_bpf_fd` (a compiled filter, see
+    seccomp_profile.bpf_fd), bwrap loads it just before it executes `argv`, where a runtime loads the
+    container's seccomp profile.
 
     What `docker run --security-opt seccomp=unconfined --security-opt systempaths=unconfined` grants (plus
     `apparmor=unconfined` on hosts whose AppArmor restricts user namespaces). buildah's chroot isolation
@@ -235,8 +238,13 @@ def start_unconfined(
     cmd += ["--tmpfs", "/tmp", "--unshare-user", "--uid", str(uid), "--gid", str(gid), "--unshare-ipc"]
     cmd += ["--unshare-uts", "--die-with-parent", "--chdir", config.get("WorkingDir") or "/", "--clearenv"]
     cmd += [a for k, v in variables.items() for a in ("--setenv", k, v)]
+    cmd += ["--seccomp", str(seccomp_bpf_fd)] if seccomp_bpf_fd is not None else []
     return subprocess.Popen(
-        [*cmd, "--", *argv], stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True
+        [*cmd, "--", *argv],
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        pass_fds=() if seccomp_bpf_fd is None else (seccomp_bpf_fd,),
     )
 
 

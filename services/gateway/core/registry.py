@@ -48,6 +48,15 @@ Origin = Literal["builtin", "user", "config"]
 
 
 @dataclass(frozen=True)
+class StartupCheck:
+    """What a function's `startup_check` said at load: passed (with what it returned, if a string) or
+    failed (the exception). `/ready` and `rewardfleet status` show it (for `code`: the missing setting)."""
+
+    ok: bool
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
 class RewardFunction:
     name: str
     ref: FunctionRef
@@ -64,6 +73,7 @@ class RewardFunction:
     # the request itself (every field of it), the data_source metric label and this entry's config (its
     # reward_kwargs may differ per composite component), instead of verl's keywords.
     takes_request: bool = False
+    startup_check: StartupCheck | None = None
 
     @property
     def injected_params(self) -> list[str]:
@@ -239,26 +249,31 @@ def _discover(config: GatewayConfig, problems: _Problems) -> dict[str, _Candidat
     return found
 
 
-def _startup_check_passes(
+def _run_startup_check(
     name: str, cand: _Candidate, cfg: FunctionConfig, config: GatewayConfig, problems: _Problems
-) -> bool:
+) -> StartupCheck | None:
     """A function's module may define `startup_check(reward_kwargs)`, raising when the function cannot work
-    on this host (the `code` built-in: no sandbox can be created). For a function the config names, that
-    is a load problem; for one only discovered, an ERROR in the log and the function stays (its calls fail
-    with their own typed error), so a host without, say, bubblewrap still serves everything else."""
+    on this host (the `code` built-in: no sandbox can be created) and optionally returning a line saying
+    what works. For a function the config names, a failure is a load problem; for one only discovered, an
+    ERROR in the log and the function stays (its calls fail with their own typed error), so a host without,
+    say, bubblewrap still serves everything else. None: the module has no check."""
     module = inspect.getmodule(cand.fn)
     check = getattr(module, "startup_check", None)
     if not callable(check):
-        return True
+        return None
     try:
-        check(dict(cfg.reward_kwargs))
+        said = check(dict(cfg.reward_kwargs))
     except Exception as exc:
-        message = f"{cand.source_file}: {name}: start-up check failed: {type(exc).__name__}: {exc}"
+        detail = f"{type(exc).__name__}: {exc}"
+        message = f"{cand.source_file}: {name}: start-up check failed: {detail}"
         if name in config.functions:
             problems.add(message)
-            return False
-        logger.error("%s", message)
-    return True
+        else:
+            logger.error("%s", message)
+        return StartupCheck(ok=False, detail=detail)
+    said_line = said if isinstance(said, str) else None
+    logger.info("%s: start-up check passed%s", name, f": {said_line}" if said_line else "")
+    return StartupCheck(ok=True, detail=said_line)
 
 
 def _version(cand: _Candidate, cfg: FunctionConfig) -> str:
@@ -282,7 +297,8 @@ def load_functions(config: GatewayConfig) -> dict[str, RewardFunction]:
         except ValueError as exc:
             problems.add(f"{cand.source_file}: {name}: {exc}")
             continue
-        if not _startup_check_passes(name, cand, cfg, config, problems):
+        startup = _run_startup_check(name, cand, cfg, config, problems)
+        if startup is not None and not startup.ok and name in config.functions:
             continue
         claims = tuple(dict.fromkeys([*cand.module_claims, *cfg.data_sources]))
         functions[name] = RewardFunction(
@@ -297,6 +313,7 @@ def load_functions(config: GatewayConfig) -> dict[str, RewardFunction]:
             data_sources=claims,
             version=_version(cand, cfg),
             config=cfg,
+            startup_check=startup,
         )
     for data_source, target in config.dispatch.items():
         if target not in functions:

@@ -15,6 +15,7 @@ from rewardfleet.services.gateway.schemas import (
     RewardFunctionInfo,
     RewardFunctionList,
     RouterCheck,
+    StartupCheckStatus,
 )
 
 router = APIRouter(tags=["meta"])
@@ -41,13 +42,19 @@ async def _check_router(gateway: Gateway, address: str) -> RouterCheck:
 
 @router.get("/ready", response_model=ReadyStatus, responses={503: {"model": ReadyStatus}})
 async def ready(gateway: GatewayDep) -> JSONResponse:
-    """Readiness: functions loaded, workers started, and every configured router answers `GET /health`."""
+    """Readiness: functions loaded, workers started, and every configured router answers `GET /health`.
+    Also reports each function's start-up check (informational: a failed one does not make this 503)."""
     names = list(gateway.config.routers)
     checks = await asyncio.gather(*(_check_router(gateway, gateway.config.routers[n]) for n in names))
     status = ReadyStatus(
         ready=gateway.ready and all(c.reachable for c in checks),
         reward_fns=len(gateway.catalog.functions),
         routers=dict(zip(names, checks, strict=True)),
+        startup_checks={
+            name: StartupCheckStatus(ok=fn.startup_check.ok, detail=fn.startup_check.detail)
+            for name, fn in gateway.catalog.functions.items()
+            if fn.startup_check is not None
+        },
     )
     return JSONResponse(status.model_dump(), status_code=200 if status.ready else 503)
 
