@@ -1,5 +1,6 @@
 """`instruction_following`: parity with NeMo Gym's recorded instruction_following and ifbench rows,
-IFEval's strict/loose and credit rules, and hostile tasks and responses (typed errors or 0, never a crash or a pass)."""
+IFEval's strict/loose and credit rules, and hostile tasks and responses (typed errors or 0, never a crash or
+a pass)."""
 
 from __future__ import annotations
 
