@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from rewardfleet.reward_fns._sandbox.bubblewrap import check_bubblewrap
 from rewardfleet.reward_fns._sandbox.settings import settings_from_kwargs
 from rewardfleet.reward_fns._sandbox.slots import pool_for
 from rewardfleet.reward_fns._sql.compare import extract_sql, has_top_level_order_by, results_match
@@ -39,6 +41,15 @@ __all__ = ["SqlDatabaseError", "SqlReferenceError", "SqlTaskError", "compute_sco
 
 SQLITE_DIALECTS = frozenset({"sqlite", "sqlite3"})
 MAX_SQL_CHARS = 100_000
+
+
+def startup_check(reward_kwargs: dict[str, Any]) -> None:
+    """At gateway start: the sandbox can run here (else `SandboxUnavailable` naming the options), and a
+    configured `databases_root` is a directory."""
+    root = reward_kwargs.get("databases_root")
+    if root is not None and not os.path.isdir(str(root)):
+        raise SqlDatabaseError(f"databases_root {root!r} is not a directory")
+    check_bubblewrap(settings_from_kwargs(reward_kwargs.get("sandbox"), None, None))
 
 
 def _reference(ground_truth: Any, task: Mapping[str, Any]) -> str:
