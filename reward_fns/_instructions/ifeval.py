@@ -78,10 +78,13 @@ def number_words(text: str, kw: Kw, prompt: str) -> bool:
     "length_constraints:nth_paragraph_first_word", num_paragraphs="int", nth_paragraph="int", first_word="str"
 )
 def nth_paragraph_first_word(text: str, kw: Kw, prompt: str) -> bool:
+    nth = kw["nth_paragraph"]
+    if not 1 <= nth <= kw["num_paragraphs"]:
+        # IFEval draws a random paragraph instead: a coin toss is no reward.
+        raise InstructionKwargsError("kwargs.nth_paragraph must be between 1 and num_paragraphs")
     parts = re.split(r"\n\n", text)
     count = sum(1 for p in parts if p.strip())
-    nth = kw["nth_paragraph"]
-    if not 1 <= nth <= count:
+    if nth > count:
         return False
     paragraph = parts[nth - 1].strip()
     if not paragraph:

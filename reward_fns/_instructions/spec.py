@@ -31,12 +31,11 @@ class InstructionKwargsError(InstructionError):
 def _int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
     # Datasets stored as parquet turn ints into floats (IFBench rows carry N=39.0).
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
-    return None
+        value = int(value)
+    # Negative counts: the reference classes draw a random value instead.
+    return value if isinstance(value, int) and value >= 0 else None
 
 
 def _number(value: Any) -> float | None:
@@ -60,7 +59,7 @@ def _relation(value: Any) -> str | None:
 
 
 TYPES: dict[str, tuple[Callable[[Any], Any], str]] = {
-    "int": (_int, "an integer"),
+    "int": (_int, "a non-negative integer"),
     "number": (_number, "a finite number"),
     "str": (_str, "a string"),
     "strs": (_strs, "a list of strings"),

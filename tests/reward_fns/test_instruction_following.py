@@ -156,6 +156,7 @@ def test_registry_covers_ifeval_ifevalg_and_ifbench() -> None:
         ({"num_words": 10}, "kwargs[0].relation"),
         ({"num_words": 10.5, "relation": "at least"}, "kwargs[0].num_words"),
         ({"num_words": True, "relation": "at least"}, "kwargs[0].num_words"),
+        ({"num_words": -5, "relation": "at least"}, "kwargs[0].num_words"),
         ({"num_words": 10, "relation": "at least", "bogus": 1}, "kwargs[0].bogus"),
         ("not an object", "kwargs[0]"),
     ],
