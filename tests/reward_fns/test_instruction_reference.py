@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rewardfleet.reward_fns import instruction_following  # noqa: F401 - registers the checkers
+from rewardfleet.reward_fns import instruction_following
 from rewardfleet.reward_fns._instructions.spec import REGISTRY, UNSUPPORTED, InstructionKwargsError
 from tests.reward_fns.if_reference import load_registries, reference_check
 from tests.reward_fns.if_targeted import TARGETED
@@ -157,3 +157,32 @@ def test_ifbench_types_agree_with_ifbenchs_classes(references: Any) -> None:
     assert set(ids) <= set(REGISTRY)
     mismatches = _compare(ifbench, ids, cases=150, seed=2)
     assert not mismatches, "\n".join(mismatches[:20])
+
+
+def test_strict_and_loose_lists_agree_with_if_verifiables_evaluation(references: Any) -> None:
+    """Whole tasks through `compute_score` vs if-verifiable's `evaluate_instructions` (IFEval's strict and
+    loose rules, 8 loose variants) with IFEval's classes."""
+    from if_verifiable.common import evaluate_instructions  # type: ignore[import-not-found]
+
+    ifeval, _ = references
+    rng = random.Random(4)
+    ids = sorted(ifeval)
+    both_differ = 0
+    for _ in range(300):
+        chosen = rng.sample(ids, 3)
+        kwargs = [_kwargs(rng, REGISTRY[i]) for i in chosen]
+        if "length_constraints:nth_paragraph_first_word" in chosen:
+            k = kwargs[chosen.index("length_constraints:nth_paragraph_first_word")]
+            k["nth_paragraph"] = min(k["nth_paragraph"], k["num_paragraphs"])
+        # Stripped: if-verifiable strips a response first (`strip_thinking`); IFEval and NeMo Gym do not.
+        response = (
+            "Sure:\n" + _response(rng) + "\n" + rng.choice(["Thanks!", "*Done*", "**END**", ""])
+        ).strip()
+        task = {"instruction_id_list": chosen, "kwargs": kwargs}
+        ours = instruction_following.compute_score("ifeval", response, None, task)
+        theirs, scores = evaluate_instructions(response, chosen, kwargs, "", ifeval)
+        assert ours["strict_follow_list"] == [r.strict_pass for r in theirs], (chosen, kwargs, response)
+        assert ours["loose_follow_list"] == [r.loose_pass for r in theirs], (chosen, kwargs, response)
+        assert ours["prompt_level_loose"] == (scores.binary_loose == 1.0)
+        both_differ += ours["strict_follow_list"] != ours["loose_follow_list"]
+    assert both_differ > 0  # the loose variants changed some verdicts: the comparison exercised them
