@@ -41,7 +41,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory, databases: Path) -> Iterat
                 "timeout_s": 60,
                 "reward_kwargs": {"databases_root": str(databases), "query_timeout_s": 1},
             },
-            "instruction_following": {"timeout_s": 30, "reward_kwargs": {"credit": "fraction"}},
+            "instruction_following": {"timeout_s": 10, "reward_kwargs": {"credit": "fraction"}},
         },
     }
     gw = start_gateway(tmp_path_factory.mktemp("vt-gateway"), config, None)
@@ -107,3 +107,17 @@ async def test_both_builtins_score_through_the_gateway(gateway: Gateway) -> None
     assert ordered_mismatch.extra["reason"] == "mismatch" and ordered_mismatch.extra["compare"] == "ordered"
     assert write.ok and write.score == 0.0 and write.extra["reason"] == "sql_error"
     assert escape.status == "error" and escape.error is not None and escape.error.type == "SqlDatabaseError"
+
+
+async def test_a_catastrophic_keyword_pattern_is_stopped_by_the_timeout(gateway: Gateway) -> None:
+    """IFEval's keyword kwargs are regular expressions: a task's backtracking pattern is stopped by the
+    function's timeout_s (its worker process is replaced), and the next sample is scored."""
+    task = {"instruction_id_list": ["keywords:existence"], "kwargs": [{"keywords": ["(a+)+$"]}]}
+    hostile = {"reward_fn": "instruction_following", "data_source": "ifeval", "solution_str": "a" * 40 + "b"}
+    fine = {"reward_fn": "instruction_following", "data_source": "ifeval", "solution_str": "no comma here"}
+    fine_task = {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [None]}
+    async with AsyncRewardClient(gateway.url, timeout_s=60) as client:
+        stuck = await client.score(**hostile, extra_info=task)
+        after = await client.score(**fine, extra_info=fine_task)
+    assert stuck.status == "timeout" and stuck.score is None
+    assert after.ok and after.score == 1.0
