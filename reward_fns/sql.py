@@ -23,6 +23,7 @@ docs/verifiable_tasks.md.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -127,7 +128,7 @@ async def compute_score(
         raise SqlDatabaseError("the task has neither a db_id nor an inline sql_context / schema")
     mode = compare if compare != "auto" else ("ordered" if has_top_level_order_by(reference) else "multiset")
 
-    predicted = extract_sql(solution_str[: 4 * MAX_SQL_CHARS], extract)
+    predicted = extract_sql(solution_str, extract)
     if predicted is None or not predicted.strip():
         return _result(0.0, "no_sql", predicted, mode)
     if len(predicted) > MAX_SQL_CHARS:
@@ -162,7 +163,8 @@ async def compute_score(
         )
     if not pred.get("ok"):
         return _result(0.0, str(pred.get("error")), predicted, mode, error=str(pred.get("message", ""))[:600])
-    matched = results_match(ref["rows"], pred["rows"], mode)
+    # Up to 2 x max_result_bytes of rows: compared off the event loop.
+    matched = await asyncio.to_thread(results_match, ref["rows"], pred["rows"], mode)
     return _result(
         1.0 if matched else 0.0,
         "none" if matched else "mismatch",

@@ -16,17 +16,52 @@ import re
 from collections import Counter
 from typing import Any
 
-_BLOCK = re.compile(r"(?:```sql)(.*?[a-zA-Z].*?)(?:```)", re.DOTALL)
+_FENCE, _CLOSE = "```sql", "```"
+_LETTER = re.compile(r"[a-zA-Z]")
+
+
+def _last_block(response: str) -> str | None:
+    """The last ```` ```sql ```` block holding a letter, as BIRD's `(?:```sql)(.*?[a-zA-Z].*?)(?:```)` finds
+    it, in one linear pass (the regex is quadratic on a response of unclosed fences, and this runs on the
+    gateway's event loop)."""
+    found, pos = None, 0
+    while (start := response.find(_FENCE, pos)) != -1:
+        letter = _LETTER.search(response, start + len(_FENCE))
+        if letter is None:
+            break
+        close = response.find(_CLOSE, letter.end())
+        if close == -1:
+            break
+        found, pos = response[start + len(_FENCE) : close], close + len(_CLOSE)
+    return found
+
+
+def _strip_comments(sql: str) -> str:
+    """BIRD's comment removal (`--.*?$` or `/*.*?*/`, DOTALL, no MULTILINE) in one linear pass: `--` removes
+    the rest of the text, a closed `/* */` is removed, an unclosed `/*` stays."""
+    out: list[str] = []
+    i, n, closes = 0, len(sql), True
+    while i < n:
+        if sql.startswith("--", i):
+            break
+        if closes and sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            if end != -1:
+                i = end + 2
+                continue
+            closes = False  # no "*/" after here: no later comment closes either
+        out.append(sql[i])
+        i += 1
+    return "".join(out)
 
 
 def extract_sql(response: str, mode: str) -> str | None:
     if mode == "raw":
         return response.strip() or None
-    blocks = _BLOCK.findall(response)
-    if not blocks:
+    block = _last_block(response)
+    if block is None:
         return None
-    sql = re.sub(r"--.*?$|/\*.*?\*/", "", blocks[-1], flags=re.DOTALL)
-    sql = re.sub(r"\s+", " ", sql)
+    sql = re.sub(r"\s+", " ", _strip_comments(block))
     return re.sub(r"^\*\*.*\*\*", "", sql).strip()
 
 

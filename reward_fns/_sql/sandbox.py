@@ -64,9 +64,8 @@ class SqlRun(BubblewrapRun):
             timed_out = True
         finally:
             await self.close()
-        lines = [
-            json.loads(line) for line in bytes(stdout).splitlines()[: len(job["queries"])] if line.strip()
-        ]
+        # Up to MBs of JSON: parsed off the event loop.
+        lines = await asyncio.to_thread(_complete_lines, bytes(stdout), len(job["queries"]))
         if not lines and not timed_out and not over_cap:
             text = stderr.decode(errors="replace").strip()
             if text.startswith("bwrap:"):
@@ -78,3 +77,17 @@ class SqlRun(BubblewrapRun):
                 {"ok": False, "error": missing, "message": f"the sandbox gave no result ({missing})"}
             )
         return lines
+
+
+def _complete_lines(stdout: bytes, limit: int) -> list[dict[str, Any]]:
+    """The runner's whole JSON lines, in order (a line cut by the output cap or a kill is not one)."""
+    out: list[dict[str, Any]] = []
+    for line in stdout.split(b"\n")[:-1][:limit]:
+        try:
+            value = json.loads(line)
+        except ValueError:
+            break
+        if not isinstance(value, dict):
+            break
+        out.append(value)
+    return out
