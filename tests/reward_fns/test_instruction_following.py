@@ -230,3 +230,19 @@ def test_every_checker_survives_hostile_text() -> None:
         for text in texts:
             result = _score(text or " ", [instruction_id], [kwargs], strictness="loose")
             assert isinstance(result["score"], float), instruction_id
+
+
+def test_reward_components_stay_within_the_bounds_for_every_group() -> None:
+    """One component per instruction group: every group of the registry together is at most 32 names of the
+    components' charset (docs/nemo_gym.md's bound), so no task can exceed it."""
+    import re
+
+    groups = {instruction_id.split(":", 1)[0] for instruction_id in REGISTRY}
+    assert len(groups) <= 32
+    assert all(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,63}", g) for g in groups)
+    ids = sorted(REGISTRY)[:64]
+    values = {"int": 1, "number": 1.0, "str": "a", "strs": ["a"], "relation": "at least"}
+    kwargs = [{n: values[k] for n, k in REGISTRY[i].required.items()} for i in ids]
+    result = _score("a b c", ids, kwargs, credit="fraction")
+    assert set(result["reward_components"]) <= groups and len(result["reward_components"]) <= 32
+    assert all(0.0 <= v <= 1.0 for v in result["reward_components"].values())
