@@ -100,6 +100,12 @@ async def test_prediction_failures_score_zero_with_a_reason(root: Path) -> None:
 async def test_reference_failure_is_a_typed_error(root: Path) -> None:
     with pytest.raises(sql.SqlReferenceError, match="no such table"):
         await _score(root, "SELECT 1", "SELECT * FROM missing_table")
+    big = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 5000) SELECT x FROM c"
+    with pytest.raises(sql.SqlReferenceError, match="too_many_rows"):
+        await _score(root, "SELECT 1", big, max_rows=1000)
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+    with pytest.raises(sql.SqlReferenceError, match="timeout"):
+        await _score(root, "SELECT 1", endless)
     with pytest.raises(sql.SqlTaskError, match="no reference"):
         await sql.compute_score(
             "b", "```sql\nSELECT 1\n```", None, {"db_id": "shop"}, databases_root=str(root)
