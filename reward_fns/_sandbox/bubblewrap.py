@@ -37,6 +37,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -87,8 +88,14 @@ def _interpreter_prefix(python: Path) -> Path:
     return prefix
 
 
-def bwrap_command(settings: SandboxSettings, slot: int) -> list[str]:
-    """The argv that runs the harness in a sandbox for `slot`."""
+def bwrap_command(
+    settings: SandboxSettings,
+    slot: int,
+    runner: Path = HARNESS,
+    ro_binds: Sequence[tuple[str, str]] = (),
+) -> list[str]:
+    """The argv that runs `runner` (default: the harness) in a sandbox for `slot`, with `ro_binds` (host path,
+    sandbox path) bound read-only (the `sql` reward's database)."""
     python = interpreter(settings)
     memory = settings.memory_limit_mb * MIB
     cpu_s = math.ceil(settings.sample_timeout_s) + 1
@@ -116,9 +123,11 @@ def bwrap_command(settings: SandboxSettings, slot: int) -> list[str]:
     if not str(prefix).startswith("/usr/"):
         argv += ["--ro-bind", str(prefix), str(prefix)]
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(settings.tmp_bytes), "--tmpfs", "/tmp"]
+    for host_path, sandbox_path in ro_binds:
+        argv += ["--ro-bind", host_path, sandbox_path]
     argv += [
         "--ro-bind",
-        str(HARNESS),
+        str(runner),
         SANDBOX_HARNESS,
         "--chdir",
         "/tmp",

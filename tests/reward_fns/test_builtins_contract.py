@@ -27,6 +27,7 @@ SAMPLES = {
     "prime_math": ("So the answer is \\boxed{18}.", "18", 1.0),
     "geo3k": ("<think>r</think> \\boxed{18}", "18", 1.0),
     "search_r1": ("<answer>18</answer>", {"target": ["18"]}, 1.0),
+    "instruction_following": ("18", {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [None]}, 1.0),
 }
 SCORING = {name: importlib.import_module(f"rewardfleet.reward_fns.{name}") for name in SAMPLES}
 

@@ -1,0 +1,3 @@
+"""Instruction checkers for the `instruction_following` built-in: IFEval's 25 types, the IFEvalG types NeMo
+Gym's instruction_following server scores, and the IFBench types that need no model. Each checker is a pure
+function of the response text and the instruction's kwargs (docs/verifiable_tasks.md)."""

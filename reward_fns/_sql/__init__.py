@@ -1,0 +1,2 @@
+"""The `sql` reward's parts: the runner that executes queries inside the sandbox, the database's path under
+the configured root, SQL extraction from a response, and result-set comparison (docs/verifiable_tasks.md)."""
