@@ -32,6 +32,7 @@ from rewardfleet.services.gateway.config.features import CompositeSpec, Fallback
 from rewardfleet.services.gateway.config.graders import GraderSpec
 from rewardfleet.services.gateway.config.monitors import JudgeProbesConfig, ShadowConfig
 from rewardfleet.services.gateway.config.spend import PoolPrice
+from rewardfleet.services.gateway.nemo_gym.config import NeMoGymConfig
 
 # verl's four arguments. They are always passed, so reward_kwargs may not override them.
 BASE_PARAMS: tuple[str, ...] = ("data_source", "solution_str", "ground_truth", "extra_info")
@@ -173,6 +174,9 @@ class GatewayConfig(BaseModel):
     fallbacks: dict[str, FallbackSpec] = Field(default_factory=dict)
     groups: GroupsConfig = Field(default_factory=GroupsConfig)
     graders: dict[str, GraderSpec] = Field(default_factory=dict)
+    nemo_gym: NeMoGymConfig = Field(
+        default_factory=NeMoGymConfig, description="NeMo Gym resources servers served (docs/nemo_gym.md)."
+    )
 
     # Reliability (reliability/, execution/isolation.py, docs/reliability.md).
     # Admission bounds what costs memory or CPU, not requests awaiting I/O (reliability/admission.py).
