@@ -16,7 +16,11 @@ SERVERS = {
         "extra_info": ["options", "grading_mode", "template_metadata"],
         "answer_field": "extracted_answer",
     },
-    "equivalence_rule": {"reward_fn": "equivalence_rule", "ground_truth": "expected_answer", "extra_info": []},
+    "equivalence_rule": {
+        "reward_fn": "equivalence_rule",
+        "ground_truth": "expected_answer",
+        "extra_info": [],
+    },
     "format_verification": {"reward_fn": "format_verification", "ground_truth": "verifier", "extra_info": []},
     "structured_outputs": {
         "reward_fn": "json_schema",
@@ -24,7 +28,7 @@ SERVERS = {
         "extra_info": ["schema_type", "response_mode", "tool_name", "tool_payload_key"],
         "response": "messages",
     },
-    "multi": {"reward_fn": "multi", "extra_info": []},
+    "multi": {"reward_fn": "multi", "ground_truth": "expected_answer", "extra_info": []},
     "fallback": {"reward_fn": "format_verification", "ground_truth": "verifier", "error_score": -1.0},
 }
 

@@ -43,7 +43,11 @@ class ParityCase:
 
 CASES = [
     ParityCase(
-        "mcqa", "example_rollouts.jsonl", "example.jsonl", ("reward", "extracted_answer"), "MCQAVerifyResponse"
+        "mcqa",
+        "example_rollouts.jsonl",
+        "example.jsonl",
+        ("reward", "extracted_answer"),
+        "MCQAVerifyResponse",
     ),
     ParityCase(
         "mcqa",
@@ -125,7 +129,10 @@ def test_verify_matches_recorded_rewards(gym: Gateway, case: ParityCase, tmp_pat
     path.write_text(json.dumps(answers))
     child = Path(__file__).with_name("validate_models.py")
     done = subprocess.run(
-        [sys.executable, str(child), str(wheel_path()), str(path)], capture_output=True, text=True, timeout=120
+        [sys.executable, str(child), str(wheel_path()), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("ok ") == len(answers)
@@ -158,7 +165,9 @@ def test_aggregate_metrics_over_recorded_rollouts(gym: Gateway) -> None:
         resp = httpx.post(f"{gym.url}/nemo_gym/mcqa/verify", json=verify, timeout=60)
         answers.append(resp.json())
     assert [a["reward"] for a in answers] == [1.0, 1.0, 0.0, 0.0]
-    resp = httpx.post(f"{gym.url}/nemo_gym/mcqa/aggregate_metrics", json={"verify_responses": answers}, timeout=60)
+    resp = httpx.post(
+        f"{gym.url}/nemo_gym/mcqa/aggregate_metrics", json={"verify_responses": answers}, timeout=60
+    )
     assert resp.status_code == 200, resp.text
     agent = resp.json()["agent_metrics"]
     assert agent["mean/reward"] == 0.5
