@@ -1,5 +1,5 @@
-"""Hostile and malformed inputs on the NeMo Gym routes and the new built-ins, over a real gateway: a 4xx naming
-the field, a typed error, or a 0 — never a crash, never a pass."""
+"""Hostile and malformed inputs on the NeMo Gym routes and the new built-ins, over a real gateway: a 4xx
+naming the field, a typed error, or a 0 — never a crash, never a pass."""
 
 from __future__ import annotations
 

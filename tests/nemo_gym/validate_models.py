@@ -1,15 +1,18 @@
-"""Run as a child interpreter: validate verify answers with NeMo Gym's own pydantic models, read from its wheel.
+"""Run as a child interpreter: check verify answers with NeMo Gym's own pydantic models, read from its wheel.
 
     python validate_models.py WHEEL ANSWERS.json
 
-ANSWERS.json is `[[server, model_class_name, answer, recorded], ...]`: `recorded` is NeMo Gym's own recorded
-verify answer for the same row. The installed `openai` (3.x) is newer than NeMo Gym pins (<= 2.7.2) and its
-types reject some fields of NeMo Gym's own recordings (a null `tool_choice`, usage details), so an answer
-passes when the model finds no error in it that it does not also find in the recording: we add none. `nemo_gym.openai_utils` is imported from the
-wheel as it is (its one import of the HTTP plumbing, `nemo_gym.server_utils`, is a stand-in: it pulls in
-Python >= 3.12 code); the request/response classes are taken from `nemo_gym/base_resources_server.py` and each
-server's `app.py` by their source (the class statements, executed over the real openai_utils models).
-Prints one line per answer: `ok` or the validation error; exits 1 if any failed.
+ANSWERS.json is `[[server, model_class_name, answer, recorded], ...]`, `recorded` being NeMo Gym's own
+recorded verify answer for the same row. `nemo_gym.openai_utils` is imported from the wheel as it is; its one
+import of NeMo Gym's HTTP plumbing (`nemo_gym.server_utils`, which pulls in its config machinery and an
+omegaconf/antlr that do not load here) is a stand-in. The request/response classes are taken from
+`nemo_gym/base_resources_server.py` and each server's `app.py` by their source: the class statements,
+executed over the real openai_utils models.
+
+The installed `openai` (3.x) is newer than NeMo Gym pins (<= 2.7.2), and its types reject a few fields of
+NeMo Gym's own recordings (a null `tool_choice`, usage details). So an answer passes when the model finds no
+error in it that it does not also find in the recording: we add none. Prints one line per answer; exits 1
+if any failed.
 """
 
 from __future__ import annotations
@@ -67,7 +70,9 @@ def main() -> int:
     with zipfile.ZipFile(wheel) as zf:
         _classes(zf.read("nemo_gym/base_resources_server.py").decode(), base)
         failed = 0
-        for server, class_name, answer, recorded in json.load(open(answers_path)):
+        with open(answers_path) as f:
+            items = json.load(f)
+        for server, class_name, answer, recorded in items:
             namespace = dict(base)
             _classes(zf.read(f"resources_servers/{server}/app.py").decode(), namespace)
             model = namespace[class_name]
