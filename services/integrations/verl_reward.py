@@ -207,8 +207,8 @@ def with_components(
             out[key] = float(missing_score)
         else:
             raise RewardFunctionFailed(
-                f"reward function {result.reward_fn!r} gave no reward component {key!r} for sample {result.uid} "
-                f"(it gave {sorted(components)}); set reward_kwargs.component_missing_score to train on one"
+                f"reward function {result.reward_fn!r} gave no reward component {key!r} for sample "
+                f"{result.uid} (it gave {sorted(components)}); set reward_kwargs.component_missing_score to train on one"
             )
     return out
 
