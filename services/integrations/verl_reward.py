@@ -208,7 +208,8 @@ def with_components(
         else:
             raise RewardFunctionFailed(
                 f"reward function {result.reward_fn!r} gave no reward component {key!r} for sample "
-                f"{result.uid} (it gave {sorted(components)}); set reward_kwargs.component_missing_score to train on one"
+                f"{result.uid} (it gave {sorted(components)}); "
+                "set reward_kwargs.component_missing_score to train on one"
             )
     return out
 
