@@ -31,8 +31,8 @@ from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfi
 from rewardfleet.services.gateway.config.features import CompositeSpec, FallbackSpec, GroupsConfig
 from rewardfleet.services.gateway.config.graders import GraderSpec
 from rewardfleet.services.gateway.config.monitors import JudgeProbesConfig, ShadowConfig
+from rewardfleet.services.gateway.config.nemo_gym import NeMoGymConfig
 from rewardfleet.services.gateway.config.spend import PoolPrice
-from rewardfleet.services.gateway.nemo_gym.config import NeMoGymConfig
 
 # verl's four arguments. They are always passed, so reward_kwargs may not override them.
 BASE_PARAMS: tuple[str, ...] = ("data_source", "solution_str", "ground_truth", "extra_info")

@@ -31,10 +31,10 @@ from pydantic import RootModel
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rewardfleet.services.common.json_body import parse_json_body
+from rewardfleet.services.gateway.config.nemo_gym import NeMoGymConfig, NeMoGymServer
 from rewardfleet.services.gateway.errors import BatchTooLarge, UnknownRewardFunction
-from rewardfleet.services.gateway.nemo_gym.config import NeMoGymConfig, NeMoGymServer
-from rewardfleet.services.gateway.nemo_gym.mapping import BodyError, answer, score_body
-from rewardfleet.services.gateway.nemo_gym.metrics import MAX_RESPONSES, aggregate
+from rewardfleet.services.gateway.features.nemo_gym.mapping import BodyError, answer, score_body
+from rewardfleet.services.gateway.features.nemo_gym.metrics import MAX_RESPONSES, aggregate
 from rewardfleet.services.gateway.routes.trainer_protocol import (
     ErrorScore,
     TrainerBackend,
@@ -126,7 +126,8 @@ def _row_errors(rows: list[Any]) -> Iterator[dict[str, Any]]:
 
 
 def _where(_: int, field: str) -> list[str | int]:
-    return {"solution_str": ["response"], "messages": ["response", "output"]}.get(field, [field])
+    where: dict[str, list[str | int]] = {"solution_str": ["response"], "messages": ["response", "output"]}
+    return where.get(field, [field])
 
 
 class AtRoot:

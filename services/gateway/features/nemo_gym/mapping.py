@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rewardfleet.services.gateway.nemo_gym.config import NeMoGymServer
+from rewardfleet.services.gateway.config.nemo_gym import NeMoGymServer
 from rewardfleet.services.gateway.schemas import ScoreResult
 
 BODY_FIELDS = ("responses_create_params", "response")
