@@ -28,6 +28,13 @@ SERVERS = {
         "extra_info": ["schema_type", "response_mode", "tool_name", "tool_payload_key"],
         "response": "messages",
     },
+    "math_with_judge": {
+        "reward_fn": "math_verify",
+        "ground_truth": "expected_answer",
+        "extra_info": [],
+        # LibraryJudgeMathVerifyResponse's fields, from math_verify's extras
+        "answer_fields": {"extracted_answer": "pred", "library_reward": "reward", "judge_evaluations": None},
+    },
     "multi": {"reward_fn": "multi", "ground_truth": "expected_answer", "extra_info": []},
     "fallback": {"reward_fn": "format_verification", "ground_truth": "verifier", "error_score": -1.0},
 }
@@ -48,7 +55,14 @@ def gym(tmp_path_factory: pytest.TempPathFactory, mcqa_port: int) -> Iterator[Ga
         "max_body_bytes": 4 * 1024 * 1024,
         "nemo_gym": {"servers": servers},
         # hostile regexes and schemas are stopped by the timeout: short here so the tests stay quick
-        "functions": {name: {"timeout_s": 3.0} for name in ("mcqa", "json_schema", "format_verification")},
+        "functions": {
+            **{name: {"timeout_s": 3.0} for name in ("mcqa", "json_schema", "format_verification")},
+            # math-verify's own timer (5 s) is short on a busy 2-core machine; the recorded answers are long
+            "math_verify": {
+                "timeout_s": 120.0,
+                "reward_kwargs": {"parsing_timeout_s": 60, "verify_timeout_s": 60},
+            },
+        },
         "composites": {
             "multi": {
                 "components": [{"fn": "exact_match", "weight": 1.0}, {"fn": "format_check", "weight": 0.5}]

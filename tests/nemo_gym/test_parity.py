@@ -35,6 +35,7 @@ class ParityCase:
     source_server: str = ""  # NeMo Gym's server directory, when it differs from `server`
     extra_task: dict[str, Any] = field(default_factory=dict)  # task fields the rows lost (see its case)
     skip_rows: dict[int, str] = field(default_factory=dict)  # row index -> why it cannot be scored
+    compare: tuple[str, ...] | None = None  # the outputs compared (None: all of them)
 
     @property
     def directory(self) -> str:
@@ -70,6 +71,16 @@ CASES = [
         ("reward", "match_details"),
         "FormatVerificationVerifyResponse",
     ),
+    # math_with_judge as NeMo Gym ships it (configs/math_with_judge.yaml: should_use_judge false): the reward
+    # is math-verify's. Rows 0 and 4 were recorded with a judge on, which agreed with the library's 0.
+    ParityCase(
+        "math_with_judge",
+        "example_rollouts.jsonl",
+        None,
+        ("reward", "library_reward", "extracted_answer", "judge_evaluations"),
+        "LibraryJudgeMathVerifyResponse",
+        compare=("reward",),
+    ),
     # The recorded structured_outputs rollouts carry no `schema_str` and their prompts match no task file of
     # the wheel. Rows 0, 1, 3, 4 answered JSON inside a markdown fence: NeMo Gym parses the text as it is, so
     # they fail to parse whatever the schema (reward 0); any valid schema decides them. Row 2 (reward 1.0)
@@ -100,7 +111,8 @@ def _bodies(case: ParityCase) -> list[tuple[int, dict[str, Any], dict[str, Any],
         body = {k: v for k, v in task.items() if k != "responses_create_params"}
         body.update(case.extra_task)
         body.update({k: v for k, v in row.items() if k not in case.outputs})
-        out.append((i, body, {k: row[k] for k in case.outputs if k in row}, {**body, **row}))
+        compared = case.compare if case.compare is not None else case.outputs
+        out.append((i, body, {k: row[k] for k in compared if k in row}, {**body, **row}))
     return out
 
 

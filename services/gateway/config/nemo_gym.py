@@ -13,7 +13,8 @@ A verify body's task fields (everything but `responses_create_params` and `respo
 in `extra_info` ("*": every task field), `response` whether the function gets the response's output text
 (`output_text`) or also the whole exchange as chat `messages` (`messages`: input, reasoning left out,
 assistant text and tool calls, tool results), `result_fields` the extra keys echoed at the top of the
-answer (None: every extra key that does not collide with a body field).
+answer (None: every extra key that does not collide with a body field), `answer_fields` further answer keys
+a NeMo Gym response model requires, named after the function's extras (`{extracted_answer: pred}`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ class NeMoGymServer(BaseModel):
     result_fields: list[str] | None = Field(
         default=None,
         description="Extra keys echoed at the top of the answer (None: all that do not collide).",
+    )
+    answer_fields: dict[str, str | None] = Field(
+        default_factory=dict,
+        description="Answer keys the server's response model needs, each from an extra key of the function, "
+        "'reward' (the reward), or null: e.g. {extracted_answer: pred, library_reward: reward}.",
     )
     answer_field: str | None = Field(
         default=None, description="Answer key for majority@k in /aggregate_metrics (e.g. extracted_answer)."

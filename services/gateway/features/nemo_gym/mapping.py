@@ -165,14 +165,20 @@ def score_body(name: str, spec: NeMoGymServer, body: Mapping[str, Any], uid: str
 def answer(
     spec: NeMoGymServer, body: Mapping[str, Any], result: ScoreResult, reward: float
 ) -> dict[str, Any]:
-    """The verify answer: the body, then the function's extras (`result_fields`), then `reward` and (when the
-    function or composite gave them) `reward_components`; a flagged fallback adds `reward_failed`."""
+    """The verify answer: the body, then the function's extras (`result_fields`) and `answer_fields`, then
+    `reward` and (when the function or composite gave them) `reward_components`; a flagged fallback adds
+    `reward_failed`."""
     out = dict(body)
     wanted = spec.result_fields
     for key, value in result.extra.items():
         if key in RESERVED or (wanted is None and key in body) or (wanted is not None and key not in wanted):
             continue
         out[key] = value
+    for key, source in spec.answer_fields.items():
+        if key not in RESERVED:
+            out[key] = (
+                reward if source == "reward" else (None if source is None else result.extra.get(source))
+            )
     out["reward"] = reward
     if result.reward_components is not None:
         out["reward_components"] = result.reward_components
