@@ -158,6 +158,8 @@ def test_own_port_serves_the_protocol_at_its_root(gym: Gateway, mcqa_port: int) 
     assert resp.status_code == 200, resp.text
     assert resp.json()["reward"] == recorded["reward"]
     assert httpx.post(f"{base}/seed_session", json={}, timeout=10).json() == {}
+    # NeMo Gym's readiness poll is a GET on the bare address: any answer counts
+    assert httpx.get(base, timeout=10).status_code == 404
     # a path of the gateway that is not the protocol's is not reachable through the server's port
     assert httpx.post(f"{base}/score", json={}, timeout=10).status_code == 404
 
