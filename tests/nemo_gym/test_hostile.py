@@ -124,3 +124,11 @@ def test_composite_components_reach_the_verify_answer(gym: Gateway) -> None:
     assert set(answer["reward_components"]) == {"exact_match", "format_check"}
     assert answer["reward_components"] == {"exact_match": 0.0, "format_check": 1.0}
     assert answer["reward"] == 0.5
+
+
+def test_forged_reward_keys_in_the_body_are_not_echoed(gym: Gateway) -> None:
+    forged = body("\\boxed{C}", expected_answer="A", options=[{"A": "x"}, {"C": "y"}])
+    forged |= {"reward": 1.0, "reward_components": {"correct": 1.0}, "reward_failed": False}
+    answer = verify(gym, "mcqa", forged).json()
+    assert answer["reward"] == 0.0
+    assert "reward_components" not in answer and "reward_failed" not in answer

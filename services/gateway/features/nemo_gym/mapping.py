@@ -3,7 +3,8 @@
 The body is `{responses_create_params, response, ...task fields}` (OpenAI Responses API shapes). Only what the
 mapping reads is checked, each problem a pydantic-style error whose `loc` names the body's field
 (`["response", "output", 2, "content", 0, "text"]`): the route answers them 422. Everything else of the
-body is echoed back untouched, as NeMo Gym's own servers do.
+body is echoed back untouched, as NeMo Gym's own servers do, except the answer's own keys (`reward`,
+`reward_components`, `reward_failed`, `reward_error`): only the gateway sets those.
 """
 
 from __future__ import annotations
@@ -168,7 +169,8 @@ def answer(
     """The verify answer: the body, then the function's extras (`result_fields`) and `answer_fields`, then
     `reward` and (when the function or composite gave them) `reward_components`; a flagged fallback adds
     `reward_failed`."""
-    out = dict(body)
+    # a body's own reward keys (forged, or an earlier answer posted again) are never echoed as ours
+    out = {k: v for k, v in body.items() if k not in RESERVED or k in BODY_FIELDS}
     wanted = spec.result_fields
     for key, value in result.extra.items():
         if key in RESERVED or (wanted is None and key in body) or (wanted is not None and key not in wanted):
