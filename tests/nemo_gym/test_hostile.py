@@ -132,3 +132,16 @@ def test_forged_reward_keys_in_the_body_are_not_echoed(gym: Gateway) -> None:
     answer = verify(gym, "mcqa", forged).json()
     assert answer["reward"] == 0.0
     assert "reward_components" not in answer and "reward_failed" not in answer
+
+
+def test_aggregate_metrics_bounds_its_work(gym: Gateway) -> None:
+    url = f"{gym.url}/nemo_gym/mcqa/aggregate_metrics"
+    rows = [{"reward": 1, "_ng_task_index": 0, "_ng_rollout_index": i} for i in range(1024)]
+    rows += [{"reward": 0, "_ng_task_index": t} for t in range(1, 5000)]  # 5000 tasks x k up to 1024
+    resp = httpx.post(url, json={"verify_responses": rows}, timeout=60)
+    assert resp.status_code == 413 and resp.json()["error"]["field"] == "verify_responses", resp.text
+    infinite = b'{"verify_responses": [{"reward": Infinity}]}'
+    resp = httpx.post(url, content=infinite, timeout=10)
+    assert resp.status_code == 422 and locs(resp) == [["body", "verify_responses", 0, "reward"]]
+    many_errors = {"verify_responses": [{"reward": "x"}] * 1000}
+    assert len(locs(httpx.post(url, json=many_errors, timeout=10))) == 20

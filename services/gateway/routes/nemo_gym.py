@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -34,7 +36,13 @@ from rewardfleet.services.common.json_body import parse_json_body
 from rewardfleet.services.gateway.config.nemo_gym import NeMoGymConfig, NeMoGymServer
 from rewardfleet.services.gateway.errors import BatchTooLarge, UnknownRewardFunction
 from rewardfleet.services.gateway.features.nemo_gym.mapping import BodyError, answer, score_body
-from rewardfleet.services.gateway.features.nemo_gym.metrics import MAX_RESPONSES, aggregate
+from rewardfleet.services.gateway.features.nemo_gym.metrics import (
+    MAX_RESPONSES,
+    MAX_WORK,
+    aggregate,
+    by_task,
+    work,
+)
 from rewardfleet.services.gateway.routes.trainer_protocol import (
     ErrorScore,
     TrainerBackend,
@@ -45,6 +53,7 @@ from rewardfleet.services.gateway.routes.trainer_protocol import (
 )
 
 logger = logging.getLogger(__name__)
+MAX_ERRORS = 20  # field errors listed for one request
 
 
 def _server(config: NeMoGymConfig, name: str) -> NeMoGymServer:
@@ -101,9 +110,16 @@ def make_router(config: NeMoGymConfig, backend: TrainerBackend) -> APIRouter:
             raise BatchTooLarge(
                 f"verify_responses has {len(rows)} items; at most {MAX_RESPONSES}", field="verify_responses"
             )
-        errors = list(_row_errors(rows))
+        errors = list(itertools.islice(_row_errors(rows), MAX_ERRORS))
         if errors:
             raise RequestValidationError(errors)
+        tasks = by_task(rows)
+        if work(tasks) > MAX_WORK:
+            raise BatchTooLarge(
+                f"verify_responses: score names x tasks x rollouts per task is over {MAX_WORK}; "
+                "aggregate fewer at a time",
+                field="verify_responses",
+            )
         figures = await asyncio.to_thread(aggregate, rows, spec.answer_field)
         return JSONResponse(figures)
 
@@ -117,7 +133,7 @@ def _row_errors(rows: list[Any]) -> Iterator[dict[str, Any]]:
             yield {"type": "dict_type", "loc": loc, "msg": "must be an object"}
             continue
         reward = row.get("reward")
-        if isinstance(reward, bool) or not isinstance(reward, (int, float)) or reward != reward:
+        if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward):
             yield {"type": "float_type", "loc": (*loc, "reward"), "msg": "must be a finite number"}
         for key in ("_ng_task_index", "_ng_rollout_index"):
             value = row.get(key, 0)
