@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.gateway.conftest import Gateway, start_gateway
 from tests.support import free_port
 
+REWARD_FILES = Path(__file__).parent / "reward_files"
 SERVERS = {
     "mcqa": {
         "reward_fn": "mcqa",
@@ -35,6 +37,7 @@ SERVERS = {
         # LibraryJudgeMathVerifyResponse's fields, from math_verify's extras
         "answer_fields": {"extracted_answer": "pred", "library_reward": "reward", "judge_evaluations": None},
     },
+    "sync_components": {"reward_fn": "components_sync", "extra_info": ["components"]},
     "multi": {"reward_fn": "multi", "ground_truth": "expected_answer", "extra_info": []},
     "fallback": {"reward_fn": "format_verification", "ground_truth": "verifier", "error_score": -1.0},
 }
@@ -69,7 +72,7 @@ def gym(tmp_path_factory: pytest.TempPathFactory, mcqa_port: int) -> Iterator[Ga
             }
         },
     }
-    gateway = start_gateway(tmp, config, None)
+    gateway = start_gateway(tmp, config, REWARD_FILES)
     try:
         yield gateway
     finally:

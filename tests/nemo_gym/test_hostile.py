@@ -28,6 +28,11 @@ def locs(resp: httpx.Response) -> list[list[Any]]:
     return [f["loc"] for f in resp.json()["error"]["fields"]]
 
 
+def test_a_missing_label_names_the_task_field(gym: Gateway) -> None:
+    resp = verify(gym, "equivalence_rule", body("x"))  # equivalence_rule needs expected_answer
+    assert resp.status_code == 422 and locs(resp) == [["body", "expected_answer"]], resp.text
+
+
 def test_malformed_bodies_name_the_field(gym: Gateway) -> None:
     good = body("\\boxed{A}", expected_answer="A", options=[{"A": "x"}])
     no_response = {k: v for k, v in good.items() if k != "response"}
@@ -145,3 +150,17 @@ def test_aggregate_metrics_bounds_its_work(gym: Gateway) -> None:
     assert resp.status_code == 422 and locs(resp) == [["body", "verify_responses", 0, "reward"]]
     many_errors = {"verify_responses": [{"reward": "x"}] * 1000}
     assert len(locs(httpx.post(url, json=many_errors, timeout=10))) == 20
+
+
+def test_components_from_a_worker_process_function(gym: Gateway) -> None:
+    answer = verify(gym, "sync_components", body("x", components={"a": 1.0, "b.c": 0.5})).json()
+    assert answer["reward_components"] == {"a": 1.0, "b.c": 0.5} and answer["reward"] == 1.5
+    too_many = {f"c{i}": 1.0 for i in range(33)}
+    resp = verify(gym, "sync_components", body("x", components=too_many))
+    assert resp.status_code == 500 and "ComponentError" in resp.text  # typed, never a reward
+    resp = verify(gym, "sync_components", body("x", components={"<script>": 1.0}))
+    assert resp.status_code == 500 and "ComponentError" in resp.text
+    sample = {"data_source": "d", "solution_str": "x", "reward_fn": "components_sync",
+              "extra_info": {"components": {"a": 2}}}  # fmt: skip
+    score = httpx.post(f"{gym.url}/score", json=sample, timeout=60).json()
+    assert score["reward_components"] == {"a": 2.0} and score["status"] == "ok"

@@ -22,7 +22,7 @@ import contextlib
 import itertools
 import logging
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import uvicorn
@@ -85,7 +85,7 @@ def make_router(config: NeMoGymConfig, backend: TrainerBackend) -> APIRouter:
         except BodyError as exc:
             raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors]) from None
         sample_body["uid"] = content_uid(sample_body)
-        (sample,) = build_samples(backend, [sample_body], _where)
+        (sample,) = build_samples(backend, [sample_body], _where(spec))
         result = await backend.score_one(sample)
         fallback = error_score if error_score is not None else spec.error_score
         raise_on_failure([result], fallback)
@@ -141,9 +141,14 @@ def _row_errors(rows: list[Any]) -> Iterator[dict[str, Any]]:
                 yield {"type": "int_type", "loc": (*loc, key), "msg": "must be an integer"}
 
 
-def _where(_: int, field: str) -> list[str | int]:
-    where: dict[str, list[str | int]] = {"solution_str": ["response"], "messages": ["response", "output"]}
-    return where.get(field, [field])
+def _where(spec: NeMoGymServer) -> Callable[[int, str], list[str | int]]:
+    """The verify body's field a `/score` field came from (errors name the body's field)."""
+    where: dict[str, list[str | int]] = {
+        "solution_str": ["response"],
+        "messages": ["response", "output"],
+        "ground_truth": [spec.ground_truth or "ground_truth"],
+    }
+    return lambda _, field: where.get(field, [field])
 
 
 class AtRoot:
