@@ -24,7 +24,7 @@ from typing import Any
 TASK, ROLLOUT = "_ng_task_index", "_ng_rollout_index"
 MAX_RESPONSES = 100_000
 MAX_K = 1024
-MAX_WORK = 5_000_000  # score names x tasks x k: bounds one request's CPU (seconds at most)
+MAX_WORK = 1_000_000  # score names x tasks x k: ~15 s of one core at most here (docs/nemo_gym.md)
 
 
 def _numbers(row: Mapping[str, Any]) -> dict[str, float]:
