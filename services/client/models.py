@@ -58,6 +58,8 @@ class ScoreResult:
     # Per-step / per-turn scores, when the function returned them (docs/trajectories.md).
     step_scores: list[float] | None = None
     turn_scores: list[float] | None = None
+    # Named reward components, when the function or composite gave them (`{name: number}`).
+    reward_components: dict[str, float] | None = None
     # Set only on results made by `score_many` for samples the client could not get scored at all.
     exception: BaseException | None = field(default=None, compare=False, repr=False)
 
@@ -98,6 +100,7 @@ class ScoreResult:
             version=_opt_str(data.get("version")),
             step_scores=_opt_floats(data.get("step_scores")),
             turn_scores=_opt_floats(data.get("turn_scores")),
+            reward_components=_opt_components(data.get("reward_components")),
         )
 
     @classmethod
@@ -159,3 +162,11 @@ def _opt_floats(value: Any) -> list[float] | None:
     if not isinstance(value, list):
         return None
     return [float(v) for v in value if isinstance(v, int | float) and not isinstance(v, bool)]
+
+
+def _opt_components(value: Any) -> dict[str, float] | None:
+    if not isinstance(value, Mapping):
+        return None
+    return {
+        str(k): float(v) for k, v in value.items() if isinstance(v, int | float) and not isinstance(v, bool)
+    }

@@ -55,7 +55,17 @@ from rewardfleet.services.gateway.reliability.function_limits import function_ga
 from rewardfleet.services.gateway.reliability.idempotency import Results
 from rewardfleet.services.gateway.reliability.input_limits import SampleLimits
 from rewardfleet.services.gateway.reliability.spend import SpendMeter
-from rewardfleet.services.gateway.routes import admin, graders, meta, monitors, openrlhf, pools, score, slime
+from rewardfleet.services.gateway.routes import (
+    admin,
+    graders,
+    meta,
+    monitors,
+    nemo_gym,
+    openrlhf,
+    pools,
+    score,
+    slime,
+)
 from rewardfleet.services.gateway.routes.deps import Gateway
 from rewardfleet.services.gateway.routes.error_handlers import install_error_handlers
 from rewardfleet.services.gateway.routes.score_asgi import ScoreFastPath
@@ -209,9 +219,12 @@ def create_app(
                 tune_for_own_process()
             if prober is not None:
                 prober.start()  # background rounds; the first as soon as the judge answers
+            gym_ports = nemo_gym.PortServers(app, config.nemo_gym, config.host)
             try:
+                await gym_ports.start()
                 yield
             finally:
+                await gym_ports.stop()
                 logging.getLogger(ACCESS_LOGGER).removeFilter(redact)
                 drain.uninstall()
                 gateway.ready = False
@@ -241,6 +254,7 @@ def create_app(
     trainers = gateway_backend(app, config)  # OpenRLHF + slime, over the gateway's own scoring path
     app.include_router(openrlhf.make_router(trainers))
     app.include_router(slime.make_router(trainers))
+    app.include_router(nemo_gym.make_router(config.nemo_gym, trainers))
     # Innermost first. POST /score skips the router (routes/score_asgi.py), inside every limit below.
     app.add_middleware(ScoreFastPath)
     # The body limits sit inside admission: a body that is too large or too slow (408)

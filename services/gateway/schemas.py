@@ -136,6 +136,12 @@ class ScoreResult(BaseModel):
     turn_scores: list[float] | None = Field(
         default=None, description="Per-turn scores the function returned (docs/trajectories.md)."
     )
+    reward_components: dict[str, float] | None = Field(
+        default=None,
+        description="Named reward components (`{name: number}`, at most 32 names of 1-64 characters of "
+        "letters, digits and `_ . : / -`): a composite's components, or what the function returned under "
+        "`reward_components` (docs/nemo_gym.md).",
+    )
     extra: dict[str, Any]
     reward_fn: str
     data_source: str

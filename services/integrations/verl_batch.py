@@ -32,7 +32,7 @@ from typing import Any
 
 from rewardfleet.services.client import AsyncRewardClient, ScoreResult
 from rewardfleet.services.integrations._common import ClientPerLoop, gateway_url, shared_sync_client
-from rewardfleet.services.integrations.verl_reward import _body, to_verl
+from rewardfleet.services.integrations.verl_reward import _body, to_verl, with_components
 
 DEFAULT_WINDOW_MS = 10.0
 DEFAULT_MAX_BATCH = 1024  # the gateway accepts up to its max_batch_samples (4096 by default)
@@ -139,6 +139,8 @@ async def compute_score(
     group_fn: str | None = None,
     error_score: float | None = None,
     extra_keys: list[str] | None = None,
+    component_keys: list[str] | None = None,
+    component_missing_score: float | None = None,
     timeout_s: float = 300.0,
     batch_window_ms: float = DEFAULT_WINDOW_MS,
     max_batch_size: int = DEFAULT_MAX_BATCH,
@@ -156,7 +158,8 @@ async def compute_score(
     )
     body = _body(data_source, solution_str, ground_truth, extra_info, reward_fn, group_fn)
     result = await coalescer.submit(body)
-    return to_verl(result, error_score=error_score, extra_keys=extra_keys)
+    out = to_verl(result, error_score=error_score, extra_keys=extra_keys)
+    return with_components(out, result, component_keys, component_missing_score)
 
 
 def compute_score_batch(
@@ -169,6 +172,8 @@ def compute_score_batch(
     reward_fn: str | None = None,
     error_score: float | None = None,
     extra_keys: list[str] | None = None,
+    component_keys: list[str] | None = None,
+    component_missing_score: float | None = None,
     timeout_s: float = 300.0,
     max_batch_size: int = 4096,
     **_verl_kwargs: Any,
@@ -189,7 +194,15 @@ def compute_score_batch(
     results: list[ScoreResult] = []
     for start in range(0, len(bodies), max_batch_size):
         results += client.score_batch(bodies[start : start + max_batch_size])
-    return [to_verl(result, error_score=error_score, extra_keys=extra_keys) for result in results]
+    return [
+        with_components(
+            to_verl(result, error_score=error_score, extra_keys=extra_keys),
+            result,
+            component_keys,
+            component_missing_score,
+        )
+        for result in results
+    ]
 
 
 async def aclose() -> None:

@@ -29,7 +29,12 @@ sources, and the batch dies with a KeyError. So every sample returns exactly:
   (docs/trajectories.md); verl 0.9.1 puts that one number at the response's last token and no registered
   reward manager can place the steps' scores at their tokens (docs/trajectories.md says why);
 - each name in `reward_kwargs.extra_keys`: that extra as its own column (NaN when a sample lacks it), for
-  numbers you want as verl metrics. It comes from the config, so it is the same in every process.
+  numbers you want as verl metrics. It comes from the config, so it is the same in every process;
+- each name in `reward_kwargs.component_keys`: that reward component (the result's `reward_components`) as
+  its own column, for verl's GDPO advantage (`algorithm.adv_estimator=gdpo`,
+  `algorithm.gdpo_reward_keys=[<the same names>]`: verl reads each key from the reward extra info and
+  normalises it per group on its own). A sample without one of them raises `RewardFunctionFailed` (a NaN
+  would poison its whole group's advantages), unless `reward_kwargs.component_missing_score` is set.
 
 Failures: a function error/timeout for which the gateway has an `on_error_score` returns that score with
 `reward_failed=1.0` and `acc` NaN. Without one, `reward_kwargs.error_score` (if set) is used the same way;
@@ -105,6 +110,8 @@ async def compute_score(
     group_fn: str | None = None,
     error_score: float | None = None,
     extra_keys: list[str] | None = None,
+    component_keys: list[str] | None = None,
+    component_missing_score: float | None = None,
     timeout_s: float = 300.0,
     max_concurrency: int = 256,
     **_verl_kwargs: Any,
@@ -113,7 +120,8 @@ async def compute_score(
     client = _clients.get(_url(gateway_url), timeout_s=timeout_s, max_concurrency=max_concurrency)
     body = _body(data_source, solution_str, ground_truth, extra_info, reward_fn, group_fn)
     result = await client.score(body)
-    return to_verl(result, error_score=error_score, extra_keys=extra_keys)
+    out = to_verl(result, error_score=error_score, extra_keys=extra_keys)
+    return with_components(out, result, component_keys, component_missing_score)
 
 
 def compute_score_sync(
@@ -127,6 +135,8 @@ def compute_score_sync(
     group_fn: str | None = None,
     error_score: float | None = None,
     extra_keys: list[str] | None = None,
+    component_keys: list[str] | None = None,
+    component_missing_score: float | None = None,
     timeout_s: float = 300.0,
     max_concurrency: int = 256,
     **_verl_kwargs: Any,
@@ -135,7 +145,8 @@ def compute_score_sync(
     client = shared_sync_client(_url(gateway_url), timeout_s=timeout_s, max_concurrency=max_concurrency)
     body = _body(data_source, solution_str, ground_truth, extra_info, reward_fn, group_fn)
     result = client.score(body)
-    return to_verl(result, error_score=error_score, extra_keys=extra_keys)
+    out = to_verl(result, error_score=error_score, extra_keys=extra_keys)
+    return with_components(out, result, component_keys, component_missing_score)
 
 
 async def aclose() -> None:
@@ -176,6 +187,30 @@ def to_verl(
     for key in extra_keys or ():
         if key not in out:
             out[key] = extra.get(key, math.nan)
+    return out
+
+
+def with_components(
+    out: dict[str, Any],
+    result: ScoreResult,
+    component_keys: Iterable[str] | None,
+    missing_score: float | None = None,
+) -> dict[str, Any]:
+    """`out` plus one column per `component_keys` name (see the module docstring)."""
+    components = result.reward_components or {}
+    for key in component_keys or ():
+        if key in KEYS:
+            raise ValueError(f"component_keys: {key!r} is one of the adapter's own keys {KEYS}")
+        if key in components:
+            out[key] = float(components[key])
+        elif missing_score is not None:
+            out[key] = float(missing_score)
+        else:
+            raise RewardFunctionFailed(
+                f"reward function {result.reward_fn!r} gave no reward component {key!r} for sample "
+                f"{result.uid} (it gave {sorted(components)}); "
+                "set reward_kwargs.component_missing_score to train on one"
+            )
     return out
 
 

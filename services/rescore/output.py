@@ -1,8 +1,9 @@
 """The OUTPUT file: one JSON line per input item, in input order, written as results arrive.
 
 A line holds the item's identity (`line`, `response` for a row's n-th response, `uid` if the input had one),
-`data_source`, `reward_fn`, `status`, `score`, `extra`, `error` and, with `--repeat N`, every repeat's
-`scores` and `statuses`. Nothing that varies from run to run (timings, cache hits, attempts) is written, so
+`data_source`, `reward_fn`, `status`, `score`, `extra`, `error`, `reward_components` when the function or
+composite gave them (the failed repeat's, else the first's) and, with `--repeat N`, every repeat's `scores`
+and `statuses`. Nothing that varies from run to run (timings, cache hits, attempts) is written, so
 an interrupted run finished with `--resume` is byte-identical to an uninterrupted one.
 
 `read_output` reads an earlier OUTPUT back: the complete lines by item key, and where the last complete line
@@ -61,6 +62,9 @@ def result_line(item: Item, results: Sequence[ScoreResult]) -> dict[str, Any]:
         line["scores"] = [r.score for r in results]
         line["statuses"] = [r.status for r in results]
     line["extra"] = (failed or first).extra
+    components = (failed or first).reward_components
+    if components is not None:
+        line["reward_components"] = components
     error = (failed or first).error
     line["error"] = None if error is None else {"type": error.type, "message": error.message}
     return line

@@ -104,15 +104,23 @@ def compare_tables(result: dict[str, Any]) -> list[Table]:
         confusion.add_column(v, justify="right")
     for v in VERDICTS:
         confusion.add_row(v, *(str(result["confusion"][v][w]) for w in VERDICTS))
+    tables = [figures, confusion]
+    if result.get("components"):
+        parts = Table(title="reward components (lines scored ok on both sides)")
+        for col in ("component", "both", "mean_earlier", "mean_now", "changed"):
+            parts.add_column(col, justify="right")
+        for name, row in result["components"].items():
+            parts.add_row(name, *(_fmt(row[c]) for c in ("both", "mean_earlier", "mean_now", "changed")))
+        tables.append(parts)
     if not result["most_changed"]:
-        return [figures, confusion]
+        return tables
     changed = Table(title="lines that changed most")
     for col in ("line", "response", "earlier", "now", "delta"):
         changed.add_column(col, justify="right")
     for row in result["most_changed"]:
         line, response = row["key"]
         changed.add_row(str(line), _fmt(response), _fmt(row["earlier"]), _fmt(row["now"]), _fmt(row["delta"]))
-    return [figures, confusion, changed]
+    return [*tables, changed]
 
 
 def check_plot_available() -> None:

@@ -129,7 +129,7 @@ def compare(
     flipped = sum(1 for _, a, b in pairs if (a >= threshold) != (b >= threshold))
     spearman, kendall = _correlations([a for _, a, _ in pairs], [b for _, _, b in pairs])
     changed = sorted(pairs, key=lambda p: (-abs(p[2] - p[1]), p[0][0], p[0][1] or 0))
-    return {
+    out = {
         "matched": len(common),
         "only_earlier": len(set(earlier) - set(now)),
         "only_now": len(set(now) - set(earlier)),
@@ -142,6 +142,36 @@ def compare(
         "most_changed": [
             {"key": list(k), "earlier": a, "now": b, "delta": b - a} for k, a, b in changed[:top] if a != b
         ],
+    }
+    components = compare_components(earlier, now, [k for k, _, _ in pairs])
+    if components:
+        out["components"] = components
+    return out
+
+
+def compare_components(
+    earlier: dict[Key, dict[str, Any]], now: dict[Key, dict[str, Any]], keys: Iterable[Key]
+) -> dict[str, dict[str, Any]]:
+    """Per reward component name found on both sides of the lines scored ok on both: how many lines have
+    it on both, their means then and now, and how many changed."""
+    values: dict[str, list[tuple[float, float]]] = {}
+    for key in keys:
+        old = earlier[key].get("reward_components")
+        new = now[key].get("reward_components")
+        if not isinstance(old, dict) or not isinstance(new, dict):
+            continue
+        for name in sorted(set(old) & set(new)):
+            a, b = old[name], new[name]
+            if isinstance(a, int | float) and isinstance(b, int | float):
+                values.setdefault(str(name), []).append((float(a), float(b)))
+    return {
+        name: {
+            "both": len(pairs),
+            "mean_earlier": mean([a for a, _ in pairs]),
+            "mean_now": mean([b for _, b in pairs]),
+            "changed": sum(1 for a, b in pairs if a != b),
+        }
+        for name, pairs in values.items()
     }
 
 

@@ -8,6 +8,7 @@ formula.py    the little language of a multi grader's `calculate_output`
 external_pools.py  `external_pools.<name>`: OpenAI-compatible endpoints outside the fleet
 spend.py      `pool_prices.<pool>`: prices per million tokens and spend caps
 monitors.py   `judge_probes` and `functions.<name>.shadow`: the judge monitors
+nemo_gym.py   `nemo_gym.servers.<name>`: the NeMo Gym resources servers the gateway stands in for
 """
 
 from rewardfleet.services.gateway.config.gateway import (

@@ -35,7 +35,7 @@ class GateSpec(_Strict):
 class CompositeSpec(_Strict):
     """`composites.<name>`: a weighted sum of functions, optionally behind a gate."""
 
-    components: list[ComponentSpec] = Field(min_length=1)
+    components: list[ComponentSpec] = Field(min_length=1, max_length=32)  # reward_components' bound
     gate: GateSpec | None = None
     on_component_error: Literal["fail", "skip", "score"] = Field(
         default="fail",

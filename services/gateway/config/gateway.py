@@ -31,6 +31,7 @@ from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfi
 from rewardfleet.services.gateway.config.features import CompositeSpec, FallbackSpec, GroupsConfig
 from rewardfleet.services.gateway.config.graders import GraderSpec
 from rewardfleet.services.gateway.config.monitors import JudgeProbesConfig, ShadowConfig
+from rewardfleet.services.gateway.config.nemo_gym import NeMoGymConfig
 from rewardfleet.services.gateway.config.spend import PoolPrice
 
 # verl's four arguments. They are always passed, so reward_kwargs may not override them.
@@ -173,6 +174,9 @@ class GatewayConfig(BaseModel):
     fallbacks: dict[str, FallbackSpec] = Field(default_factory=dict)
     groups: GroupsConfig = Field(default_factory=GroupsConfig)
     graders: dict[str, GraderSpec] = Field(default_factory=dict)
+    nemo_gym: NeMoGymConfig = Field(
+        default_factory=NeMoGymConfig, description="NeMo Gym resources servers served (docs/nemo_gym.md)."
+    )
 
     # Reliability (reliability/, execution/isolation.py, docs/reliability.md).
     # Admission bounds what costs memory or CPU, not requests awaiting I/O (reliability/admission.py).

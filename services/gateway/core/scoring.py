@@ -270,15 +270,17 @@ class Scorer:
         if outcome.status != "ok" and fn.config.on_error_score is not None and not refused:
             score, fallback = fn.config.on_error_score, True
         extra = outcome.extra
-        step_scores = turn_scores = None
-        if "step_scores" in extra or "turn_scores" in extra:  # first-class in the result, not extras
-            extra = dict(extra)
+        step_scores = turn_scores = components = None
+        if "step_scores" in extra or "turn_scores" in extra or "reward_components" in extra:
+            extra = dict(extra)  # first-class in the result, not extras
             step_scores, turn_scores = extra.pop("step_scores", None), extra.pop("turn_scores", None)
+            components = extra.pop("reward_components", None)
         return _result(
             uid=request.uid,
             score=score,
             step_scores=step_scores,
             turn_scores=turn_scores,
+            reward_components=components,
             extra=extra,
             reward_fn=fn.name,
             data_source=request.data_source,

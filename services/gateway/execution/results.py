@@ -5,8 +5,9 @@ Accepted returns (verl's contract): a number (int, float, bool, numpy/torch scal
 `extra["tuple_rest"]`. A NaN or infinite score is invalid. A dict may carry `step_scores` and/or
 `turn_scores` (lists of finite numbers, at most `MAX_SCORES_PER_LIST` each; else InvalidReturn) and then may
 leave out "score": the score is `None` here and the caller makes it from them (core/scoring.py, the function's
-`score_aggregate`). Extras are made JSON-safe: non-finite floats become
-the strings "nan"/"inf"/"-inf", unknown objects their `repr`.
+`score_aggregate`). A dict's `reward_components` must be within execution/components.py's bounds (else
+InvalidReturn); they travel in `extra` under that key until the scorer lifts them out. Extras are made
+JSON-safe: non-finite floats become the strings "nan"/"inf"/"-inf", unknown objects their `repr`.
 
 Pure functions with no web imports: worker processes use them too, so only plain data crosses the pipe.
 """
@@ -21,6 +22,8 @@ from typing import Any
 
 from rewardfleet.reward_fns._steps import StepError, check_scores
 from rewardfleet.services.gateway.errors import InvalidReturn
+from rewardfleet.services.gateway.execution.components import KEY as COMPONENTS_KEY
+from rewardfleet.services.gateway.execution.components import returned_components
 from rewardfleet.services.gateway.sizes import json_size
 
 SCORE_LISTS: tuple[str, ...] = ("step_scores", "turn_scores")
@@ -93,6 +96,8 @@ def normalise_return(value: Any) -> tuple[float | None, dict[str, Any]]:
         score = as_score(value["score"], "the dict's 'score'") if "score" in value else None
         extra = {str(k): jsonable(v) for k, v in value.items() if k != "score" and k not in lists}
         extra.update(lists)
+        if value.get(COMPONENTS_KEY) is not None:
+            extra[COMPONENTS_KEY] = returned_components(value[COMPONENTS_KEY])
         return score, extra
     if isinstance(value, tuple):
         if not value:

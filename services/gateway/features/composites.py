@@ -12,11 +12,16 @@ Errors: with `on_component_error: fail` (the default) a failed component (or gat
 component; `skip` drops the failed components and renormalises the remaining weights (all failed → fail);
 `score` counts a failure as `error_score`. A closed gate (score below `min_score`) gives `gate_closed_score`
 without running components.
+
+The result's `reward_components` hold each component's own (unweighted) score under its function's name
+(`name_2`, ... for a function listed twice): the scored ones, and under `on_component_error: score` the
+failed ones at `error_score`; a skipped component and a closed gate leave them out.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -74,6 +79,22 @@ def _report(result: ScoreResult, fn: RewardFunction, weight: float | None = None
     return out
 
 
+def component_names(components: list[RewardFunction]) -> list[str]:
+    """One `reward_components` name per component: its function's name in the components' charset, made
+    unique with `_2`, `_3`, ... in order."""
+    names: list[str] = []
+    for fn in components:
+        base = re.sub(r"[^A-Za-z0-9_.:/-]", "_", fn.name)[:60] or "component"
+        if base[0] in ".:/-":
+            base = "_" + base[:59]
+        name, n = base, 1
+        while name in names:
+            n += 1
+            name = f"{base}_{n}"
+        names.append(name)
+    return names
+
+
 def make_composite(
     name: str,
     spec: CompositeSpec,
@@ -82,6 +103,7 @@ def make_composite(
     scorer: Scorer,
 ) -> RewardFunction:
     weights = [c.weight for c in spec.components]
+    part_names = component_names(components)
 
     async def run(request: ScoreRequest, label: str, config: FunctionConfig) -> dict[str, Any]:
         extra: dict[str, Any] = {}
@@ -107,21 +129,24 @@ def make_composite(
             raise ComponentFailed(FAILED, f"component(s) failed: {names}", extra)
         total = 0.0
         used_weight = 0.0
-        for result, weight, report in zip(results, weights, reports, strict=True):
+        parts: dict[str, float] = {}
+        for result, weight, report, part in zip(results, weights, reports, part_names, strict=True):
             if result.status == "ok" and result.score is not None:
                 total += weight * result.score
                 used_weight += weight
+                parts[part] = result.score
             elif spec.on_component_error == "score":
                 report["counted_as"] = spec.error_score
                 total += weight * spec.error_score
                 used_weight += weight
+                parts[part] = spec.error_score
             else:
                 report["skipped"] = True
         if spec.on_component_error == "skip" and failed:
             if used_weight == 0.0:
                 raise ComponentFailed(FAILED, "every component failed (on_component_error: skip)", extra)
             total *= sum(weights) / used_weight  # renormalise onto the full weight
-        return {"score": total, **extra}
+        return {"score": total, **extra, "reward_components": parts}
 
     deps = [fn.version for fn in components] + ([gate.version] if gate is not None else [])
     return synthetic_function(
