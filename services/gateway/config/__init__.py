@@ -8,6 +8,7 @@ formula.py    the little language of a multi grader's `calculate_output`
 external_pools.py  `external_pools.<name>`: OpenAI-compatible endpoints outside the fleet
 spend.py      `pool_prices.<pool>`: prices per million tokens and spend caps
 monitors.py   `judge_probes` and `functions.<name>.shadow`: the judge monitors
+tenants.py    `tenants` and `tenancy`: who shares the fleet, their keys, quotas and priority (tenants/)
 """
 
 from rewardfleet.services.gateway.config.gateway import (
