@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -75,3 +76,11 @@ def auth(key: str, run: str | None = None) -> dict[str, str]:
     if run is not None:
         headers["X-Rewardfleet-Run"] = run
     return headers
+
+
+def fresh_minute(needed_s: float = 20.0) -> None:
+    """Per-minute quotas are wall-clock windows: start a test that counts them with `needed_s` of the
+    window left, so it never straddles two windows (waits at most `needed_s`)."""
+    left = 60.0 - time.time() % 60.0
+    if left < needed_s:
+        time.sleep(left + 0.05)

@@ -12,7 +12,17 @@ import httpx
 import pytest
 import yaml
 
-from tests.gateway.tenants.helpers import ADMIN, KEY_A, KEY_B, KEY_B2, auth, gateway, sample, tenant_config
+from tests.gateway.tenants.helpers import (
+    ADMIN,
+    KEY_A,
+    KEY_B,
+    KEY_B2,
+    auth,
+    fresh_minute,
+    gateway,
+    sample,
+    tenant_config,
+)
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +163,7 @@ def test_requests_per_minute_429_names_the_quota(tmp_path: Path) -> None:
     config = tenant_config(tmp_path)
     config["tenants"]["b"]["quotas"] = {"requests_per_minute": 3}
     with gateway(tmp_path, config) as base:
+        fresh_minute()
         codes = [post(base, KEY_B, sample()).status_code for _ in range(3)]
         refused = post(base, KEY_B, sample())
         assert codes == [200, 200, 200] and refused.status_code == 429
