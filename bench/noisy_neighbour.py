@@ -249,8 +249,8 @@ def _report(result: BenchResult, fig: dict[str, Any], share: float, duration_s: 
     result.notes.append(
         f"{label}: B alone p50 {ms(alone, 0.5)} ms p99 {ms(alone, 0.99)} ms; with A p50 "
         f"{ms(flooded, 0.5)} ms p99 {ms(flooded, 0.99)} ms (ratios {p50:.2f} / {p99:.2f}); B answered "
-        f"{flooded.answered}/{flooded.sent}; A sent {flood.sent}, answered {flood.answered} ({flood.answered_in_window} within "
-        f"the {duration_s:.0f} s: {a_share:.2f} x its share), 429 {flood.refused}, held back by the client "
+        f"{flooded.answered}/{flooded.sent}; A sent {flood.sent}, answered {flood.answered} "
+        f"({flood.answered_in_window} within the {duration_s:.0f} s: {a_share:.2f} x its share), 429 {flood.refused}, held back by the client "
         f"{flood.held_back}; lost {lost}"
     )
     on = mode == "tenants on"
