@@ -246,13 +246,16 @@ def _report(result: BenchResult, fig: dict[str, Any], share: float, duration_s: 
         return f"{percentile(tally.latencies_s, q) * 1000:.0f}"
 
     label = f"{mode}, B at {fraction:.0%} of its share"
-    result.notes.append(
-        f"{label}: B alone p50 {ms(alone, 0.5)} ms p99 {ms(alone, 0.99)} ms; with A p50 "
-        f"{ms(flooded, 0.5)} ms p99 {ms(flooded, 0.99)} ms (ratios {p50:.2f} / {p99:.2f}); B answered "
-        f"{flooded.answered}/{flooded.sent}; A sent {flood.sent}, answered {flood.answered} "
-        f"({flood.answered_in_window} within the {duration_s:.0f} s: {a_share:.2f} x its share), 429 {flood.refused}, held back by the client "
-        f"{flood.held_back}; lost {lost}"
+    b_part = (
+        f"B alone p50 {ms(alone, 0.5)} ms p99 {ms(alone, 0.99)} ms; with A p50 {ms(flooded, 0.5)} ms p99 "
+        f"{ms(flooded, 0.99)} ms (ratios {p50:.2f} / {p99:.2f}); B answered {flooded.answered}/{flooded.sent}"
     )
+    a_part = (
+        f"A sent {flood.sent}, answered {flood.answered} ({flood.answered_in_window} within the "
+        f"{duration_s:.0f} s: {a_share:.2f} x its share), 429 {flood.refused}, held back by the client "
+        f"{flood.held_back}"
+    )
+    result.notes.append(f"{label}: {b_part}; {a_part}; lost {lost}")
     on = mode == "tenants on"
     target, met = ("<= 1.2", p50 <= 1.2) if on else ("", None)
     result.rows.append(Row(result.name, f"{label}: B p50 with A / alone", p50, target, met))
