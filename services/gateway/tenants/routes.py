@@ -1,4 +1,5 @@
-"""`GET /tenants/self`: the calling tenant's own quotas and usage (fleet-wide with `state_url`)."""
+"""`GET /tenants/self`: the calling tenant's own quotas and usage (fleet-wide with `state_url`);
+`GET /admin/tenants`: every tenant's, for operators (`/admin/*` needs an `admin: true` tenant)."""
 
 from __future__ import annotations
 
@@ -21,3 +22,13 @@ async def tenants_self(request: Request) -> dict[str, Any]:
         raise Unauthorized("no tenant for this request")
     usage: dict[str, Any] = await request.app.state.tenancy.usage(caller)
     return usage
+
+
+@router.get("/admin/tenants")
+async def admin_tenants(request: Request) -> dict[str, Any]:
+    """Every tenant's quotas and usage (the middleware lets only `admin: true` tenants reach /admin/*)."""
+    caller = current.get()
+    if caller is None or not caller.config.admin:
+        raise Unauthorized("an admin tenant's key is needed")
+    summary: dict[str, Any] = await request.app.state.tenancy.summary()
+    return summary

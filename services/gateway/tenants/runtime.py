@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.config.tenants import OTHER_RUN
+from rewardfleet.services.gateway.reliability.spend import NANO_PER_USD
 from rewardfleet.services.gateway.schemas import ScoreRequest
 from rewardfleet.services.gateway.tenants.context import Caller, current, scope
 from rewardfleet.services.gateway.tenants.counters import Counters, MemoryCounters, RedisCounters
@@ -89,13 +90,23 @@ class Tenancy:
 
     async def usage(self, caller: Caller) -> dict[str, Any]:
         """The caller's own usage and quotas (GET /tenants/self): nothing of another tenant."""
-        tenant = caller.tenant
+        return {**await self._usage(caller.tenant, caller.config, caller.rank), "run": caller.run}
+
+    async def summary(self) -> dict[str, Any]:
+        """Every tenant's usage and quotas, for operators (GET /admin/tenants, `rewardfleet status`)."""
+        table = self.directory.table
+        return {
+            "tenants": {
+                name: await self._usage(name, cfg, table.rank(cfg))
+                for name, cfg in sorted(table.tenants.items())
+            }
+        }
+
+    async def _usage(self, tenant: str, cfg: Any, rank: int) -> dict[str, Any]:
         day, total = await self.counters.spend(tenant)
-        cfg = caller.config
         return {
             "tenant": tenant,
-            "run": caller.run,
-            "priority": cfg.priority or self.directory.table.tenancy.priority_classes[caller.rank],
+            "priority": cfg.priority or self.directory.table.tenancy.priority_classes[rank],
             "weight": cfg.weight,
             "quotas": cfg.quotas.model_dump(),
             "usage": {
@@ -106,8 +117,8 @@ class Tenancy:
                 "judge_tokens_this_minute": await self.counters.window_used(
                     tenant, "judge_tokens_per_minute", MINUTE_S
                 ),
-                "usd_today": day / 1e9,
-                "usd_total": total / 1e9,
+                "usd_today": day / NANO_PER_USD,
+                "usd_total": total / NANO_PER_USD,
             },
-            "runs": sorted(self._runs.get(tenant, {})),
+            "runs": sorted(self._runs.get(tenant, {})),  # this replica's
         }

@@ -221,3 +221,32 @@ def test_reload_moves_a_key_between_tenants(tmp_path: Path) -> None:
         assert refused.status_code == 409 and "one tenant" in refused.json()["error"]["message"]
         assert KEY_B2 not in refused.text
         assert httpx.get(base + "/tenants/self", headers=auth(KEY_B2), timeout=10).json()["tenant"] == "a"
+
+
+def test_admin_sees_every_tenant_and_status_shows_them(base: str) -> None:
+    from rewardfleet.services.fleet.status import tenant_rows
+
+    assert httpx.get(base + "/admin/tenants", headers=auth(KEY_A), timeout=10).status_code == 403
+    summary = httpx.get(base + "/admin/tenants", headers=auth(ADMIN), timeout=10).json()
+    assert sorted(summary["tenants"]) == ["a", "b", "ops"]
+    rows = {row[0]: row for row in tenant_rows(summary)}
+    assert sorted(rows) == ["tenant a", "tenant b", "tenant ops"]
+    assert "requests this minute" in rows["tenant b"][3] and "/1000" in rows["tenant b"][3]
+
+
+def test_adapters_send_the_key_and_run_label_from_the_environment(
+    base: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rewardfleet.services.client import RewardClient
+    from rewardfleet.services.integrations._common import auth_from_env
+
+    monkeypatch.setenv("REWARDFLEET_API_KEY", ADMIN)  # b has used its 2 run labels
+    monkeypatch.setenv("REWARDFLEET_RUN", "grpo-7b-lr3e-6")
+    client = RewardClient(base, **auth_from_env())
+    try:
+        result = client.score(data_source="x", reward_fn="echo", solution_str="abc", ground_truth="")
+        assert result.score == 3.0
+    finally:
+        client.close()
+    mine = httpx.get(base + "/tenants/self", headers=auth(ADMIN), timeout=10).json()
+    assert mine["tenant"] == "ops" and "grpo-7b-lr3e-6" in mine["runs"]
