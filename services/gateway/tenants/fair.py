@@ -7,10 +7,10 @@ When a slot frees, the waiter with the lowest (priority rank, start tag) gets it
 its share only lengthens its own queue: its tags run ahead of virtual time, and another tenant's call, tagged
 at `v`, is next. An idle tenant banks no credit (its next tag starts at `v`). Each call costs 1 (a slot).
 
-`FairGate` puts one scheduler (capacity = the function's `max_concurrency`) in front of a function's gate
-(reliability/function_limits.py or state_store/redis_budget.py): the fair queue decides the order, the inner
-gate still enforces RPM/TPM and, with `state_url`, the fleet-wide concurrency. Each replica orders its own
-waiters; see docs/tenants.md for the bound across replicas.
+`FairGate` puts one scheduler in front of each function gate (reliability/function_limits.py in-process,
+state_store/redis_budget.py fleet-wide): the fair queue decides the order, the inner gate still enforces
+max_concurrency, RPM and TPM. Each replica orders its own waiters; see docs/tenants.md for the bound across
+replicas.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import heapq
 import itertools
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from rewardfleet.services.gateway.tenants.context import current
@@ -79,13 +79,27 @@ class FairScheduler:
 
 
 class FairGate:
-    """A function's gate with a fair queue in front (see the module docstring)."""
+    """A function's gate with a fair queue in front (see the module docstring).
+
+    Two shapes, by what the inner gate is:
+    - `slots` (an in-process gate with `max_concurrency`): the queue holds the function's slots itself, so the
+      inner semaphore never makes anyone wait; the fairest order, one call per freed slot;
+    - entry (a fleet-wide gate on Redis, or a gate of RPM/TPM only): the queue lets one call at a time wait
+      at the inner gate, and lets the next go once that one is in. Whatever the inner gate waits for (a
+      fleet-wide slot, FIFO across replicas, or a token bucket), at most one of this replica's calls is
+      waiting there, so a call let through by the fair queue is never behind this replica's flood."""
 
     def __init__(
-        self, inner: Any, capacity: int, fn_name: str, metrics: TenantMetrics, last_rank: int
+        self,
+        inner: Any,
+        slots: int | None,
+        fn_name: str,
+        metrics: TenantMetrics,
+        last_rank: int,
     ) -> None:
         self.inner = inner
-        self.scheduler = FairScheduler(capacity)
+        self.entry_only = slots is None
+        self.scheduler = FairScheduler(1 if slots is None else slots)
         self.fn_name = fn_name
         self.metrics = metrics
         self.last_rank = last_rank
@@ -106,10 +120,16 @@ class FairGate:
         finally:
             if queued is not None:
                 queued.dec()
-        try:
+        async with AsyncExitStack() as stack:
+            try:
+                charge = await stack.enter_async_context(self.inner.hold(tokens))
+            except BaseException:
+                self.scheduler.release()
+                raise
+            if self.entry_only:
+                self.scheduler.release()  # in: the next may wait at the inner gate
+            else:
+                stack.callback(self.scheduler.release)  # the slot is held until the call ends
             if caller is not None:
                 self.metrics.fair_wait.labels(tenant, self.fn_name).observe(time.perf_counter() - started)
-            async with self.inner.hold(tokens) as charge:
-                yield charge
-        finally:
-            self.scheduler.release()
+            yield charge

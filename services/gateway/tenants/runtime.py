@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.config.tenants import OTHER_RUN
+from rewardfleet.services.gateway.reliability.function_limits import FunctionGate
 from rewardfleet.services.gateway.reliability.spend import NANO_PER_USD
 from rewardfleet.services.gateway.schemas import ScoreRequest
 from rewardfleet.services.gateway.tenants.context import Caller, current, scope
@@ -64,7 +65,7 @@ class Tenancy:
 
     def wire_scorer(self, scorer: Any, functions: Mapping[str, Any]) -> None:
         """Scope the scorer's cache, failure log and spend by tenant; a fair queue in front of every function
-        gate with a `max_concurrency`."""
+        gate (max_concurrency, RPM, TPM; in-process or fleet-wide)."""
         if scorer.cache is not None:
             scorer.cache = ScopedResults(scorer.cache)
         scorer.failures = TenantFailureLog()
@@ -74,9 +75,10 @@ class Tenancy:
         last_rank = len(self.directory.table.tenancy.priority_classes) - 1
         for name, gate in list(scorer.gates.items()):
             fn = functions.get(name)
-            capacity = fn.config.max_concurrency if fn is not None else None
-            if capacity:
-                scorer.gates[name] = FairGate(gate, capacity, name, self.metrics, last_rank)
+            slots = fn.config.max_concurrency if fn is not None else None
+            # The queue holds an in-process gate's slots itself; any other gate it enters one call at a time.
+            own_slots = slots if isinstance(gate, FunctionGate) else None
+            scorer.gates[name] = FairGate(gate, own_slots, name, self.metrics, last_rank)
 
     def wire_gateway(self, gateway: Any) -> None:
         """Groups per tenant, quotas held while samples are scored, keys re-read on `POST /admin/reload`."""

@@ -72,3 +72,31 @@ async def test_granted_then_cancelled_releases() -> None:
     with pytest.raises(asyncio.CancelledError):
         await waiter
     assert scheduler.busy == 0
+
+
+async def test_entry_mode_keeps_one_waiter_at_the_inner_gate() -> None:
+    """In front of a gate it does not own (a fleet-wide one), the queue lets one call at a time wait there:
+    a late tenant's call is next, not behind every call of the flooding tenant."""
+    from prometheus_client import CollectorRegistry
+
+    from rewardfleet.services.gateway.config.tenants import TenantConfig
+    from rewardfleet.services.gateway.reliability.function_limits import FunctionGate
+    from rewardfleet.services.gateway.tenants.context import Caller, current
+    from rewardfleet.services.gateway.tenants.fair import FairGate
+    from rewardfleet.services.gateway.tenants.metrics import TenantMetrics
+
+    inner = FunctionGate(1, None, None)  # stands in for a gate the queue does not own
+    gate = FairGate(inner, None, "judge", TenantMetrics(CollectorRegistry()), last_rank=1)
+    served: list[str] = []
+
+    async def call(tenant: str) -> None:
+        current.set(Caller(tenant, TenantConfig(), 1, "default", frozenset()))
+        async with gate.hold(1):
+            served.append(tenant)
+            await asyncio.sleep(0.01)
+
+    flood = [asyncio.create_task(call("a")) for _ in range(10)]
+    await asyncio.sleep(0.001)
+    late = [asyncio.create_task(call("b")) for _ in range(2)]
+    await asyncio.gather(*flood, *late)
+    assert max(i for i, t in enumerate(served) if t == "b") <= 5, served
