@@ -18,7 +18,7 @@ import random
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,9 @@ import aiohttp
 import yaml
 
 from bench.common import OFFLINE_ENV, BenchResult, Row, print_result, write_fn
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.gateway.state_store.fleet import HAPROXY, haproxy_config
+from tests.gateway.state_store.redis_server import RedisServer
+from tests.support import ChildProcess, free_port, rewardfleet_cmd, running
 
 KEY_A = "noisy-tenant-a-key-0123456789"
 KEY_B = "noisy-tenant-b-key-0123456789"
@@ -78,6 +80,30 @@ def gateway(tmp: Path, config: dict[str, Any], fns: Path, name: str) -> Iterator
         yield base
     finally:
         child.stop()
+
+
+@contextmanager
+def serving(tmp: Path, config: dict[str, Any], fns: Path, name: str, replicas: int) -> Iterator[str]:
+    """One gateway, or `replicas` on a real redis-server (`state_url`) behind HAProxy (round robin)."""
+    if replicas == 1:
+        with gateway(tmp, config, fns, name) as url:
+            yield url
+        return
+    redis = RedisServer(tmp).start()
+    try:
+        with ExitStack() as stack:
+            shared = {**config, "state_url": redis.url, "state_key_prefix": f"{name}:"}
+            urls = [stack.enter_context(gateway(tmp, shared, fns, f"{name}-{i}")) for i in range(replicas)]
+            port = free_port()
+            cfg = tmp / f"{name}-haproxy.cfg"
+            cfg.write_text(haproxy_config(port, [int(url.rsplit(":", 1)[1]) for url in urls]))
+            balancer = stack.enter_context(
+                running([HAPROXY, "-db", "-f", str(cfg)], tmp / f"{name}-haproxy.log")
+            )
+            balancer.wait_http(f"http://127.0.0.1:{port}/health", timeout_s=30)
+            yield f"http://127.0.0.1:{port}"
+    finally:
+        redis.stop()
 
 
 @dataclass
@@ -192,9 +218,13 @@ def run(
     latency_s: float = 0.4,
     a_outstanding: int = 128,
     b_fractions: tuple[float, ...] = (1.0, 0.8),
+    replicas: int = 1,
 ) -> BenchResult:
-    """B at each of `b_fractions` of its share with tenants on; at the first one with tenants off."""
-    result = BenchResult("noisy neighbour")
+    """B at each of `b_fractions` of its share with tenants on; at the first one with tenants off. With
+    `replicas` > 1: that many gateways on one Redis behind HAProxy."""
+    result = BenchResult(
+        "noisy neighbour" + (f" ({replicas} replicas, Redis, HAProxy)" if replicas > 1 else "")
+    )
     capacity = slots / latency_s  # calls per second the pool can answer
     share = capacity / 2  # two tenants of equal weight
     a_in_flight = 4 * slots
@@ -205,7 +235,7 @@ def run(
         for tenants in (True, False):
             mode = "tenants on" if tenants else "tenants off"
             config = gateway_config(tenants, slots, a_in_flight)
-            with gateway(tmp, config, fns, mode.replace(" ", "-")) as url:
+            with serving(tmp, config, fns, mode.replace(" ", "-"), replicas) as url:
                 args = (a_outstanding, latency_s)
                 asyncio.run(phase(url, tenants, share, 0.0, 2.0, *args, seed=0))  # warm-up, not counted
                 for fraction in b_fractions if tenants else b_fractions[:1]:
@@ -275,9 +305,12 @@ def main() -> None:
     ap.add_argument("--latency-s", type=float, default=0.4)
     ap.add_argument("--a-outstanding", type=int, default=128)
     ap.add_argument("--b-fractions", type=float, nargs="+", default=[1.0, 0.8], help="B's rates / its share")
+    ap.add_argument("--replicas", type=int, default=1, help="gateways on one Redis behind HAProxy")
     args = ap.parse_args()
     fractions = tuple(args.b_fractions)
-    print_result(run(args.duration_s, args.slots, args.latency_s, args.a_outstanding, fractions))
+    print_result(
+        run(args.duration_s, args.slots, args.latency_s, args.a_outstanding, fractions, args.replicas)
+    )
 
 
 if __name__ == "__main__":
