@@ -2,7 +2,8 @@
 services/common/api_keys.py's `ApiKeyMiddleware`, with the same public paths and the same 401).
 
 For every other request: the key names its tenant (else 401, and nothing is counted or kept for it: an
-unknown key creates no state), `/admin/*` needs an `admin: true` tenant (else 403), the run label is checked
+unknown key creates no state), `/admin/*`, `/metrics` and `/monitors` need an `admin: true` tenant (else
+403: they show every tenant), the run label is checked
 and folded, and a work request (POST) is counted against requests_per_minute (429 when over). The caller is
 then set for the rest of the request (context.current).
 """
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 RUN_LABEL_RE = re.compile(rb"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 DEFAULT_RUN = "default"
+OPERATOR_PATHS = frozenset({"/metrics", "/monitors"})
 
 
 class TenantMiddleware:
@@ -66,7 +68,7 @@ class TenantMiddleware:
             return
         try:
             caller = self.tenancy.caller(tenant, self._run(run))
-            if scope["path"].startswith("/admin") and not caller.config.admin:
+            if _operators_only(scope["path"]) and not caller.config.admin:
                 raise Forbidden(f"tenant {tenant!r} may not call {scope['path']} (needs admin: true)")
             if scope["method"] == "POST" and not scope["path"].startswith("/admin"):
                 await self.tenancy.quotas.request(caller)
@@ -92,6 +94,12 @@ class TenantMiddleware:
                 field=self.tenancy.run_header.decode(),
             )
         return raw.decode()
+
+
+def _operators_only(path: str) -> bool:
+    """/admin/*, and the fleet-wide views: /metrics and /monitors show every tenant's series and spend (public
+    instead with `auth_exempt_metrics`, for a scraper on a private network)."""
+    return path.startswith("/admin") or path in OPERATOR_PATHS
 
 
 async def _unauthorized(send: Send, missing: bool) -> None:

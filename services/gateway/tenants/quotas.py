@@ -12,6 +12,7 @@ twice a quota across one window boundary, never more within a window.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -24,6 +25,7 @@ from rewardfleet.services.gateway.tenants.counters import Counters, window_index
 from rewardfleet.services.gateway.tenants.errors import TenantQuotaExceeded
 from rewardfleet.services.gateway.tenants.metrics import TenantMetrics
 
+logger = logging.getLogger(__name__)
 MINUTE_S = 60.0
 TOTAL_SPEND_RETRY_S = 3600.0  # no retry passes a total cap; Retry-After still has to say something
 
@@ -127,4 +129,7 @@ class Quotas:
         finally:
             admitted.reset(token)
             gauge.dec(n)
-            await asyncio.shield(self.counters.inflight_release(caller.tenant, n))
+            try:  # the samples are scored: a failed release must not turn their answer into an error
+                await asyncio.shield(self.counters.inflight_release(caller.tenant, n))
+            except Exception as exc:
+                logger.warning("tenant %s: %d samples in flight not released: %s", caller.tenant, n, exc)

@@ -129,7 +129,8 @@ def test_run_labels_are_bounded(base: str) -> None:
         assert post(base, KEY_A, sample(), run=run).status_code in (200, 429)
     runs = httpx.get(base + "/tenants/self", headers=auth(KEY_A), timeout=10).json()["runs"]
     assert len(runs) == 2
-    metrics = httpx.get(base + "/metrics", headers=auth(KEY_A), timeout=10).text
+    assert httpx.get(base + "/metrics", headers=auth(KEY_A), timeout=10).status_code == 403  # every tenant's
+    metrics = httpx.get(base + "/metrics", headers=auth(ADMIN), timeout=10).text
     assert 'run="other"' in metrics and 'run="r4"' not in metrics
 
 
