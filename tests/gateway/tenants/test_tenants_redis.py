@@ -21,6 +21,7 @@ def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
     server = RedisServer(tmp).start()
     config = tenant_config(tmp)
     config["tenants"]["b"]["quotas"] = {"requests_per_minute": 6, "samples_in_flight": 2}
+    config["tenants"]["a"]["quotas"]["samples_in_flight"] = 2
     try:
         with gateway(tmp, config, server.url, "r1") as one, gateway(tmp, config, server.url, "r2") as two:
             yield one, two, server
@@ -76,6 +77,33 @@ def test_quotas_are_fleet_wide(replicas: tuple[str, str, RedisServer]) -> None:
     assert resp.status_code == 429 and resp.json()["error"]["quota"] == "requests_per_minute"
     mine = httpx.get(two + "/tenants/self", headers=auth(KEY_B), timeout=10).json()
     assert mine["usage"]["requests_this_minute"] == 6  # the fleet's count, read on either replica
+
+
+def test_samples_in_flight_are_counted_fleet_wide(replicas: tuple[str, str, RedisServer]) -> None:
+    one, two, _ = replicas
+    slow = sample(extra_info={"delay_s": 1.0})
+
+    async def run() -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=30) as client:
+            held = [
+                asyncio.create_task(client.post(url + "/score", json=slow, headers=auth(KEY_A)))
+                for url in (one, two)
+            ]
+            for _ in range(200):  # until both replicas hold one of a's samples
+                usage = (await client.get(one + "/tenants/self", headers=auth(KEY_A))).json()["usage"]
+                if usage["samples_in_flight"] == 2:
+                    break
+                await asyncio.sleep(0.02)
+            over = [
+                await client.post(url + "/score", json=sample(), headers=auth(KEY_A)) for url in (one, two)
+            ]
+            return [*(await asyncio.gather(*held)), *over]
+
+    first, second, over_one, over_two = asyncio.run(run())
+    assert first.status_code == second.status_code == 200
+    for refused in (over_one, over_two):  # the third sample is refused on either replica
+        assert refused.status_code == 429 and refused.json()["error"]["quota"] == "samples_in_flight"
+    assert post(two, KEY_A, sample()).status_code == 200  # released once answered
 
 
 def test_spend_is_fleet_wide(replicas: tuple[str, str, RedisServer]) -> None:
