@@ -27,6 +27,7 @@ def tenant_config(tmp: Path, **over: Any) -> dict[str, Any]:
         "builtin_package": None,
         "reward_fns_dirs": [str(FNS)],
         "routers": {"judge": "127.0.0.1:9"},
+        "functions": {"slot": {"max_concurrency": 1}},
         "pool_prices": {
             "judge": {"input_usd_per_million_tokens": 1000.0, "output_usd_per_million_tokens": 0.0}
         },

@@ -95,6 +95,32 @@ def test_same_group_id_is_two_groups(base: str) -> None:
         assert result["extra"]["group"]["received"] == 2 and result["extra"]["group"]["id"] == "step3-prompt0"
 
 
+def test_eval_goes_before_train_on_a_saturated_pool(base: str) -> None:
+    """`slot` has one slot: five of a's (train) calls wait for it; b's (eval) call, posted last, is next."""
+
+    async def run() -> list[str]:
+        done: list[str] = []
+        async with httpx.AsyncClient(timeout=30) as client:
+
+            async def one(key: str, name: str) -> None:
+                body = sample(reward_fn="slot", extra_info={"delay_s": 0.2})
+                resp = await client.post(base + "/score", json=body, headers=auth(key))
+                assert resp.status_code == 200 and resp.json()["status"] == "ok", resp.text
+                done.append(name)
+
+            train = [asyncio.create_task(one(KEY_A, f"a{i}")) for i in range(5)]
+            for _ in range(200):  # until all five are in (one running, four waiting for the slot)
+                usage = (await client.get(base + "/tenants/self", headers=auth(KEY_A))).json()["usage"]
+                if usage["samples_in_flight"] == 5:
+                    break
+                await asyncio.sleep(0.01)
+            await asyncio.gather(one(KEY_B, "b"), *train)
+        return done
+
+    done = asyncio.run(run())
+    assert done.index("b") <= 2, done  # FIFO would answer it last
+
+
 def test_self_shows_own_usage_only(base: str) -> None:
     post(base, KEY_B, sample(), run="run-1")
     mine = httpx.get(base + "/tenants/self", headers=auth(KEY_B), timeout=10).json()
