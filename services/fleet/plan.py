@@ -263,6 +263,9 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
     section = gateway.model_dump(mode="json", exclude_none=True)
     if gateway.api_keys:  # model_dump masks SecretStr; the gateway's own file needs the keys themselves
         section["api_keys"] = [key.get_secret_value() for key in gateway.api_keys]
+    for name, tenant in gateway.tenants.items():  # a tenant's inline keys likewise (docs/tenants.md)
+        if tenant.api_keys:
+            section["tenants"][name]["api_keys"] = [key.get_secret_value() for key in tenant.api_keys]
     text = yaml.safe_dump({"gateway": section}, sort_keys=False)
     return FleetPlan(
         run_dir, pools, gateway_url, gateway_spec, gateway_config_path, text, notes, external_pools=external

@@ -1,5 +1,6 @@
 """`rewardfleet status`: pools, replicas, health and addresses of the fleet that `rewardfleet up` runs, and
-what the gateway's judge monitors report (`GET /monitors`: spend and caps, master-key probes).
+what the gateway's judge monitors report (`GET /monitors`: spend and caps, master-key probes), and with an
+admin tenant's key in $REWARDFLEET_API_KEY every tenant's quotas and usage (`GET /admin/tenants`).
 
 The probes use the standard library's HTTP client: `rewardfleet status` must work in a plain
 `pip install reward-fleet` (no extras), where httpx, a test dependency, is not installed.
@@ -18,6 +19,8 @@ from typing import Any
 from rich.table import Table
 
 from rewardfleet.services.fleet.runner import STATE_FILE
+
+API_KEY_ENV = "REWARDFLEET_API_KEY"
 
 
 def read_state(run_dir: Path) -> dict[str, Any] | None:
@@ -38,10 +41,11 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _probe(url: str, timeout_s: float) -> tuple[str, Any]:
-    """("healthy" | "HTTP <status>" | "down", the JSON body or the error's name)."""
+def _probe(url: str, timeout_s: float, key: str | None = None) -> tuple[str, Any]:
+    """("healthy" | "HTTP <status>" | "down", the JSON body or the error's name); `key` as Bearer."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"} if key else {})
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+        with urllib.request.urlopen(request, timeout=timeout_s) as resp:
             status, content_type, raw = resp.status, resp.headers.get("content-type", ""), resp.read()
     except urllib.error.HTTPError as exc:  # a non-2xx answer: the service is up and says why
         status, content_type, raw = exc.code, exc.headers.get("content-type", ""), exc.read()
@@ -107,6 +111,44 @@ def startup_check_rows(ready: Any) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+def _of(used: Any, limit: Any, money: bool = False) -> str:
+    shown = _usd(used) if money else str(used)
+    if limit is None:
+        return shown
+    return f"{shown}/{_usd(limit) if money else limit}"
+
+
+def tenant_rows(summary: Any) -> list[tuple[str, str, str, str]]:
+    """(part, address, health, detail) rows of the gateway's `GET /admin/tenants` (docs/tenants.md)."""
+    if not isinstance(summary, dict):
+        return []
+    rows = []
+    for name, t in (summary.get("tenants") or {}).items():
+        q, u = t["quotas"], t["usage"]
+        over = [
+            quota
+            for quota, used in (
+                ("samples_in_flight", u["samples_in_flight"]),
+                ("requests_per_minute", u["requests_this_minute"]),
+                ("judge_tokens_per_minute", u["judge_tokens_this_minute"]),
+                ("usd_per_day", u["usd_today"]),
+                ("usd_total", u["usd_total"]),
+            )
+            if q.get(quota) is not None and used >= q[quota]
+        ]
+        parts = [
+            f"{t['priority']} x{t['weight']:g}",
+            f"in flight {_of(u['samples_in_flight'], q['samples_in_flight'])}",
+            f"requests this minute {_of(u['requests_this_minute'], q['requests_per_minute'])}",
+            f"judge tokens {_of(u['judge_tokens_this_minute'], q['judge_tokens_per_minute'])}",
+            f"today {_of(u['usd_today'], q['usd_per_day'], True)}",
+            f"total {_of(u['usd_total'], q['usd_total'], True)}",
+        ]
+        detail = ", ".join(parts)
+        rows.append((f"tenant {name}", "", "at quota: " + ", ".join(over) if over else "ok", detail))
+    return rows
+
+
 def _new_table(title: str) -> Table:
     table = Table(title=title)
     for col in ("part", "address", "health", "detail"):
@@ -135,11 +177,18 @@ def status_table(state: dict[str, Any], timeout_s: float = 2.0) -> Table:
     table = _new_table(f"Reward Fleet (rewardfleet up pid {state['pid']})")
     gw = state["gateway"]["url"]
     _add_gateway_rows(table, gw, timeout_s)
-    monitors_health, monitors = _probe(f"{gw}/monitors", timeout_s)
+    key = os.environ.get(API_KEY_ENV) or None  # an admin tenant's key also shows every tenant
+    monitors_health, monitors = _probe(f"{gw}/monitors", timeout_s, key)
     if monitors_health == "HTTP 401":
-        table.add_row("monitors", f"{gw}/monitors", "needs an API key", "or set auth_exempt_metrics")
+        table.add_row(
+            "monitors", f"{gw}/monitors", "needs an API key", f"set {API_KEY_ENV}, or auth_exempt_metrics"
+        )
     for row in monitor_rows(monitors):
         table.add_row(*row)
+    if key:
+        _, tenants = _probe(f"{gw}/admin/tenants", timeout_s, key)
+        for row in tenant_rows(tenants):
+            table.add_row(*row)
     for name, pool in state["pools"].items():
         health, body = _probe(f"{pool['router']}/readiness", timeout_s)
         detail = f"{pool['kind']} ({pool['backend']})"

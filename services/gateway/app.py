@@ -72,6 +72,9 @@ from rewardfleet.services.gateway.routes.score_asgi import ScoreFastPath
 from rewardfleet.services.gateway.routes.trainer_protocol import gateway_backend
 from rewardfleet.services.gateway.state_store.base import StateBackend
 from rewardfleet.services.gateway.state_store.factory import build_backend
+from rewardfleet.services.gateway.tenants import routes as tenant_routes
+from rewardfleet.services.gateway.tenants.middleware import TenantMiddleware
+from rewardfleet.services.gateway.tenants.runtime import Tenancy
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +97,8 @@ def create_app(
         backlog,
         metrics,
     )
+    # tenants/ (docs/tenants.md): None without tenants, and the gateway is as before.
+    tenancy = Tenancy(config, metrics.registry) if config.tenants else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -129,6 +134,8 @@ def create_app(
             logger.error("gateway start-up failed: %s", exc.message)
             raise RuntimeError("gateway start-up failed: the state store is unreachable; see above") from None
         logger.info("state backend: %s", backend.name)
+        if tenancy is not None:
+            await tenancy.start(backend, config.state_lease_s)
         sync_refs = tuple(fn.ref for fn in loaded.values() if not fn.is_async)
         pool = (
             WorkerPool(
@@ -173,6 +180,8 @@ def create_app(
                 ),
                 spend=spend,
             )
+            if tenancy is not None:
+                tenancy.wire_scorer(scorer, loaded)
             try:
                 catalog = build_catalog(config, loaded, scorer, http_client)
                 reloader = Reloader(config, scorer, http_client, catalog)
@@ -204,6 +213,9 @@ def create_app(
                 shadow=shadow,
             )
             app.state.gateway = gateway
+            if tenancy is not None:
+                tenancy.wire_gateway(gateway)
+                app.state.tenancy = tenancy
             drain = Drain(
                 admission, config.shutdown_grace_s, on_drain=lambda: setattr(gateway, "ready", False)
             )
@@ -234,6 +246,8 @@ def create_app(
                     await shadow.close()
         finally:
             await http_client.close()
+            if tenancy is not None:
+                await tenancy.close()
             await backend.close()
             if pool is not None:
                 await asyncio.to_thread(pool.close)
@@ -251,6 +265,8 @@ def create_app(
     app.include_router(admin.router)
     app.include_router(pools.router)
     app.include_router(monitors.router)
+    if tenancy is not None:
+        app.include_router(tenant_routes.router)
     trainers = gateway_backend(app, config)  # OpenRLHF + slime, over the gateway's own scoring path
     app.include_router(openrlhf.make_router(trainers))
     app.include_router(slime.make_router(trainers))
@@ -268,8 +284,12 @@ def create_app(
     # After auth: refused keys take no slot.
     app.add_middleware(AdmissionMiddleware, admission=admission, max_body_bytes=config.max_body_bytes)
     keys = api_keys(config)
-    if keys:
-        public = {"/health", "/metrics", "/monitors"} if config.auth_exempt_metrics else {"/health"}
+    public = {"/health", "/metrics", "/monitors"} if config.auth_exempt_metrics else {"/health"}
+    if tenancy is not None:  # every key is a tenant's (tenants/middleware.py)
+        app.add_middleware(
+            TenantMiddleware, tenancy=tenancy, public_paths=public, local_prefixes=(pools.PREFIX,)
+        )
+    elif keys:
         # The external-pool forwarding route checks a path token of its own.
         app.add_middleware(ApiKeyMiddleware, keys=keys, public_paths=public, local_prefixes=(pools.PREFIX,))
     app.add_middleware(RequestMetrics, observer=metrics)  # outermost: every refusal above is counted

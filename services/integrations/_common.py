@@ -13,10 +13,22 @@ from typing import Any
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy, RewardClient
 
 URL_ENV = "REWARDFLEET_URL"
+# A gateway with API keys (or tenants, docs/tenants.md): the adapters send $REWARDFLEET_API_KEY as the Bearer
+# key and $REWARDFLEET_RUN as the run label header (the tenant's per-run metrics and usage).
+KEY_ENV = "REWARDFLEET_API_KEY"
+RUN_ENV = "REWARDFLEET_RUN"
+RUN_HEADER = "X-Rewardfleet-Run"
 # extra_info[GROUP_KEY] = {"group_id", "group_size"}: a sample's GRPO group, put there by a trainer-side piece
 # that knows it (verl_group.GroupRewardManager) and sent by the adapters as the gateway's group fields.
 GROUP_KEY = "rewardfleet_group"
 DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+def auth_from_env() -> dict[str, Any]:
+    """`api_key` and `headers` for a client, from $REWARDFLEET_API_KEY and $REWARDFLEET_RUN (unset or empty:
+    none)."""
+    run = os.environ.get(RUN_ENV)
+    return {"api_key": os.environ.get(KEY_ENV) or None, "headers": {RUN_HEADER: run} if run else None}
 
 
 def gateway_url(explicit: str | None) -> str:
@@ -48,7 +60,7 @@ class ClientPerLoop:
             client = per_loop.get(key)
             if client is None or client.closed:
                 client = AsyncRewardClient(
-                    url, timeout_s=timeout_s, max_concurrency=max_concurrency, retry=retry
+                    url, timeout_s=timeout_s, max_concurrency=max_concurrency, retry=retry, **auth_from_env()
                 )
                 per_loop[key] = client
             return client
@@ -78,7 +90,9 @@ def shared_sync_client(url: str, *, timeout_s: float, max_concurrency: int = 64)
     with _sync_lock:
         client = _sync_clients.get(key)
         if client is None:
-            client = close_at_exit(RewardClient(url, timeout_s=timeout_s, max_concurrency=max_concurrency))
+            client = close_at_exit(
+                RewardClient(url, timeout_s=timeout_s, max_concurrency=max_concurrency, **auth_from_env())
+            )
             _sync_clients[key] = client
         return client
 

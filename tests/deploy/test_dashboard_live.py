@@ -31,6 +31,8 @@ from tests.tiny_models import build_tiny_qwen2
 
 RATE_INTERVAL = "20s"  # what Grafana's $__rate_interval becomes with a 1 s scrape interval (and some slack)
 SERVER_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+TEAM_KEY = "dashboard-team-key-0123456789"
+TIGHT_KEY = "dashboard-tight-key-0123456789"
 METRIC_RE = re.compile(r"\b((?:rewardfleet|smg)_[a-z0-9_]+|sglang:[a-z0-9_]+)\b")
 
 
@@ -100,7 +102,11 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         "routers": {"judge": judge_address, "reference": judge_address},
         "pool_prices": {"judge": {"input_usd_per_million_tokens": 1.0, "output_usd_per_million_tokens": 4.0}},
         "functions": {"judge": {"reward_kwargs": {"pool": "judge", "generation": {"max_tokens": 32}},
-                                "shadow": {"pool": "reference", "sample_rate": 1.0}}},
+                                "shadow": {"pool": "reference", "sample_rate": 1.0}, "max_concurrency": 4}},
+        # Tenants (the tenant row): the traffic is one team's; a second, tight one gets 429s.
+        "tenants": {"team": {"api_keys": [TEAM_KEY]},
+                    "tight": {"api_keys": [TIGHT_KEY], "quotas": {"requests_per_minute": 1}}},
+        "auth_exempt_metrics": True,
         "judge_probes": {"functions": ["judge"], "answers": [":"], "interval_s": 5,
                          "questions": [{"question": "What is 7 * 8?", "answer": "56"}]},
     }))  # fmt: skip
@@ -161,7 +167,10 @@ def _query(prometheus: str, expr: str) -> dict[str, Any]:
 
 
 def _traffic(fleet: dict[str, Any], round_no: int) -> None:
-    with httpx.Client(timeout=30) as client:
+    with httpx.Client(timeout=30, headers={"Authorization": f"Bearer {TEAM_KEY}"}) as client:
+        for _ in range(2):  # the second within the minute is refused: a quota refusal for the tenant row
+            client.post(f"{fleet['gateway']}/score", headers={"Authorization": f"Bearer {TIGHT_KEY}"}, json={
+                "data_source": "openai/gsm8k", "solution_str": "#### 1", "ground_truth": "1"})  # fmt: skip
         for i in range(6):
             answer = "42" if i % 2 else "41"
             resp = client.post(f"{fleet['gateway']}/score", json={

@@ -9,6 +9,7 @@ external_pools.py  `external_pools.<name>`: OpenAI-compatible endpoints outside 
 spend.py      `pool_prices.<pool>`: prices per million tokens and spend caps
 monitors.py   `judge_probes` and `functions.<name>.shadow`: the judge monitors
 nemo_gym.py   `nemo_gym.servers.<name>`: the NeMo Gym resources servers the gateway stands in for
+tenants.py    `tenants` and `tenancy`: who shares the fleet, their keys, quotas and priority (tenants/)
 """
 
 from rewardfleet.services.gateway.config.gateway import (

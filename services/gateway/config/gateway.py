@@ -33,6 +33,7 @@ from rewardfleet.services.gateway.config.graders import GraderSpec
 from rewardfleet.services.gateway.config.monitors import JudgeProbesConfig, ShadowConfig
 from rewardfleet.services.gateway.config.nemo_gym import NeMoGymConfig
 from rewardfleet.services.gateway.config.spend import PoolPrice
+from rewardfleet.services.gateway.config.tenants import TenancyConfig, TenantConfig, check_tenants
 
 # verl's four arguments. They are always passed, so reward_kwargs may not override them.
 BASE_PARAMS: tuple[str, ...] = ("data_source", "solution_str", "ground_truth", "extra_info")
@@ -221,6 +222,11 @@ class GatewayConfig(BaseModel):
         description="File of API keys, one per line (at least one, each at least 16 characters).",
     )
     auth_exempt_metrics: bool = Field(default=False, description="Serve /metrics without a key.")
+    # Tenants (tenants/, docs/tenants.md): none = one implicit tenant, as before.
+    tenants: dict[str, TenantConfig] = Field(
+        default_factory=dict, description="Tenant name -> its keys, quotas, weight and priority class."
+    )
+    tenancy: TenancyConfig = Field(default_factory=TenancyConfig)
     max_solution_chars: int = Field(default=1_000_000, ge=1)
     max_ground_truth_chars: int = Field(default=1_000_000, ge=1)
     max_prompt_chars: int = Field(default=1_000_000, ge=1)
@@ -345,6 +351,17 @@ class GatewayConfig(BaseModel):
                 f"max_inflight_body_bytes ({self.max_inflight_body_bytes}) must be at least max_body_bytes "
                 f"({self.max_body_bytes}), or a request of the largest size could never be admitted"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _tenants_hold_the_keys(self) -> GatewayConfig:
+        if self.tenants:
+            if self.api_keys or self.api_keys_file is not None:
+                raise ValueError(
+                    "tenants: with tenants configured every key belongs to a tenant; move api_keys / "
+                    "api_keys_file into a tenant"
+                )
+            check_tenants(self.tenants, self.tenancy)
         return self
 
     @model_validator(mode="after")

@@ -39,9 +39,11 @@ GroupId = str  # group_key(group_id)
 Reported = tuple[str, ScoreRequest, ScoreResult]  # a reported member: its name, request, per-sample result
 
 
-def group_key(group_id: str | int) -> str:
-    """What the stores key a group by (see the module docstring)."""
-    return hashlib.blake2b(json.dumps(group_id).encode(), digest_size=16).hexdigest()
+def group_key(group_id: str | int, namespace: str = "") -> str:
+    """What the stores key a group by (see the module docstring); a tenant's `namespace` (tenants/) is
+    hashed in too, so two tenants' equal group_ids are two groups."""
+    data = json.dumps(group_id) if not namespace else json.dumps([namespace, group_id])
+    return hashlib.blake2b(data.encode(), digest_size=16).hexdigest()
 
 
 class Waiter(Protocol):

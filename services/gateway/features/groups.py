@@ -225,6 +225,9 @@ class GroupScorer:
         self.scorer = scorer
         self.store: GroupStore = store if store is not None else MemoryGroupStore(config)
         self._background: set[asyncio.Task[Any]] = set()
+        # The caller's namespace (tenants/: its tenant; "" without tenants): one tenant's group_id never
+        # names another's group.
+        self.namespace: Callable[[], str] = lambda: ""
 
     def _member_key(self, request: ScoreRequest) -> MemberKey:
         if request.group_size is None:
@@ -266,7 +269,7 @@ class GroupScorer:
         gfn = self._group_fn(request, functions)
         size = request.group_size or 1
         lease_s = (gfn.timeout_s if gfn else 0.0) + COMPLETER_GRACE_S
-        spec = GroupSpec(gid, group_key(gid), size, gfn, lease_s)
+        spec = GroupSpec(gid, group_key(gid, self.namespace()), size, gfn, lease_s)
         member = json.dumps(list(key))
         status, value = await self.store.join(spec.key, member, size, gfn.name if gfn else None)
         if status == "open_full":

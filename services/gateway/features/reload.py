@@ -16,6 +16,7 @@ Built-in package modules (`rewardfleet.reward_fns.*`, `rewardfleet.reward_fns.gr
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -44,6 +45,9 @@ class Reloader:
         self.catalog = catalog
         self.generation = 0
         self._lock = asyncio.Lock()
+        # Run on every reload before the swap, each returning its part of the answer (tenants/: the keys);
+        # one that raises rejects the whole reload.
+        self.hooks: dict[str, Callable[[], Any]] = {}
 
     def _load(self) -> Catalog:
         loaded = load_functions(self.config)
@@ -68,6 +72,14 @@ class Reloader:
                 raise ReloadFailed(
                     f"reload rejected, the previous functions keep serving: {type(exc).__name__}: {exc}"
                 ) from None
+            extra = {}
+            for name, hook in self.hooks.items():
+                try:
+                    extra[name] = await in_thread(hook)
+                except Exception as exc:
+                    raise ReloadFailed(
+                        f"reload rejected, the previous functions and {name} keep serving: {exc}"
+                    ) from None
             old = self.catalog.functions
             self.catalog = catalog
             self.generation += 1
@@ -83,4 +95,5 @@ class Reloader:
                 "removed": sorted(set(old) - set(table)),
                 "changed": changed,
                 "versions": {name: fn.version for name, fn in table.items()},
+                **extra,
             }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -38,6 +40,15 @@ class Gateway:
     prober: JudgeProber | None = None
     shadow: ShadowJudge | None = None
     ready: bool = False
+    # tenants/: holds a request's samples in its tenant's quotas while they are scored (None: no tenants).
+    admit: (
+        Callable[[Sequence[tuple[ScoreRequest, RewardFunction]]], AbstractAsyncContextManager[None]] | None
+    ) = None
+
+    def admitted(
+        self, samples: Sequence[tuple[ScoreRequest, RewardFunction]]
+    ) -> AbstractAsyncContextManager[None]:
+        return nullcontext() if self.admit is None else self.admit(samples)
 
     @property
     def catalog(self) -> Catalog:
@@ -56,6 +67,14 @@ class Gateway:
         return await self.score_resolved(sample, fn, label, catalog)
 
     async def score_resolved(
+        self, sample: ScoreRequest, fn: RewardFunction, label: str, catalog: Catalog
+    ) -> ScoreResult:
+        if self.admit is not None:
+            async with self.admit([(sample, fn)]):
+                return await self._score_resolved(sample, fn, label, catalog)
+        return await self._score_resolved(sample, fn, label, catalog)
+
+    async def _score_resolved(
         self, sample: ScoreRequest, fn: RewardFunction, label: str, catalog: Catalog
     ) -> ScoreResult:
         if sample.group_id is not None:

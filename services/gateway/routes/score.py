@@ -84,10 +84,14 @@ async def score_batch(request: Request) -> Response:
         except GatewayError as exc:
             exc.message = f"samples[{index}]: {exc.message}"
             raise
-    results = await asyncio.gather(
-        *(
-            gateway.score_resolved(sample, fn, label, catalog)
-            for sample, (fn, label) in zip(batch.samples, resolved, strict=True)
+    # With tenants, the whole batch takes its place in the tenant's quotas at once (or none of it runs).
+    async with gateway.admitted(
+        [(sample, fn) for sample, (fn, _) in zip(batch.samples, resolved, strict=True)]
+    ):
+        results = await asyncio.gather(
+            *(
+                gateway.score_resolved(sample, fn, label, catalog)
+                for sample, (fn, label) in zip(batch.samples, resolved, strict=True)
+            )
         )
-    )
     return _json(BatchResult(results=list(results)))

@@ -1,0 +1,16 @@
+"""Tenants: one fleet shared by several training runs or teams, fairly and safely (docs/tenants.md).
+
+    directory.py   API key -> tenant, re-read on `POST /admin/reload`
+    context.py     the calling tenant of the request being served (a context variable)
+    middleware.py  authentication, run label, requests-per-minute quota (replaces the plain key check)
+    quotas.py      samples in flight, judge tokens per minute, dollars per day and in total -> 429
+    counters.py    the quotas' counters: in-process, or shared in Redis (`state_url`)
+    fair.py        weighted fair queuing of a saturated pool's calls across tenants, priority classes first
+    scoped.py      per-tenant result cache keys, failure log and spend
+    metrics.py     per-tenant Prometheus series (configured tenants only)
+    routes.py      `GET /tenants/self`
+    runtime.py     `Tenancy`: builds the above and wires them into the gateway
+
+The config sections `tenants:` and `tenancy:` are config/tenants.py's (the config layer sits below this
+package). With no tenant configured nothing here is built: the gateway is as before.
+"""

@@ -1,0 +1,126 @@
+"""`Tenancy`: the tenants' parts of one gateway replica, and how they are wired in (app.py calls the three
+`wire_*`/`start` methods; with no tenant configured none of this is built)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from rewardfleet.services.gateway.config import GatewayConfig
+from rewardfleet.services.gateway.config.tenants import OTHER_RUN
+from rewardfleet.services.gateway.reliability.function_limits import FunctionGate
+from rewardfleet.services.gateway.reliability.spend import NANO_PER_USD
+from rewardfleet.services.gateway.schemas import ScoreRequest
+from rewardfleet.services.gateway.tenants.context import Caller, current, scope
+from rewardfleet.services.gateway.tenants.counters import Counters, MemoryCounters, RedisCounters
+from rewardfleet.services.gateway.tenants.directory import TenantDirectory
+from rewardfleet.services.gateway.tenants.fair import FairGate
+from rewardfleet.services.gateway.tenants.metrics import TenantMetrics
+from rewardfleet.services.gateway.tenants.quotas import MINUTE_S, Quotas
+from rewardfleet.services.gateway.tenants.scoped import ScopedResults, TenantFailureLog, TenantSpend
+
+
+class Tenancy:
+    def __init__(self, config: GatewayConfig, registry: CollectorRegistry) -> None:
+        config_file: Path | None = getattr(config, "config_file", None)
+        self.directory = TenantDirectory(config.tenants, config.tenancy, config_file)
+        self.metrics = TenantMetrics(registry)
+        self.counters: Counters = MemoryCounters()
+        self._gated: set[str] = set()
+        self.quotas = Quotas(self.counters, self.metrics, self._is_judge)
+        self._runs: dict[str, dict[str, None]] = {}  # tenant -> its first max_run_labels run labels
+
+    @property
+    def run_header(self) -> bytes:
+        return self.directory.table.tenancy.run_header.encode()
+
+    def _is_judge(self, fn: Any) -> bool:
+        return fn.name in self._gated or fn.config.reward_kwargs.get("pool") is not None
+
+    def caller(self, tenant: str, run: str) -> Caller:
+        table = self.directory.table
+        config = table.tenants[tenant]
+        runs = self._runs.setdefault(tenant, {})
+        if run not in runs:
+            if len(runs) < table.tenancy.max_run_labels:
+                runs[run] = None
+            else:
+                run = OTHER_RUN
+        return Caller(tenant, config, table.rank(config), run, frozenset(table.tenancy.share_across_tenants))
+
+    async def start(self, backend: Any, lease_s: float) -> None:
+        """Counters on the backend's Redis when it has one (`state_url`), else in this process."""
+        store = getattr(backend, "store", None)
+        if store is not None:
+            self.counters = RedisCounters(store, lease_s)
+            self.quotas.counters = self.counters
+        await self.counters.start()
+
+    async def close(self) -> None:
+        await self.counters.close()
+
+    def wire_scorer(self, scorer: Any, functions: Mapping[str, Any]) -> None:
+        """Scope the scorer's cache, failure log and spend by tenant; a fair queue in front of every function
+        gate (max_concurrency, RPM, TPM; in-process or fleet-wide)."""
+        if scorer.cache is not None:
+            scorer.cache = ScopedResults(scorer.cache)
+        scorer.failures = TenantFailureLog()
+        if scorer.spend is not None:
+            scorer.spend = TenantSpend(scorer.spend, self.counters, self.metrics)
+        self._gated = set(scorer.gates)
+        last_rank = len(self.directory.table.tenancy.priority_classes) - 1
+        for name, gate in list(scorer.gates.items()):
+            fn = functions.get(name)
+            slots = fn.config.max_concurrency if fn is not None else None
+            # The queue holds an in-process gate's slots itself; any other gate it enters one call at a time.
+            own_slots = slots if isinstance(gate, FunctionGate) else None
+            scorer.gates[name] = FairGate(gate, own_slots, name, self.metrics, last_rank)
+
+    def wire_gateway(self, gateway: Any) -> None:
+        """Groups per tenant, quotas held while samples are scored, keys re-read on `POST /admin/reload`."""
+        if hasattr(gateway.groups, "namespace"):
+            gateway.groups.namespace = scope
+        gateway.admit = self.admitted
+        gateway.reloader.hooks["tenants"] = self.directory.reload
+
+    def admitted(self, samples: Sequence[tuple[ScoreRequest, Any]]) -> AbstractAsyncContextManager[None]:
+        return self.quotas.admitted(current.get(), samples)
+
+    async def usage(self, caller: Caller) -> dict[str, Any]:
+        """The caller's own usage and quotas (GET /tenants/self): nothing of another tenant."""
+        return {**await self._usage(caller.tenant, caller.config, caller.rank), "run": caller.run}
+
+    async def summary(self) -> dict[str, Any]:
+        """Every tenant's usage and quotas, for operators (GET /admin/tenants, `rewardfleet status`)."""
+        table = self.directory.table
+        return {
+            "tenants": {
+                name: await self._usage(name, cfg, table.rank(cfg))
+                for name, cfg in sorted(table.tenants.items())
+            }
+        }
+
+    async def _usage(self, tenant: str, cfg: Any, rank: int) -> dict[str, Any]:
+        day, total = await self.counters.spend(tenant)
+        return {
+            "tenant": tenant,
+            "priority": cfg.priority or self.directory.table.tenancy.priority_classes[rank],
+            "weight": cfg.weight,
+            "quotas": cfg.quotas.model_dump(),
+            "usage": {
+                "samples_in_flight": await self.counters.inflight(tenant),
+                "requests_this_minute": await self.counters.window_used(
+                    tenant, "requests_per_minute", MINUTE_S
+                ),
+                "judge_tokens_this_minute": await self.counters.window_used(
+                    tenant, "judge_tokens_per_minute", MINUTE_S
+                ),
+                "usd_today": day / NANO_PER_USD,
+                "usd_total": total / NANO_PER_USD,
+            },
+            "runs": sorted(self._runs.get(tenant, {})),  # this replica's
+        }

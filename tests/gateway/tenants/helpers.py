@@ -1,0 +1,87 @@
+"""A real gateway process (`rewardfleet gateway --config`, uvicorn) configured with tenants."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.support import ChildProcess, free_port, rewardfleet_cmd
+
+FNS = Path(__file__).parent / "fns"
+KEY_A = "tenant-a-key-0123456789"
+KEY_B = "tenant-b-key-0123456789"
+KEY_B2 = "tenant-b-key2-0123456789"
+ADMIN = "tenant-ops-key-0123456789"
+
+
+def tenant_config(tmp: Path, **over: Any) -> dict[str, Any]:
+    """Tenants a (train), b (keys file, eval), ops (admin); a fleet pool `judge` priced $1 a call."""
+    keys_b = tmp / "b.keys"
+    keys_b.write_text(f"# tenant b\n{KEY_B}\n")
+    config: dict[str, Any] = {
+        "builtin_package": None,
+        "reward_fns_dirs": [str(FNS)],
+        "routers": {"judge": "127.0.0.1:9"},
+        "functions": {"slot": {"max_concurrency": 1}},
+        "pool_prices": {
+            "judge": {"input_usd_per_million_tokens": 1000.0, "output_usd_per_million_tokens": 0.0}
+        },
+        "tenancy": {"max_run_labels": 2},
+        "tenants": {
+            "a": {"api_keys": [KEY_A], "priority": "train", "quotas": {"usd_total": 2.5}},
+            "b": {"api_keys_file": str(keys_b), "priority": "eval", "quotas": {"requests_per_minute": 1000}},
+            "ops": {"api_keys": [ADMIN], "admin": True},
+        },
+    }
+    config.update(over)
+    return config
+
+
+@contextmanager
+def gateway(
+    tmp: Path, config: dict[str, Any], state_url: str | None = None, name: str = "gw"
+) -> Iterator[str]:
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    port = free_port()
+    args = ["gateway", "--config", str(path), "--port", str(port), "--workers", "1"]
+    if state_url:
+        args += ["--state-url", state_url]
+    proc = ChildProcess(rewardfleet_cmd(*args), tmp / f"{name}.log")
+    try:
+        base = f"http://127.0.0.1:{port}"
+        proc.wait_http(base + "/health", timeout_s=120)
+        yield base
+    finally:
+        proc.stop()
+
+
+def sample(**over: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "data_source": "x",
+        "reward_fn": "echo",
+        "solution_str": "abcd",
+        "ground_truth": "",
+    }
+    body.update(over)
+    return body
+
+
+def auth(key: str, run: str | None = None) -> dict[str, str]:
+    headers = {"Authorization": f"Bearer {key}"}
+    if run is not None:
+        headers["X-Rewardfleet-Run"] = run
+    return headers
+
+
+def fresh_minute(needed_s: float = 20.0) -> None:
+    """Per-minute quotas are wall-clock windows: start a test that counts them with `needed_s` of the
+    window left, so it never straddles two windows (waits at most `needed_s`)."""
+    left = 60.0 - time.time() % 60.0
+    if left < needed_s:
+        time.sleep(left + 0.05)

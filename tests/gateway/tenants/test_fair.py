@@ -1,0 +1,102 @@
+"""The fair scheduler's order: weights share a saturated pool, a flooding tenant waits behind its own calls,
+priority classes go first, and a cancelled waiter never loses a slot."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from rewardfleet.services.gateway.tenants.fair import FairScheduler
+
+
+async def _order(scheduler: FairScheduler, arrivals: list[tuple[str, float, int]]) -> list[str]:
+    """Queue `arrivals` (tenant, weight, rank) behind one busy slot, then free slots one at a time."""
+    await scheduler.acquire("warm", 1.0, 0)  # holds the only slot: everything below waits
+    served: list[str] = []
+
+    async def one(tenant: str, weight: float, rank: int) -> None:
+        await scheduler.acquire(tenant, weight, rank)
+        served.append(tenant)
+
+    tasks = [asyncio.create_task(one(*arrival)) for arrival in arrivals]
+    await asyncio.sleep(0)
+    for _ in arrivals:
+        scheduler.release()
+        await asyncio.sleep(0)
+    await asyncio.gather(*tasks)
+    return served
+
+
+async def test_weights_share_the_pool() -> None:
+    arrivals = [("a", 2.0, 1)] * 20 + [("b", 1.0, 1)] * 20
+    served = await _order(FairScheduler(1), arrivals)
+    first = served[:15]
+    assert first.count("a") == 10 and first.count("b") == 5
+
+
+async def test_a_flood_does_not_delay_a_late_tenant() -> None:
+    arrivals = [("a", 1.0, 1)] * 50 + [("b", 1.0, 1)] * 3
+    served = await _order(FairScheduler(1), arrivals)
+    assert [i for i, t in enumerate(served) if t == "b"] == [1, 3, 5]  # b alternates with a at once
+
+
+async def test_priority_classes_first() -> None:
+    arrivals = [("train", 10.0, 1)] * 5 + [("eval", 1.0, 0)] * 3
+    served = await _order(FairScheduler(1), arrivals)
+    assert served[:3] == ["eval"] * 3
+
+
+async def test_a_cancelled_waiter_passes_its_slot_on() -> None:
+    scheduler = FairScheduler(1)
+    await scheduler.acquire("a", 1.0, 0)
+    gone = asyncio.create_task(scheduler.acquire("b", 1.0, 0))
+    kept = asyncio.create_task(scheduler.acquire("c", 1.0, 0))
+    await asyncio.sleep(0)
+    gone.cancel()
+    scheduler.release()
+    await asyncio.wait_for(kept, 5)
+    with pytest.raises(asyncio.CancelledError):
+        await gone
+    scheduler.release()
+    assert scheduler.busy == 0 and scheduler.waiting == 0
+
+
+async def test_granted_then_cancelled_releases() -> None:
+    scheduler = FairScheduler(1)
+    await scheduler.acquire("a", 1.0, 0)
+    waiter = asyncio.create_task(scheduler.acquire("b", 1.0, 0))
+    await asyncio.sleep(0)
+    scheduler.release()  # b is given the slot ...
+    waiter.cancel()  # ... and cancelled before it ran
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert scheduler.busy == 0
+
+
+async def test_entry_mode_keeps_one_waiter_at_the_inner_gate() -> None:
+    """In front of a gate it does not own (a fleet-wide one), the queue lets one call at a time wait there:
+    a late tenant's call is next, not behind every call of the flooding tenant."""
+    from prometheus_client import CollectorRegistry
+
+    from rewardfleet.services.gateway.config.tenants import TenantConfig
+    from rewardfleet.services.gateway.reliability.function_limits import FunctionGate
+    from rewardfleet.services.gateway.tenants.context import Caller, current
+    from rewardfleet.services.gateway.tenants.fair import FairGate
+    from rewardfleet.services.gateway.tenants.metrics import TenantMetrics
+
+    inner = FunctionGate(1, None, None)  # stands in for a gate the queue does not own
+    gate = FairGate(inner, None, "judge", TenantMetrics(CollectorRegistry()), last_rank=1)
+    served: list[str] = []
+
+    async def call(tenant: str) -> None:
+        current.set(Caller(tenant, TenantConfig(), 1, "default", frozenset()))
+        async with gate.hold(1):
+            served.append(tenant)
+            await asyncio.sleep(0.01)
+
+    flood = [asyncio.create_task(call("a")) for _ in range(10)]
+    await asyncio.sleep(0.001)
+    late = [asyncio.create_task(call("b")) for _ in range(2)]
+    await asyncio.gather(*flood, *late)
+    assert max(i for i, t in enumerate(served) if t == "b") <= 5, served
