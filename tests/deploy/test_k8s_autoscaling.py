@@ -180,18 +180,21 @@ def _grace_and_prestop(deploy: dict[str, Any]) -> tuple[int, int]:
     return pod["terminationGracePeriodSeconds"], container(deploy)["lifecycle"]["preStop"]["sleep"]["seconds"]
 
 
-def test_gateway_scale_down_drains_the_longest_call(rendered: dict[str, Any]) -> None:
+def test_gateway_scale_down_drains_the_longest_call(
+    rendered: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """preStop (the pod leaves the endpoints), then the gateway's drain for shutdown_grace_s, which outlasts
-    the longest function timeout_s; the kubelet's SIGKILL comes only after both."""
+    the longest function timeout_s; the kubelet's SIGKILL comes only after both. The settings are built as
+    the pod builds them: the mounted config plus the container's plain env values."""
     for _, docs in rendered.values():
         gateway = by_kind(docs, "Deployment")["gateway"]
-        env = {e["name"]: e.get("value") for e in container(gateway)["env"]}
-        settings = GatewaySettings(
-            config_file=K8S / "config" / "gateway.yaml",
-            shutdown_grace_s=float(env["REWARDFLEET_GATEWAY_SHUTDOWN_GRACE_S"]),
-        )
+        with monkeypatch.context() as m:
+            for e in container(gateway)["env"]:
+                if "value" in e:
+                    m.setenv(e["name"], e["value"])
+            settings = GatewaySettings(config_file=K8S / "config" / "gateway.yaml")
         longest_call_s = max(f.timeout_s for f in settings.functions.values())
-        assert longest_call_s >= 180  # the judge's; a config change that lowers it keeps this test honest
+        assert settings.shutdown_grace_s != GatewaySettings.model_fields["shutdown_grace_s"].default
         grace_s, prestop_s = _grace_and_prestop(gateway)
         assert settings.shutdown_grace_s > longest_call_s
         assert grace_s > prestop_s + settings.shutdown_grace_s
