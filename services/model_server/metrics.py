@@ -95,6 +95,14 @@ class ModelServerMetrics:
         self.ready = Gauge(
             "ready", "1 once the model is loaded and warmed up.", namespace=NAMESPACE, registry=r
         )
+        # SGLang's own names for its load, so one autoscaling rule (deploy/k8s/autoscaling) or dashboard
+        # query reads a CPU pool and a GPU SGLang pool alike. Set from the batchers by the server.
+        self.sglang_queue_reqs = Gauge(
+            "sglang:num_queue_reqs", "Requests waiting (SGLang's name; all batch queues).", registry=r
+        )
+        self.sglang_running_reqs = Gauge(
+            "sglang:num_running_reqs", "Requests being computed (SGLang's name).", registry=r
+        )
 
     def endpoint_label(self, path: str) -> str:
         return path if path in self._endpoints else "other"

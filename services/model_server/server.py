@@ -91,6 +91,8 @@ class ModelServer:
             self.batchers[op] = batcher
             self.metrics.queue_length.labels(op).set_function(_gauge(batcher, "queue_length"))
             self.metrics.running.labels(op).set_function(_gauge(batcher, "in_flight"))
+        self.metrics.sglang_queue_reqs.set_function(lambda: self.load()["num_waiting_reqs"])
+        self.metrics.sglang_running_reqs.set_function(lambda: self.load()["num_running_reqs"])
         if not self.settings.skip_server_warmup:
             # A padded batch per operation straight on the forward thread, then one request through each
             # batcher, one at a time (the queue may hold a single item).

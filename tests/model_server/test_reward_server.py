@@ -181,6 +181,9 @@ def test_metrics_exposition(rm_server: RunningServer) -> None:
         "rewardfleet_model_server_queue_length",
         "rewardfleet_model_server_running_requests",
         "rewardfleet_model_server_ready 1.0",
+        # SGLang's names for the same load (/get_load's numbers), read by the autoscaling rules of deploy/k8s
+        "sglang:num_queue_reqs 0.0",
+        "sglang:num_running_reqs 0.0",
     ):
         assert name in text, name
     assert 'rewardfleet_model_server_requests_total{endpoint="/classify",status="400"}' in text
