@@ -1,4 +1,4 @@
-"""One exposition for the whole gateway from each process's own: what one process serving everything would show.
+"""One exposition for the whole gateway from each process's own, as one process serving it all would show.
 
 Counters, histograms and summaries' counts and sums add up; `_created` keeps the earliest. Gauges add up
 (requests in flight, queue depths) except the few that describe one shared thing rather than a share of the

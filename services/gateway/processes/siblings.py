@@ -62,7 +62,7 @@ class Siblings:
                 finally:
                     writer.close()
         except (ConnectionRefusedError, FileNotFoundError):
-            path.unlink(missing_ok=True)  # its process is gone
+            path.unlink(missing_ok=True)  # noqa: ASYNC240 (one unlink of a dead process's socket)
             return None
         except (TimeoutError, OSError) as exc:
             logger.warning("metrics of gateway process %s not read: %s", path.name, exc)

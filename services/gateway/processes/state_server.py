@@ -1,4 +1,4 @@
-"""The gateway's own Redis-protocol state server, for several gateway processes on one host without `state_url`.
+"""The gateway's own Redis-protocol state server: several gateway processes on one host, no `state_url`.
 
 Several processes must share groups, idempotency, budgets and spend exactly, and they already can through
 Redis (`state_store/`). So `--processes N` with no `state_url` starts a Redis server of its own: on a unix

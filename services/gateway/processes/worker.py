@@ -28,7 +28,7 @@ def app() -> FastAPI:
         args["state_url"],
     )
     gateway_app = create_app(settings, freeze_startup=True)
-    Siblings(
-        Path(os.environ[FOLDER_ENV]), lambda: gateway_app.state.gateway.metrics.exposition()[0]
-    ).attach(gateway_app)
+    Siblings(Path(os.environ[FOLDER_ENV]), lambda: gateway_app.state.gateway.metrics.exposition()[0]).attach(
+        gateway_app
+    )
     return gateway_app

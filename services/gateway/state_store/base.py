@@ -21,6 +21,7 @@ from rewardfleet.services.gateway.reliability.function_limits import Gate
 from rewardfleet.services.gateway.reliability.idempotency import Results
 from rewardfleet.services.gateway.reliability.spend import SpendLedger
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
+from rewardfleet.services.gateway.state_store.jobs import JobBoard
 
 
 class Groups(Protocol):
@@ -52,3 +53,5 @@ class StateBackend(Protocol):
     def groups(self, config: Any, scorer: Any) -> Groups: ...
 
     def spend_ledger(self) -> SpendLedger: ...
+
+    def job_board(self, name: str) -> JobBoard: ...

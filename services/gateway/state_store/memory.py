@@ -13,6 +13,7 @@ from rewardfleet.services.gateway.reliability.function_limits import FunctionGat
 from rewardfleet.services.gateway.reliability.idempotency import ResultCache, Results
 from rewardfleet.services.gateway.reliability.spend import MemorySpendLedger, SpendLedger
 from rewardfleet.services.gateway.state_store.base import Groups
+from rewardfleet.services.gateway.state_store.jobs import MemoryJobBoard
 
 
 class MemoryBackend:
@@ -45,3 +46,6 @@ class MemoryBackend:
 
     def spend_ledger(self) -> SpendLedger:
         return MemorySpendLedger()
+
+    def job_board(self, name: str) -> MemoryJobBoard:
+        return MemoryJobBoard()
