@@ -54,6 +54,7 @@ class StateServer:
     def __init__(self, binary: Path | None = None, folder: Path | None = None) -> None:
         self.binary = binary or find_binary()
         self.folder = folder or Path(tempfile.mkdtemp(prefix="rewardfleet-state-"))
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.folder.chmod(0o700)
         self.socket = self.folder / "redis.sock"
         self.password = secrets.token_hex(24)
