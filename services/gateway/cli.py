@@ -4,40 +4,9 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
-
-if TYPE_CHECKING:  # imported lazily below: `rewardfleet --help` stays fast
-    from rewardfleet.services.gateway.config import GatewaySettings
-
-
-def build_settings(
-    config: Path | None,
-    host: str | None,
-    port: int | None,
-    reward_fns: list[Path] | None,
-    workers: int | None,
-    state_url: str | None = None,
-) -> GatewaySettings:
-    """Flags win over REWARDFLEET_GATEWAY_* variables, which win over the YAML file; `--reward-fns` folders
-    are appended to the file's `reward_fns_dirs`."""
-    from rewardfleet.services.gateway.config import GatewaySettings
-
-    overrides: dict[str, Any] = {"config_file": config}
-    if host is not None:
-        overrides["host"] = host
-    if port is not None:
-        overrides["port"] = port
-    if workers is not None:
-        overrides["workers"] = workers
-    if state_url is not None:
-        overrides["state_url"] = state_url
-    settings = GatewaySettings(**overrides)
-    if reward_fns:
-        dirs = [*settings.reward_fns_dirs, *reward_fns]
-        settings = GatewaySettings(**overrides, reward_fns_dirs=dirs)
-    return settings
 
 
 def gateway(
@@ -74,7 +43,8 @@ def gateway(
     from rewardfleet.services.common.open_files import raise_open_files_limit
     from rewardfleet.services.gateway.app import create_app
     from rewardfleet.services.gateway.config import format_validation_error
-    from rewardfleet.services.gateway.processes.launcher import GatewayArgs, parse_processes, serve_processes
+    from rewardfleet.services.gateway.processes.args import GatewayArgs, build_settings, parse_processes
+    from rewardfleet.services.gateway.processes.launcher import serve_processes
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -21,7 +21,7 @@ master keys without asking the judge (reward_fns/guards.py; their hits are `rewa
 A ratio above 0 therefore says the judge would pay for an answer the guards do not know.
 
 With several gateway processes or replicas sharing a state store, one of them runs the probes (it holds the
-`judge-probes` lease, `state_store/jobs.py`) and publishes its reports and refusals; the others apply them.
+`judge-probes` lease, `reliability/jobs.py`) and publishes its reports and refusals; the others apply them.
 
 Probes run in the background, at most `max_concurrency` at once, each under `timeout_s`; they never hold a
 sample's slot. A probe that fails is counted (`outcome="error"`) and logged, never raised. Probe calls go
@@ -47,8 +47,8 @@ from rewardfleet.services.gateway.core.registry import RewardFunction
 from rewardfleet.services.gateway.core.scoring import Scorer
 from rewardfleet.services.gateway.errors import StateStoreUnavailable
 from rewardfleet.services.gateway.metrics import NAMESPACE
+from rewardfleet.services.gateway.reliability.jobs import JobBoard, MemoryJobBoard
 from rewardfleet.services.gateway.schemas import ScoreRequest
-from rewardfleet.services.gateway.state_store.jobs import JobBoard, MemoryJobBoard
 
 logger = logging.getLogger(__name__)
 

@@ -14,46 +14,18 @@ import logging
 import os
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import uvicorn
 
+from rewardfleet.services.common.cpus import usable_cpus
+from rewardfleet.services.gateway.processes.args import GatewayArgs
 from rewardfleet.services.gateway.processes.state_server import StateServer
 from rewardfleet.services.gateway.processes.worker import ARGS_ENV, FOLDER_ENV
 
 logger = logging.getLogger(__name__)
 STATE_URL_ENV = "REWARDFLEET_GATEWAY_STATE_URL"  # read by GatewaySettings: the password stays out of argv
-
-
-@dataclass
-class GatewayArgs:
-    config: str | None
-    host: str | None
-    port: int | None
-    reward_fns: list[str] = field(default_factory=list)
-    workers: int | None = None
-    state_url: str | None = None
-
-
-def usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def parse_processes(value: str, reserved_cpus: int = 0) -> int:
-    """`auto`: the CPUs this process may use, less those reserved (model servers' threads), at least 1."""
-    if value == "auto":
-        return max(1, usable_cpus() - reserved_cpus)
-    try:
-        n = int(value)
-    except ValueError:
-        raise ValueError(f"--processes must be a whole number >= 1 or 'auto', not {value!r}") from None
-    if n < 1:
-        raise ValueError(f"--processes must be >= 1, not {n}")
-    return n
 
 
 def serve_processes(

@@ -9,7 +9,7 @@ processes that report them). Anything else a family could need is named in `GAUG
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from statistics import fmean
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -27,7 +27,7 @@ GAUGE_POLICY: dict[str, str] = {
     "process_start_time_seconds": "min",
     "python_info": "max",
 }
-_REDUCE = {"sum": sum, "max": max, "min": min, "mean": fmean}
+_REDUCE: dict[str, Callable[[list[float]], float]] = {"sum": sum, "max": max, "min": min, "mean": fmean}
 
 _Key = tuple[str, tuple[tuple[str, str], ...]]
 
@@ -72,7 +72,7 @@ class _Families:
 
 def render(families: Iterable[Metric]) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Families(families))  # type: ignore[arg-type]
+    registry.register(_Families(families))
     return generate_latest(registry)
 
 

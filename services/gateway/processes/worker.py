@@ -15,7 +15,7 @@ FOLDER_ENV = "REWARDFLEET_GATEWAY_PROCESS_DIR"  # the group's private folder (me
 
 def app() -> FastAPI:
     from rewardfleet.services.gateway.app import create_app
-    from rewardfleet.services.gateway.cli import build_settings
+    from rewardfleet.services.gateway.processes.args import build_settings
     from rewardfleet.services.gateway.processes.siblings import Siblings
 
     args: dict[str, Any] = json.loads(os.environ[ARGS_ENV])

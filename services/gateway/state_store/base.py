@@ -19,9 +19,9 @@ from typing import Any, Protocol
 
 from rewardfleet.services.gateway.reliability.function_limits import Gate
 from rewardfleet.services.gateway.reliability.idempotency import Results
+from rewardfleet.services.gateway.reliability.jobs import JobBoard
 from rewardfleet.services.gateway.reliability.spend import SpendLedger
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
-from rewardfleet.services.gateway.state_store.jobs import JobBoard
 
 
 class Groups(Protocol):

@@ -11,9 +11,9 @@ from rewardfleet.services.gateway.features.groups import GroupScorer
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.function_limits import FunctionGate, Gate
 from rewardfleet.services.gateway.reliability.idempotency import ResultCache, Results
+from rewardfleet.services.gateway.reliability.jobs import MemoryJobBoard
 from rewardfleet.services.gateway.reliability.spend import MemorySpendLedger, SpendLedger
 from rewardfleet.services.gateway.state_store.base import Groups
-from rewardfleet.services.gateway.state_store.jobs import MemoryJobBoard
 
 
 class MemoryBackend:

@@ -1,4 +1,4 @@
-"""A background job run once per fleet, on Redis (`jobs.py` says what a job board is).
+"""A background job run once per fleet, on Redis (`reliability/jobs.py` says what a job board is).
 
 The holder (`lead` returns True) runs the job and `publish`es what the others need to act alike (e.g. the
 judge probes' reports and which pools to refuse); the others `read` it. The lease lasts `lease_s` and is
