@@ -123,8 +123,12 @@ def _client(
                     answer = await reader.read()
                 writer.close()
                 status = answer.split(b" ", 2)[1].decode() if answer else "empty"
-                if status != "200" or b'"status":"ok"' not in answer:
-                    key = f"status {status}"
+                if status != "200":
+                    key = f"HTTP {status}"
+                else:
+                    result = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+                    if result["status"] != "ok":
+                        key = f"{result['status']}: {(result.get('error') or {}).get('type')}"
             except (OSError, TimeoutError) as exc:
                 key = type(exc).__name__
             results[key] = results.get(key, 0) + 1
