@@ -162,6 +162,7 @@ def run(
         "reward_fns_dirs": [str(fns)],
         "max_inflight_requests": per_process,
         "http_max_connections": per_process,
+        "functions": {"judged": {"timeout_s": latency_s * 4}},  # the default 30 s is a 30 s judge's latency
     }
     (tmp / "gateway.yaml").write_text(yaml.safe_dump(config))
     port = free_port()

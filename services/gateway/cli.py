@@ -43,7 +43,12 @@ def gateway(
     from rewardfleet.services.common.open_files import raise_open_files_limit
     from rewardfleet.services.gateway.app import create_app
     from rewardfleet.services.gateway.config import format_validation_error
-    from rewardfleet.services.gateway.processes.args import GatewayArgs, build_settings, parse_processes
+    from rewardfleet.services.gateway.processes.args import (
+        GatewayArgs,
+        build_settings,
+        listen_backlog,
+        parse_processes,
+    )
     from rewardfleet.services.gateway.processes.launcher import serve_processes
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -74,6 +79,7 @@ def gateway(
             host=settings.host,
             port=settings.port,
             keep_alive_s=settings.keep_alive_s,
+            backlog=listen_backlog(settings.max_inflight_requests),
             needs_state_server=settings.state_url is None,
             log_level=log_level,
             access_log=access_log,
@@ -90,4 +96,5 @@ def gateway(
         log_level=log_level,
         access_log=access_log,
         timeout_keep_alive=settings.keep_alive_s,
+        backlog=listen_backlog(settings.max_inflight_requests),
     )

@@ -61,3 +61,9 @@ def parse_processes(value: str, reserved_cpus: int = 0) -> int:
     if n < 1:
         raise ValueError(f"--processes must be >= 1, not {n}")
     return n
+
+
+def listen_backlog(max_inflight_requests: int) -> int:
+    """Connections the kernel may hold before they are accepted: a whole step's burst arrives at once, and a
+    full queue drops or resets new connections. The kernel caps it at net.core.somaxconn."""
+    return max(2048, min(max_inflight_requests, 65535))

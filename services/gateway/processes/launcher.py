@@ -35,6 +35,7 @@ def serve_processes(
     host: str,
     port: int,
     keep_alive_s: float,
+    backlog: int,
     needs_state_server: bool,
     log_level: str,
     access_log: bool,
@@ -66,6 +67,7 @@ def serve_processes(
             log_level=log_level,
             access_log=access_log,
             timeout_keep_alive=int(keep_alive_s),
+            backlog=backlog,
         )
     finally:
         if state is not None:
