@@ -207,11 +207,17 @@ def run(
         peak_rss = rss_before
         deadline = started + latency_s * 4 + 180
         while time.monotonic() < deadline:  # RSS while posts are in flight (the gateway's own count)
-            text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
+            try:  # a scrape waits in the same accept queue as the burst: it may be late
+                text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
+            except httpx.HTTPError:
+                text = ""
             inflight = next(
-                float(line.split()[1])
-                for line in text.splitlines()
-                if line.startswith("rewardfleet_gateway_inflight_requests ")
+                (
+                    float(line.split()[1])
+                    for line in text.splitlines()
+                    if line.startswith("rewardfleet_gateway_inflight_requests ")
+                ),
+                0.0,
             )
             peak_rss = max(peak_rss, _rss_and_cpu(_tree(gateway.pid))[0])
             if inflight >= posts or not any(p.is_alive() for p in procs):
