@@ -25,7 +25,7 @@ _FNS = "BENCH_REPLICAS_FNS"
 def app() -> FastAPI:
     """Each worker process's app (uvicorn's factory): the settings come through the environment."""
     from rewardfleet.services.gateway.app import create_app
-    from rewardfleet.services.gateway.cli import build_settings
+    from rewardfleet.services.gateway.processes.args import build_settings
 
     settings = build_settings(Path(os.environ[_CONFIG]), None, None, [Path(os.environ[_FNS])], None)
     if settings.state_url is None:

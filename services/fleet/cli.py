@@ -20,6 +20,10 @@ def up(
         Path | None, typer.Option("--run-dir", help="Logs and state (default .rewardfleet).")
     ] = None,
     port: Annotated[int | None, typer.Option("--port", help="Gateway port (overrides the config).")] = None,
+    processes: Annotated[
+        str | None,
+        typer.Option("--processes", help="Gateway processes: a number or 'auto' (overrides the config)."),
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print every command line and exit.")] = False,
 ) -> None:
     """Start model servers, one sglang-router per pool and the gateway on 127.0.0.1; Ctrl-C stops all."""
@@ -38,6 +42,10 @@ def up(
             cfg.run_dir = run_dir
         if port is not None:
             cfg.gateway.port = port
+        if processes == "auto" or ((processes or "").isdigit() and int(processes or 0) >= 1):
+            cfg.gateway_processes = "auto" if processes == "auto" else int(processes or 1)
+        elif processes is not None:
+            raise ValueError(f"--processes must be a whole number >= 1 or 'auto', not {processes!r}")
         plan = plan_fleet(cfg)
     except (FleetConfigError, ValueError) as exc:
         typer.echo(f"rewardfleet up: {exc}", err=True)

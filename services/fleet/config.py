@@ -213,6 +213,11 @@ class FleetConfig(BaseModel):
     pools: dict[str, PoolConfig] = Field(default_factory=dict)
     default_pool: str | None = Field(default=None, description="Pool whose router is reward_router_address.")
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
+    gateway_processes: int | Literal["auto"] = Field(
+        default=1,
+        description="Gateway processes serving its port (`rewardfleet gateway --processes`); 'auto': one per "
+        "usable CPU left after the CPU model servers' torch threads (1 each where unset).",
+    )
     run_dir: Path = Field(default=Path(".rewardfleet"), description="Logs, generated configs, fleet state.")
     ready_timeout_s: float = Field(default=300.0, gt=0, description="Longest wait for one child to be ready.")
     restart_max_backoff_s: float = Field(default=30.0, gt=0)
@@ -225,6 +230,13 @@ class FleetConfig(BaseModel):
                 raise ValueError(
                     f"pool name {name!r}: use lower-case letters, digits and _ (start with a letter)"
                 )
+        return value
+
+    @field_validator("gateway_processes")
+    @classmethod
+    def _processes(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("gateway_processes must be >= 1 or 'auto'")
         return value
 
     @model_validator(mode="after")

@@ -18,6 +18,7 @@ import yaml
 
 from rewardfleet.router.command import build_command
 from rewardfleet.router.config import RouterConfig
+from rewardfleet.services.common.cpus import usable_cpus
 from rewardfleet.services.common.hosts import connect_host
 from rewardfleet.services.common.redact import redact_argv, redact_value
 from rewardfleet.services.fleet.config import FleetConfig, PoolConfig
@@ -184,6 +185,18 @@ def _gateway_address(pool: PoolPlan) -> str:
 GATEWAY_STOP_MARGIN_S = 15.0
 
 
+def gateway_processes(config: FleetConfig) -> int:
+    """`auto`: the usable CPUs less the CPU model servers' torch threads (1 a replica where unset), >= 1."""
+    if config.gateway_processes != "auto":
+        return config.gateway_processes
+    reserved = sum(
+        int(pool.server_args.get("torch-num-threads") or 1) * pool.replicas
+        for pool in config.pools.values()
+        if pool.backend == "cpu" and pool.external is None
+    )
+    return max(1, usable_cpus() - reserved)
+
+
 def plan_fleet(config: FleetConfig) -> FleetPlan:
     run_dir = config.run_dir.resolve()
     logs = run_dir / "logs"
@@ -251,10 +264,12 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
         gateway.reward_model_tokenizer = resolve_model_path(gateway.reward_model_tokenizer)
     gateway_config_path = run_dir / "gateway.yaml"
     gateway_url = f"http://{connect_host(gateway.host)}:{gateway_port}"
+    processes = gateway_processes(config)
     gateway_spec = ChildSpec(
         name="gateway",
         argv=(
-            sys.executable, "-m", "rewardfleet.services.cli", "gateway", "--config", str(gateway_config_path)
+            sys.executable, "-m", "rewardfleet.services.cli", "gateway", "--config", str(gateway_config_path),
+            *(("--processes", str(processes)) if processes > 1 else ()),
         ),
         readiness_url=f"{gateway_url}/ready", log_path=logs / "gateway.log",
         # SIGTERM drains for up to shutdown_grace_s; SIGKILL only after that and the pool's own shutdown.

@@ -194,7 +194,12 @@ def create_app(
                 prober = None
                 if config.judge_probes.functions:
                     prober = JudgeProber(
-                        config.judge_probes, scorer, lambda: reloader.catalog.functions, metrics.registry
+                        config.judge_probes,
+                        scorer,
+                        lambda: reloader.catalog.functions,
+                        metrics.registry,
+                        board=backend.job_board("judge-probes"),
+                        renew_s=config.state_lease_s / 3,
                     )
             except (LoadError, ValueError) as exc:
                 logger.error("gateway start-up failed: %s", exc)

@@ -1,43 +1,12 @@
-"""`rewardfleet gateway`: run the gateway alone under uvicorn (uvloop, httptools, one worker process)."""
+"""`rewardfleet gateway`: run the gateway alone under uvicorn (uvloop, httptools), in one process or N."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
-
-if TYPE_CHECKING:  # imported lazily below: `rewardfleet --help` stays fast
-    from rewardfleet.services.gateway.config import GatewaySettings
-
-
-def build_settings(
-    config: Path | None,
-    host: str | None,
-    port: int | None,
-    reward_fns: list[Path] | None,
-    workers: int | None,
-    state_url: str | None = None,
-) -> GatewaySettings:
-    """Flags win over REWARDFLEET_GATEWAY_* variables, which win over the YAML file; `--reward-fns` folders
-    are appended to the file's `reward_fns_dirs`."""
-    from rewardfleet.services.gateway.config import GatewaySettings
-
-    overrides: dict[str, Any] = {"config_file": config}
-    if host is not None:
-        overrides["host"] = host
-    if port is not None:
-        overrides["port"] = port
-    if workers is not None:
-        overrides["workers"] = workers
-    if state_url is not None:
-        overrides["state_url"] = state_url
-    settings = GatewaySettings(**overrides)
-    if reward_fns:
-        dirs = [*settings.reward_fns_dirs, *reward_fns]
-        settings = GatewaySettings(**overrides, reward_fns_dirs=dirs)
-    return settings
 
 
 def gateway(
@@ -57,6 +26,13 @@ def gateway(
             help="Shared state for replicas: redis://host:port/db or rediss:// (default: in-process)."
         ),
     ] = None,
+    processes: Annotated[
+        str,
+        typer.Option(
+            help="Gateway processes serving the port: a number, or 'auto' (one per usable CPU). Above 1 they "
+            "share state through state_url, or a state server of their own when it is unset."
+        ),
+    ] = "1",
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     access_log: Annotated[bool, typer.Option(help="Log every request (slows the hot path).")] = False,
 ) -> None:
@@ -67,9 +43,17 @@ def gateway(
     from rewardfleet.services.common.open_files import raise_open_files_limit
     from rewardfleet.services.gateway.app import create_app
     from rewardfleet.services.gateway.config import format_validation_error
+    from rewardfleet.services.gateway.processes.args import (
+        GatewayArgs,
+        build_settings,
+        listen_backlog,
+        parse_processes,
+    )
+    from rewardfleet.services.gateway.processes.launcher import serve_processes
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
+        n_processes = parse_processes(processes)
         settings = build_settings(config, host, port, reward_fns, workers, state_url)
     except (ValidationError, ValueError, OSError) as exc:
         typer.echo(f"rewardfleet gateway: invalid configuration:\n{format_validation_error(exc)}", err=True)
@@ -80,6 +64,27 @@ def gateway(
         inflight + min(settings.http_max_connections, inflight) + 1024,
         "max_inflight_requests requests awaiting judges (http_max_connections)",
     )
+    if n_processes > 1:
+        args = GatewayArgs(
+            config=str(config) if config else None,
+            host=host,
+            port=port,
+            reward_fns=[str(p) for p in reward_fns or []],
+            workers=workers,
+            state_url=state_url,
+        )
+        serve_processes(
+            args,
+            n_processes,
+            host=settings.host,
+            port=settings.port,
+            keep_alive_s=settings.keep_alive_s,
+            backlog=listen_backlog(settings.max_inflight_requests),
+            needs_state_server=settings.state_url is None,
+            log_level=log_level,
+            access_log=access_log,
+        )
+        return
     uvicorn.run(
         create_app(settings, freeze_startup=True),
         host=settings.host,
@@ -91,4 +96,5 @@ def gateway(
         log_level=log_level,
         access_log=access_log,
         timeout_keep_alive=settings.keep_alive_s,
+        backlog=listen_backlog(settings.max_inflight_requests),
     )

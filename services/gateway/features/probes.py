@@ -20,6 +20,9 @@ Probes measure the judge pool, not the guards in front of it: a probed function 
 master keys without asking the judge (reward_fns/guards.py; their hits are `rewardfleet_judge_guard_total`).
 A ratio above 0 therefore says the judge would pay for an answer the guards do not know.
 
+With several gateway processes or replicas sharing a state store, one of them runs the probes (it holds the
+`judge-probes` lease, `reliability/jobs.py`) and publishes its reports and refusals; the others apply them.
+
 Probes run in the background, at most `max_concurrency` at once, each under `timeout_s`; they never hold a
 sample's slot. A probe that fails is counted (`outcome="error"`) and logged, never raised. Probe calls go
 through `Scorer.run_unrecorded`: their tokens and spend count, their scores stay out of the reward metrics.
@@ -42,7 +45,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from rewardfleet.services.gateway.config.monitors import JudgeProbesConfig, ReferenceQuestion
 from rewardfleet.services.gateway.core.registry import RewardFunction
 from rewardfleet.services.gateway.core.scoring import Scorer
+from rewardfleet.services.gateway.errors import StateStoreUnavailable
 from rewardfleet.services.gateway.metrics import NAMESPACE
+from rewardfleet.services.gateway.reliability.jobs import JobBoard, MemoryJobBoard
 from rewardfleet.services.gateway.schemas import ScoreRequest
 
 logger = logging.getLogger(__name__)
@@ -135,6 +140,8 @@ class JudgeProber:
         scorer: Scorer,
         functions: Callable[[], Mapping[str, RewardFunction]],
         registry: CollectorRegistry,
+        board: JobBoard | None = None,
+        renew_s: float = 3.0,
     ) -> None:
         loaded = functions()
         unknown = [name for name in config.functions if name not in loaded]
@@ -151,13 +158,17 @@ class JudgeProber:
         self.reports = {probe_pool(loaded[name]): PoolProbeReport(name) for name in config.functions}
         self._slots = asyncio.Semaphore(config.max_concurrency)
         self._tasks: list[asyncio.Task[None]] = []
+        self.board: JobBoard = board if board is not None else MemoryJobBoard()
+        self.renew_s = renew_s
+        self.leading = False
+        self._decided = asyncio.Event()  # set once the first lease attempt has answered
         for pool in self.reports:
             for outcome in OUTCOMES:
                 self.metrics.probes.labels(pool, outcome)
             self.metrics.degraded.labels(pool).set(0)
 
     def start(self) -> None:
-        self._tasks = [
+        self._tasks = [asyncio.create_task(self._hold(), name="judge-probes-lease")] + [
             asyncio.create_task(self._loop(name), name=f"judge-probes-{name}")
             for name in self.config.functions
         ]
@@ -169,15 +180,67 @@ class JudgeProber:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+        if self.leading:
+            with contextlib.suppress(StateStoreUnavailable):
+                await self.board.release()  # another process takes the probes over at once
 
-    async def _loop(self, name: str) -> None:
+    async def _hold(self) -> None:
+        """Take or renew the fleet's probe lease every `renew_s`; only its holder runs rounds."""
         while True:
             try:
-                answered = await self.run_round(name)
+                self.leading = await self.board.lead()
+            except StateStoreUnavailable as exc:
+                logger.warning("judge probes: lease not renewed: %s", exc.message)
+                self.leading = False
+            self._decided.set()
+            await asyncio.sleep(self.renew_s)
+
+    async def _loop(self, name: str) -> None:
+        await self._decided.wait()
+        while True:
+            try:
+                wait = await self._lead(name) if self.leading else await self._follow()
+            except StateStoreUnavailable as exc:
+                logger.warning("judge probes of %s: %s", name, exc.message)
+                wait = self.config.retry_s
             except Exception:  # a bug here must not end the monitor silently
                 logger.exception("judge probes of %s: the round failed", name)
-                answered = 0
-            await asyncio.sleep(self.config.interval_s if answered else self.config.retry_s)
+                wait = self.config.retry_s
+            await asyncio.sleep(wait)
+
+    async def _lead(self, name: str) -> float:
+        """Run a round when one is due (the last, by whichever process ran it, is `interval_s` old)."""
+        fn = self.functions().get(name)
+        last = self.reports[probe_pool(fn)].finished_unix_s if fn is not None else None
+        board = await self.board.read()
+        if fn is not None and board is not None:
+            shared = board["reports"].get(probe_pool(fn), {}).get("finished_unix_s")
+            last = max(last or 0.0, shared or 0.0) or None
+        if last is not None and (remaining := last + self.config.interval_s - time.time()) > 0:
+            return min(remaining, self.config.retry_s)
+        answered = await self.run_round(name)
+        refused = {p: self.scorer.refused_pools[p] for p in self.reports if p in self.scorer.refused_pools}
+        await self.board.publish(
+            {"reports": self.summary(), "refused": refused}, ttl_s=3 * self.config.interval_s
+        )
+        return self.config.interval_s if answered else self.config.retry_s
+
+    async def _follow(self) -> float:
+        """Take the leader's reports and refusals as this process's own (its metrics stay the leader's)."""
+        board = await self.board.read()
+        if board is not None:
+            for pool, shared in board["reports"].items():
+                report = self.reports.get(pool)
+                if report is None:
+                    continue
+                for key, value in shared.items():
+                    setattr(report, key, tuple(value) if key == "accepted" else value)
+                message = board["refused"].get(pool)
+                if message is None:
+                    self.scorer.refused_pools.pop(pool, None)
+                else:
+                    self.scorer.refused_pools[pool] = message
+        return self.config.retry_s
 
     async def run_round(self, name: str) -> int:
         """Probe `name` once with every master key on every reference question; returns how many answered."""

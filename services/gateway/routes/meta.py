@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import aiohttp
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from rewardfleet.services.common.router_http import base_url
@@ -83,7 +83,10 @@ async def reward_fns(gateway: GatewayDep) -> RewardFunctionList:
 
 
 @router.get("/metrics", response_class=Response)
-async def metrics(gateway: GatewayDep) -> Response:
-    """Prometheus exposition of the gateway's own registry."""
-    body, content_type = gateway.metrics.exposition()
+async def metrics(request: Request, gateway: GatewayDep) -> Response:
+    """Prometheus exposition of the gateway's own registry; under `--processes N`, of all N merged."""
+    body, content_type = gateway.metrics.exposition()  # its own, also what the merge starts from
+    siblings = getattr(request.app.state, "siblings", None)
+    if siblings is not None:
+        body, _ = await siblings.exposition()
     return Response(body, media_type=content_type)

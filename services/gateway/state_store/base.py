@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from rewardfleet.services.gateway.reliability.function_limits import Gate
 from rewardfleet.services.gateway.reliability.idempotency import Results
+from rewardfleet.services.gateway.reliability.jobs import JobBoard
 from rewardfleet.services.gateway.reliability.spend import SpendLedger
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 
@@ -52,3 +53,5 @@ class StateBackend(Protocol):
     def groups(self, config: Any, scorer: Any) -> Groups: ...
 
     def spend_ledger(self) -> SpendLedger: ...
+
+    def job_board(self, name: str) -> JobBoard: ...

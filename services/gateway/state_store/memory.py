@@ -11,6 +11,7 @@ from rewardfleet.services.gateway.features.groups import GroupScorer
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.reliability.function_limits import FunctionGate, Gate
 from rewardfleet.services.gateway.reliability.idempotency import ResultCache, Results
+from rewardfleet.services.gateway.reliability.jobs import MemoryJobBoard
 from rewardfleet.services.gateway.reliability.spend import MemorySpendLedger, SpendLedger
 from rewardfleet.services.gateway.state_store.base import Groups
 
@@ -45,3 +46,6 @@ class MemoryBackend:
 
     def spend_ledger(self) -> SpendLedger:
         return MemorySpendLedger()
+
+    def job_board(self, name: str) -> MemoryJobBoard:
+        return MemoryJobBoard()

