@@ -1,4 +1,4 @@
-"""Benchmark 16: 65,536 posts in flight at once through `rewardfleet gateway --processes N`, each awaiting a
+"""Benchmark 17: 65,536 posts in flight at once through `rewardfleet gateway --processes N`, each awaiting a
 judge-like call of `latency_s` (a stand-in judge over HTTP, through the gateway's own `http_client`).
 
 Everything is a real process on 127.0.0.1: the gateway with N processes and its own state server, J stand-in
@@ -30,6 +30,7 @@ import yaml
 from bench.common import BenchResult, Row
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 
+INFLIGHT = "17. in flight: 65,536 posts through --processes"
 JUDGE_FN = """
 import zlib
 
@@ -252,7 +253,7 @@ def plan(quick: bool = False) -> BenchResult:
     o = run(posts=posts, processes=8)
     rows = [
         Row(
-            "16. in flight",
+            INFLIGHT,
             f"{posts} posts answered",
             o.answered,
             f"= {posts}",
@@ -260,18 +261,18 @@ def plan(quick: bool = False) -> BenchResult:
             f"lost {o.lost}; failures {o.failures}",
             fmt="{:.0f}",
         ),
-        Row("16. in flight", "wall / judge latency", o.wall_s / o.latency_s, detail=f"wall {o.wall_s:.1f} s"),
+        Row(INFLIGHT, "wall / judge latency", o.wall_s / o.latency_s, detail=f"wall {o.wall_s:.1f} s"),
         Row(
-            "16. in flight",
+            INFLIGHT,
             "gateway RSS per post in flight (KiB)",
             o.rss_per_post_bytes / 1024,
             "<= 16",
             o.rss_per_post_bytes <= 16 * 1024,
             "all processes and the state server",
         ),
-        Row("16. in flight", "gateway CPU per post (ms)", o.cpu_per_post_ms, detail="8 processes, 2 cores"),
+        Row(INFLIGHT, "gateway CPU per post (ms)", o.cpu_per_post_ms, detail="8 processes, 2 cores"),
     ]
-    return BenchResult("16. in flight", rows)
+    return BenchResult(INFLIGHT, rows)
 
 
 def main() -> None:

@@ -33,6 +33,7 @@ from bench import (
     image_rm_server,
     judge_overlap,
     judge_throughput,
+    inflight,
     noisy_neighbour,
     prm_server,
     rescore,
@@ -94,6 +95,7 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
             14: _titled(RESCORE, lambda: rescore.run(lines=5000, rounds=3, batch_size=64, concurrency=8)),
             15: _titled(IMAGE_RM, lambda: image_rm_server.run(requests=400, offline_seconds=1.0, rounds=1)),
             16: _titled(NOISY, lambda: noisy_neighbour.run(duration_s=5)),
+            17: lambda: inflight.plan(quick=True),
         }
     return {
         1: lambda: gateway_overhead.run(duration_s=5, warmup_s=2, rounds=3, sync=True),
@@ -119,6 +121,7 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
         15: _titled(IMAGE_RM, lambda: image_rm_server.run(requests=1500, offline_seconds=2.0, rounds=2)),
         # two tenants on one pool of 16 slots: B at 100% and 80% of its share, alone and beside A at 10x
         16: _titled(NOISY, lambda: noisy_neighbour.run(duration_s=12)),
+        17: lambda: inflight.plan(),
     }
 
 
