@@ -31,35 +31,40 @@ from fastapi import FastAPI
 from rewardfleet.services.common.api_keys import ApiKeyMiddleware, check_api_keys, read_keys_file
 from rewardfleet.services.common.body_limits import RequestBodyLimits
 from rewardfleet.services.common.hosts import connect_host
+from rewardfleet.services.common.images import ImageLimits
 from rewardfleet.services.common.request_metrics import RequestMetrics
-from rewardfleet.services.gateway.collector import tune_for_own_process
+from rewardfleet.services.gateway.admission.admission import Admission, AdmissionMiddleware, Backlog
+from rewardfleet.services.gateway.admission.drain import Drain
+from rewardfleet.services.gateway.cache.idempotency import Results
+from rewardfleet.services.gateway.cache.stores import results_for
+from rewardfleet.services.gateway.catalog.build import build_catalog
+from rewardfleet.services.gateway.catalog.reload import Reloader
 from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.core.registry import RewardFunction, load_functions
 from rewardfleet.services.gateway.core.scoring import Injectables, Scorer
 from rewardfleet.services.gateway.errors import LoadError, StateStoreUnavailable, TokenizerUnavailable
 from rewardfleet.services.gateway.execution.pool import WorkerPool
 from rewardfleet.services.gateway.execution.tokenizer import load_tokenizer
-from rewardfleet.services.gateway.features.build import build_catalog
-from rewardfleet.services.gateway.features.probes import JudgeProber
-from rewardfleet.services.gateway.features.reload import Reloader
-from rewardfleet.services.gateway.features.shadow import ShadowJudge
+from rewardfleet.services.gateway.facade import Gateway
+from rewardfleet.services.gateway.gc_tuning import tune_for_own_process
+from rewardfleet.services.gateway.groups.stores import group_scorer_for
+from rewardfleet.services.gateway.limits.function_limits import function_gates
+from rewardfleet.services.gateway.limits.input_limits import SampleLimits
+from rewardfleet.services.gateway.limits.stores import gate_for
 from rewardfleet.services.gateway.metrics import GatewayMetrics
-from rewardfleet.services.gateway.reliability.admission import Admission, AdmissionMiddleware, Backlog
-from rewardfleet.services.gateway.reliability.drain import Drain
-from rewardfleet.services.gateway.reliability.external_pools import (
+from rewardfleet.services.gateway.monitors.probes import JudgeProber
+from rewardfleet.services.gateway.monitors.shadow import ShadowJudge
+from rewardfleet.services.gateway.pools.external_pools import (
     ACCESS_LOGGER,
     ExternalPools,
     RedactPoolTokens,
 )
-from rewardfleet.services.gateway.reliability.function_limits import function_gates
-from rewardfleet.services.gateway.reliability.idempotency import Results
-from rewardfleet.services.gateway.reliability.input_limits import SampleLimits
-from rewardfleet.services.gateway.reliability.spend import SpendMeter
 from rewardfleet.services.gateway.routes import admin, graders, meta, monitors, openrlhf, pools, score, slime
-from rewardfleet.services.gateway.routes.deps import Gateway
 from rewardfleet.services.gateway.routes.error_handlers import install_error_handlers
 from rewardfleet.services.gateway.routes.score_asgi import ScoreFastPath
 from rewardfleet.services.gateway.routes.trainer_protocol import gateway_backend
+from rewardfleet.services.gateway.spend.meter import SpendMeter
+from rewardfleet.services.gateway.spend.stores import spend_ledger_for
 from rewardfleet.services.gateway.state_store.base import StateBackend
 from rewardfleet.services.gateway.state_store.factory import build_backend
 
@@ -98,7 +103,7 @@ def create_app(
                 tokenizer = await asyncio.to_thread(load_tokenizer, config.reward_model_tokenizer)
             spend = SpendMeter(
                 config.pool_prices,
-                backend.spend_ledger(),
+                spend_ledger_for(backend),
                 metrics.registry,
                 known_pools=set(config.routers) | set(config.external_pools),
                 function_caps={
@@ -153,7 +158,8 @@ def create_app(
                 max_result_extra_chars=config.max_result_extra_chars,
                 gates=function_gates(
                     {name: fn.config for name, fn in loaded.items()},
-                    lambda name, cfg: backend.gate(
+                    lambda name, cfg: gate_for(
+                        backend,
                         name,
                         cfg.max_concurrency,
                         cfg.requests_per_minute,
@@ -184,9 +190,9 @@ def create_app(
                 config=config,
                 metrics=metrics,
                 http_client=http_client,
-                limits=SampleLimits.from_config(config),
+                limits=sample_limits(config),
                 scorer=scorer,
-                groups=backend.groups(config.groups, scorer),
+                groups=group_scorer_for(backend, config.groups, scorer),
                 reloader=reloader,
                 external_pools=external,
                 spend=spend,
@@ -277,7 +283,7 @@ def api_keys(config: GatewayConfig) -> list[str]:
 def _result_cache(config: GatewayConfig, backend: StateBackend) -> Results | None:
     if config.idempotency == "off":
         return None
-    return backend.results(config.idempotency, config.result_cache_size, config.result_cache_ttl_s)
+    return results_for(backend, config.idempotency, config.result_cache_size, config.result_cache_ttl_s)
 
 
 def _log_functions(functions: dict[str, RewardFunction]) -> None:
@@ -290,3 +296,28 @@ def _log_functions(functions: dict[str, RewardFunction]) -> None:
             fn.source_file,
             list(fn.data_sources),
         )
+
+
+def sample_limits(config: GatewayConfig) -> SampleLimits:
+    """The per-sample bounds (limits/input_limits.py) this config sets."""
+    return SampleLimits(
+        max_solution_chars=config.max_solution_chars,
+        max_ground_truth_chars=config.max_ground_truth_chars,
+        max_prompt_chars=config.max_prompt_chars,
+        max_extra_info_depth=config.max_extra_info_depth,
+        max_extra_info_chars=config.max_extra_info_chars,
+        max_json_depth=config.max_json_depth,
+        max_uid_chars=config.max_uid_chars,
+        max_data_source_chars=config.max_data_source_chars,
+        max_group_id_chars=config.max_group_id_chars,
+        max_function_name_chars=config.max_function_name_chars,
+        max_grader_spec_chars=config.max_grader_spec_chars,
+        images=ImageLimits(
+            max_images=config.max_images_per_sample,
+            max_image_bytes=config.max_image_bytes,
+            max_image_pixels=config.max_image_pixels,
+            allowed_url_hosts=tuple(config.allowed_image_url_hosts),
+        ),
+        max_messages=config.max_messages,
+        max_messages_chars=config.max_messages_chars,
+    )

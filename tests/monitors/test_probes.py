@@ -23,7 +23,7 @@ import yaml
 from rich.console import Console
 
 from rewardfleet.services.fleet.status import status_table
-from rewardfleet.services.gateway.features.probes import MASTER_KEYS, REFERENCE_QUESTIONS
+from rewardfleet.services.gateway.monitors.probes import MASTER_KEYS, REFERENCE_QUESTIONS
 from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2
 from tests.deploy.helpers import DEPLOY, tool
 from tests.gateway.conftest import Gateway, start_gateway

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from rewardfleet.services.gateway.features.shadow import agreement_stats
+from rewardfleet.services.gateway.monitors.shadow import agreement_stats
 from tests.gateway.conftest import Gateway, start_gateway
 from tests.support import free_port, running
 

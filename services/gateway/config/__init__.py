@@ -11,11 +11,10 @@ monitors.py   `judge_probes` and `functions.<name>.shadow`: the judge monitors
 """
 
 from rewardfleet.services.gateway.config.gateway import (
-    BASE_PARAMS,
-    FunctionConfig,
     GatewayConfig,
     GatewaySettings,
     format_validation_error,
 )
+from rewardfleet.services.gateway.core.config import BASE_PARAMS, FunctionConfig
 
 __all__ = ["BASE_PARAMS", "FunctionConfig", "GatewayConfig", "GatewaySettings", "format_validation_error"]

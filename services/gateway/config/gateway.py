@@ -27,17 +27,13 @@ from pydantic_settings import (
 )
 
 from rewardfleet.services.common.api_keys import check_api_keys, read_keys_file
-from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
-from rewardfleet.services.gateway.config.features import CompositeSpec, FallbackSpec, GroupsConfig
-from rewardfleet.services.gateway.config.graders import GraderSpec
-from rewardfleet.services.gateway.config.monitors import JudgeProbesConfig, ShadowConfig
-from rewardfleet.services.gateway.config.spend import PoolPrice
-
-# verl's four arguments. They are always passed, so reward_kwargs may not override them.
-BASE_PARAMS: tuple[str, ...] = ("data_source", "solution_str", "ground_truth", "extra_info")
-# reward_fns/_steps.py's aggregates (the fleet reads this config without importing reward functions;
-# tests/reward_fns/test_steps.py checks the two lists agree).
-ScoreAggregate = Literal["min", "max", "mean", "sum", "last", "first", "product", "first_error"]
+from rewardfleet.services.gateway.composites.config import CompositeSpec, FallbackSpec
+from rewardfleet.services.gateway.core.config import FunctionConfig
+from rewardfleet.services.gateway.graders.config import GraderSpec
+from rewardfleet.services.gateway.groups.config import GroupsConfig
+from rewardfleet.services.gateway.monitors.config import JudgeProbesConfig
+from rewardfleet.services.gateway.pools.config import ExternalPoolConfig
+from rewardfleet.services.gateway.spend.config import PoolPrice
 
 _ADDRESS_RE = re.compile(r"^[A-Za-z0-9._\-\[\]:]+:\d{1,5}$")
 
@@ -50,68 +46,6 @@ def _check_address(key: str, value: str) -> str:
     if not 0 < port < 65536:
         raise ValueError(f"{key}: port {port} is out of range 1-65535")
     return value
-
-
-class FunctionConfig(BaseModel):
-    """Per-function settings; `functions.<name>` in the config."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    path: str | None = Field(
-        default=None,
-        description="Explicit 'module.name:function' or '/path/to/file.py:function'. "
-        "Omit it to configure a function discovered in a reward-function folder.",
-    )
-    timeout_s: float = Field(default=30.0, gt=0, description="Per-call time limit in seconds.")
-    reward_kwargs: dict[str, Any] = Field(default_factory=dict, description="Merged into every call.")
-    on_error_score: float | None = Field(
-        default=None,
-        description="Score reported when the call errors or times out (the result stays flagged).",
-    )
-    data_sources: list[str] = Field(
-        default_factory=list, description="Extra data_source names or fnmatch globs this function claims."
-    )
-    # Limits for external judges (reliability/function_limits.py): calls over a limit wait their turn.
-    max_concurrency: int | None = Field(default=None, ge=1, description="Calls of this function at once.")
-    requests_per_minute: float | None = Field(default=None, gt=0, description="Calls per minute.")
-    tokens_per_minute: float | None = Field(
-        default=None, gt=0, description="Estimated tokens per minute: ceil(chars/4) of prompt+solution+truth."
-    )
-    shadow: ShadowConfig | None = Field(
-        default=None, description="A reference judge pool re-scoring a sample in the background (agreement)."
-    )
-    max_spend_usd: float | None = Field(
-        default=None,
-        gt=0,
-        description="Hard cap on this function's judge spend in dollars (priced pools, `pool_prices`): a "
-        "call is admitted only while the spend so far is below it; past it, samples get BudgetExhausted.",
-    )
-    score_aggregate: ScoreAggregate = Field(
-        default="min",
-        description="How `score` is made from the function's `step_scores` (else its `turn_scores`) when it "
-        "returns none (reward_fns/_steps.py, docs/trajectories.md).",
-    )
-    score_aggregate_threshold: float = Field(
-        default=0.5, description="`first_error`: a step scoring below this is wrong."
-    )
-
-    @field_validator("path")
-    @classmethod
-    def _path_shape(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        target, sep, attr = value.rpartition(":")
-        if not sep or not target or not attr.isidentifier():
-            raise ValueError(f"path {value!r} must look like 'module.name:function' or 'file.py:function'")
-        return value
-
-    @field_validator("reward_kwargs")
-    @classmethod
-    def _no_base_params(cls, value: dict[str, Any]) -> dict[str, Any]:
-        clash = sorted(set(value) & set(BASE_PARAMS))
-        if clash:
-            raise ValueError(f"reward_kwargs may not set {clash}: those come from each request")
-        return value
 
 
 class GatewayConfig(BaseModel):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from rewardfleet.services.gateway.config import BASE_PARAMS, FunctionConfig, GatewayConfig
+from rewardfleet.services.gateway.core.config import BASE_PARAMS, FunctionConfig, FunctionSources
 from rewardfleet.services.gateway.core.versioning import digest, function_version
 from rewardfleet.services.gateway.errors import LoadError
 from rewardfleet.services.gateway.execution.dropin import folder_digest
@@ -175,7 +175,7 @@ def check_signature(
     return frozenset(keyword_names & injectable), var_kwargs
 
 
-def _discover(config: GatewayConfig, problems: _Problems) -> dict[str, _Candidate]:
+def _discover(config: FunctionSources, problems: _Problems) -> dict[str, _Candidate]:
     found: dict[str, _Candidate] = {}
 
     def add(cand: _Candidate) -> None:
@@ -240,7 +240,7 @@ def _discover(config: GatewayConfig, problems: _Problems) -> dict[str, _Candidat
 
 
 def _startup_check_passes(
-    name: str, cand: _Candidate, cfg: FunctionConfig, config: GatewayConfig, problems: _Problems
+    name: str, cand: _Candidate, cfg: FunctionConfig, config: FunctionSources, problems: _Problems
 ) -> bool:
     """A function's module may define `startup_check(reward_kwargs)`, raising when the function cannot work
     on this host (the `code` built-in: no sandbox can be created). For a function the config names, that
@@ -270,7 +270,7 @@ def _version(cand: _Candidate, cfg: FunctionConfig) -> str:
     return digest(version.encode(), folder_digest(Path(cand.ref.root)).encode())
 
 
-def load_functions(config: GatewayConfig) -> dict[str, RewardFunction]:
+def load_functions(config: FunctionSources) -> dict[str, RewardFunction]:
     """Discover, import and check every reward function; raise `LoadError` naming each bad file/key."""
     problems = _Problems(config.on_load_error)
     functions: dict[str, RewardFunction] = {}

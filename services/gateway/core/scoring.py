@@ -21,19 +21,19 @@ import pebble
 from pydantic import ValidationError
 
 from rewardfleet.reward_fns._steps import StepError, aggregate
-from rewardfleet.services.gateway.config import FunctionConfig
+from rewardfleet.services.gateway.cache.idempotency import Results
+from rewardfleet.services.gateway.core.config import FunctionConfig
 from rewardfleet.services.gateway.core.failure_log import FailureLog
 from rewardfleet.services.gateway.core.registry import RewardFunction
 from rewardfleet.services.gateway.errors import BudgetExhausted, ComponentFailed, InvalidReturn
 from rewardfleet.services.gateway.execution.contain import UserCodeExit, awaited
 from rewardfleet.services.gateway.execution.pool import WorkerPool
 from rewardfleet.services.gateway.execution.results import error_location, extra_too_large, normalise_return
+from rewardfleet.services.gateway.limits.function_limits import Gate, estimate_tokens, reported_tokens
 from rewardfleet.services.gateway.metrics import GatewayMetrics
-from rewardfleet.services.gateway.reliability.external_pools import for_function, redact_token
-from rewardfleet.services.gateway.reliability.function_limits import Gate, estimate_tokens, reported_tokens
-from rewardfleet.services.gateway.reliability.idempotency import Results
-from rewardfleet.services.gateway.reliability.spend import SpendMeter
+from rewardfleet.services.gateway.pools.external_pools import for_function, redact_token
 from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
+from rewardfleet.services.gateway.spend.meter import SpendMeter
 
 # Error types of calls the gateway refused to make (no score of any kind, not even on_error_score).
 REFUSALS = frozenset({"BudgetExhausted", "JudgePoolDegraded"})

@@ -22,8 +22,9 @@ import aiohttp
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
-from rewardfleet.services.gateway.reliability.external_pools import GRADERS_CALLER, forwarded_route
-from rewardfleet.services.gateway.routes.deps import Gateway, GatewayDep
+from rewardfleet.services.gateway.facade import Gateway
+from rewardfleet.services.gateway.pools.external_pools import GRADERS_CALLER, forwarded_route
+from rewardfleet.services.gateway.routes.deps import GatewayDep
 
 PREFIX = "/pools/"
 router = APIRouter(tags=["pools"], include_in_schema=False)

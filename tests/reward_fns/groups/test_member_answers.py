@@ -17,7 +17,7 @@ from rewardfleet.reward_fns.groups._pairwise import (
 )
 from rewardfleet.reward_fns.groups.pairwise_judge import parse_pair_verdict
 from rewardfleet.services.gateway.errors import InvalidReturn
-from rewardfleet.services.gateway.features.groups import member_answer
+from rewardfleet.services.gateway.groups.scorer import member_answer
 
 
 def test_a_member_answer_is_a_number_or_a_dict() -> None:
