@@ -47,7 +47,7 @@ class Gateway:
         return catalog.dispatcher.resolve(sample.reward_fn, sample.data_source)
 
     async def score(self, sample: ScoreRequest) -> ScoreResult:
-        """Resolve and score one sample; a group member waits for its group's answer (features/groups.py)."""
+        """Resolve and score one sample; a group member waits for its group's answer (groups/scorer.py)."""
         catalog = self.catalog  # one catalog for the whole request, even if a reload swaps it meanwhile
         fn, label = self.resolve(sample, catalog)
         return await self.score_resolved(sample, fn, label, catalog)

@@ -1,4 +1,4 @@
-"""Master-key probes (features/probes.py) through a real gateway process.
+"""Master-key probes (monitors/probes.py) through a real gateway process.
 
 - A stand-in SGLang judge that grades every answer correct (so it accepts ":" and every other master key):
   the ratio is 1.0, the pool is degraded and, with `on_degraded: refuse`, samples get JudgePoolDegraded; a

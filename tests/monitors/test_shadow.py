@@ -1,4 +1,4 @@
-"""Shadow judge (features/shadow.py) through a real gateway process and SGLang stand-in judges.
+"""Shadow judge (monitors/shadow.py) through a real gateway process and SGLang stand-in judges.
 
 The primary judge's verdict is chosen per sample (`<standin-reply>` in the question): half correct, half
 incorrect. One shadow sees the same prompt and always agrees (kappa 1). The other is a lazy reference whose

@@ -1,4 +1,4 @@
-"""The spend cap rule (reliability/spend.py) on the in-process ledger and on one real redis-server shared by
+"""The spend cap rule (spend/meter.py) on the in-process ledger and on one real redis-server shared by
 three "replicas": a call is admitted only while the spend so far is below the cap."""
 
 from __future__ import annotations

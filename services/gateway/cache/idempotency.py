@@ -160,7 +160,7 @@ class TTLCache:
 
 
 class Results(Protocol):
-    """Result cache + in-flight join (`ResultCache` in-process; state_store/redis_cache.py fleet-wide)."""
+    """Result cache + in-flight join (`ResultCache` in-process; cache/redis_cache.py fleet-wide)."""
 
     def key(self, request: ScoreRequest, fn_name: str, fn_version: str) -> Hashable | None: ...
 

@@ -1,4 +1,4 @@
-"""Fleet-wide result cache and in-flight join (the Redis side of reliability/idempotency.py; same keys,
+"""Fleet-wide result cache and in-flight join (the Redis side of cache/idempotency.py; same keys,
 same semantics).
 
 For a sample with a key, one script (`CACHE_CLAIM`) either answers from the cache, or takes the run's lease

@@ -1,13 +1,8 @@
-"""Gateway configuration: `GatewayConfig` and the sections it is made of.
-
-gateway.py    GatewayConfig (embedded as a fleet's `gateway:` section), GatewaySettings (standalone:
-              flags > REWARDFLEET_GATEWAY_* > YAML), FunctionConfig (`functions.<name>`)
-features.py   `composites`, `fallbacks`, `groups`
-graders.py    `graders` (one model per grader type)
-formula.py    the little language of a multi grader's `calculate_output`
-external_pools.py  `external_pools.<name>`: OpenAI-compatible endpoints outside the fleet
-spend.py      `pool_prices.<pool>`: prices per million tokens and spend caps
-monitors.py   `judge_probes` and `functions.<name>.shadow`: the judge monitors
+"""Gateway configuration: `GatewayConfig` (embedded as a fleet's `gateway:` section) and `GatewaySettings`
+(standalone: flags > REWARDFLEET_GATEWAY_* > YAML), in gateway.py. Each section model lives with its feature
+(`functions.<name>`: core/config.py; `groups`: groups/config.py; `composites`, `fallbacks`:
+composites/config.py; `graders`: graders/config.py; `external_pools`: pools/config.py; `pool_prices`:
+spend/config.py; `judge_probes`: monitors/config.py); this package only assembles them.
 """
 
 from rewardfleet.services.gateway.config.gateway import (

@@ -6,7 +6,7 @@
 
 Every check that can be made without importing reward functions is made here, so a bad value fails at
 start-up with a message naming its key. Checks that need the loaded functions (does `dispatch` name a real
-function?) live in `core/registry.py` and `features/build.py`.
+function?) live in `core/registry.py` and `catalog/build.py`.
 """
 
 from __future__ import annotations
@@ -91,25 +91,25 @@ class GatewayConfig(BaseModel):
     pool_prices: dict[str, PoolPrice] = Field(
         default_factory=dict,
         description="Pool name (a router or an external pool) -> prices per million tokens and an optional "
-        "spend cap; spend is counted from each answer's real `usage` (reliability/spend.py).",
+        "spend cap; spend is counted from each answer's real `usage` (spend/meter.py).",
     )
     judge_probes: JudgeProbesConfig = Field(
         default_factory=JudgeProbesConfig,
-        description="Master-key probes of judge pools (features/probes.py, docs/judge_monitoring.md).",
+        description="Master-key probes of judge pools (monitors/probes.py, docs/judge_monitoring.md).",
     )
     default_router: str | None = Field(
         default=None, description="Router passed as reward_router_address; the only router if just one."
     )
     reward_model_tokenizer: str | None = Field(default=None, description="HF tokenizer path, loaded once.")
     ready_check_timeout_s: float = Field(default=1.0, gt=0)
-    # features.py, graders.py (docs/advanced_rewards.md): composites, judge fallbacks, groups, graders.
+    # composites/, groups/, graders/ (docs/advanced_rewards.md): composites, judge fallbacks, groups, graders.
     composites: dict[str, CompositeSpec] = Field(default_factory=dict)
     fallbacks: dict[str, FallbackSpec] = Field(default_factory=dict)
     groups: GroupsConfig = Field(default_factory=GroupsConfig)
     graders: dict[str, GraderSpec] = Field(default_factory=dict)
 
-    # Reliability (reliability/, execution/isolation.py, docs/reliability.md).
-    # Admission bounds what costs memory or CPU, not requests awaiting I/O (reliability/admission.py).
+    # Reliability (admission/, limits/, cache/, execution/isolation.py, docs/reliability.md).
+    # Admission bounds what costs memory or CPU, not requests awaiting I/O (admission/admission.py).
     max_inflight_requests: int = Field(
         default=16384,
         ge=1,
@@ -159,7 +159,7 @@ class GatewayConfig(BaseModel):
     max_messages_chars: int = Field(
         default=1_000_000, ge=1, description="A trajectory's size: values + characters, like extra_info's."
     )
-    # Bounds of every other client-supplied field (reliability/input_limits.py, docs/security.md).
+    # Bounds of every other client-supplied field (limits/input_limits.py, docs/security.md).
     max_extra_info_chars: int = Field(
         default=1_000_000, ge=1, description="extra_info size: values + characters of its keys and strings."
     )

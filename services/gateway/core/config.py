@@ -17,7 +17,7 @@ ScoreAggregate = Literal["min", "max", "mean", "sum", "last", "first", "product"
 
 class ShadowConfig(BaseModel):
     """`functions.<name>.shadow`: a reference judge pool that re-scores a sampled fraction of the function's
-    samples in the background (features/shadow.py)."""
+    samples in the background (monitors/shadow.py)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -57,7 +57,7 @@ class FunctionConfig(BaseModel):
     data_sources: list[str] = Field(
         default_factory=list, description="Extra data_source names or fnmatch globs this function claims."
     )
-    # Limits for external judges (reliability/function_limits.py): calls over a limit wait their turn.
+    # Limits for external judges (limits/function_limits.py): calls over a limit wait their turn.
     max_concurrency: int | None = Field(default=None, ge=1, description="Calls of this function at once.")
     requests_per_minute: float | None = Field(default=None, gt=0, description="Calls per minute.")
     tokens_per_minute: float | None = Field(

@@ -115,9 +115,9 @@ class Scorer:
     ) -> None:
         self.pool = pool
         self.spend = spend
-        # pool -> why its samples are refused (a degraded judge pool: features/probes.py sets and clears it)
+        # pool -> why its samples are refused (a degraded judge pool: monitors/probes.py sets and clears it)
         self.refused_pools: dict[str, str] = {}
-        # called after each ok answer (features/shadow.py); must not block or raise
+        # called after each ok answer (monitors/shadow.py); must not block or raise
         self.on_scored: Callable[[RewardFunction, ScoreRequest, Outcome], None] | None = None
         self.metrics = metrics
         self.injectables = injectables
@@ -140,8 +140,8 @@ class Scorer:
                 await self.spend.charge(function, str(pool), prompt, completion)
 
     async def _admitted(self, fn: RewardFunction) -> Outcome | None:
-        """None when `fn` may run, else its refusal: `JudgePoolDegraded` (features/probes.py) or
-        `BudgetExhausted` (reliability/spend.py)."""
+        """None when `fn` may run, else its refusal: `JudgePoolDegraded` (monitors/probes.py) or
+        `BudgetExhausted` (spend/meter.py)."""
         if self.refused_pools:
             why = self.refused_pools.get(fn.config.reward_kwargs.get("pool"))  # type: ignore[arg-type]
             if why is not None:
@@ -319,7 +319,7 @@ class Scorer:
                 error=ErrorInfo(type=exc.type, message=str(exc)),
                 compute_s=time.perf_counter() - started,
             )
-        except ComponentFailed as exc:  # keeps the components' reports (features/composites, fallbacks)
+        except ComponentFailed as exc:  # keeps the components' reports (composites/)
             return Outcome(
                 "error",
                 extra=exc.result_extra,

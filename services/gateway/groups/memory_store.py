@@ -1,4 +1,4 @@
-"""`MemoryGroupStore`: the `GroupStore` (features/group_store.py) of one process, the default.
+"""`MemoryGroupStore`: the `GroupStore` (groups/store.py) of one process, the default.
 
 The same state machine as the Redis scripts (state_store/redis_scripts.py GROUP_*), on the event loop's clock:
 a group is open until `size` members reported (then completing, for its completer's lease) or its deadline;

@@ -14,9 +14,9 @@ group (a client retry) does not score again: it waits for, and gets, the same an
 remembered (bounded) so a retry arriving after the answer gets it too. At most `max_open_groups` groups are
 open; beyond that a new group is refused with 503, so memory stays bounded.
 
-The logic lives here, over a `GroupStore` (features/group_store.py) that keeps each group's state and wakes
-its waiters: in-process by default (features/group_memory.py), fleet-wide with `state_url`
-(state_store/redis_groups.py). A new member is scored in a background task of the request that brought it
+The logic lives here, over a `GroupStore` (groups/store.py) that keeps each group's state and wakes
+its waiters: in-process by default (groups/memory_store.py), fleet-wide with `state_url`
+(groups/redis_store.py). A new member is scored in a background task of the request that brought it
 (a client that goes away does not take the group's answer with it) and reported to the store; the report
 that completes the group makes its request the completer, which runs the group function once and writes
 every member's answer. Past the deadline the first waiter to ask becomes the completer of the partial group
@@ -217,8 +217,8 @@ def _presence(spec: GroupSpec, present: list[str], partial: bool) -> dict[str, A
 
 
 class GroupScorer:
-    """The group logic over a `GroupStore` (features/group_store.py): in-process by default, or fleet-wide
-    (state_store/redis_groups.py), with the same answers."""
+    """The group logic over a `GroupStore` (groups/store.py): in-process by default, or fleet-wide
+    (groups/redis_store.py), with the same answers."""
 
     def __init__(self, config: GroupsConfig, scorer: Scorer, store: GroupStore | None = None) -> None:
         self.config = config

@@ -1,8 +1,8 @@
-"""What the group scorer (features/groups.py) needs from storage: the `GroupStore` protocol.
+"""What the group scorer (groups/scorer.py) needs from storage: the `GroupStore` protocol.
 
 The scorer holds the logic (member keys, which group function, scoring each member once, running the group
 function once, the answers); a store only keeps a group's state and wakes its waiters. Two implement it:
-`MemoryGroupStore` (features/group_memory.py, one process) and `RedisGroupStore` (state_store/redis_groups.py,
+`MemoryGroupStore` (groups/memory_store.py, one process) and `RedisGroupStore` (groups/redis_store.py,
 every replica of a fleet, its Lua scripts atomic in Redis). Both follow the same state machine:
 
     join      opens the group (bounded by `max_open_groups`, its deadline `timeout_s` from the first member)

@@ -31,7 +31,7 @@ from rewardfleet.services.gateway.state_store.redis_scripts import (
 
 
 class RedisCharge:
-    """`Charge` (reliability/function_limits.py) over the gate's Redis TPM bucket: `settle` asks the gate to
+    """`Charge` (limits/function_limits.py) over the gate's Redis TPM bucket: `settle` asks the gate to
     correct the bucket by the difference between the reported and the estimated tokens."""
 
     def __init__(self, gate: RedisGate, estimated: int) -> None:

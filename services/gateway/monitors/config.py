@@ -1,6 +1,6 @@
 """Judge monitors (docs/judge_monitoring.md): `judge_probes`, master-key probes of judge pools
-(features/probes.py), and `functions.<name>.shadow`, a reference judge re-scoring some of a function's samples
-(features/shadow.py)."""
+(monitors/probes.py), and `functions.<name>.shadow`, a reference judge re-scoring some of a function's samples
+(monitors/shadow.py)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class JudgeProbesConfig(BaseModel):
         default=0.5, description="A master-key answer scored at or above this is a false positive."
     )
     answers: list[str] | None = Field(
-        default=None, description="The master keys sent; None = the built-in list (features/probes.py)."
+        default=None, description="The master keys sent; None = the built-in list (monitors/probes.py)."
     )
     extra_answers: list[str] = Field(default_factory=list, description="Your own, sent as well.")
     questions: list[ReferenceQuestion] | None = Field(

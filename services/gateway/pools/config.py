@@ -1,4 +1,4 @@
-"""`external_pools.<name>`: an OpenAI-compatible endpoint outside the fleet (reliability/external_pools)."""
+"""`external_pools.<name>`: an OpenAI-compatible endpoint outside the fleet (external_pools.py)."""
 
 from __future__ import annotations
 

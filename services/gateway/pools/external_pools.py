@@ -5,7 +5,7 @@ A reward function reaches a pool by the address it is given in `router_addresses
 address points back at the gateway, `host:port/pools/<token>/<pool>/<function>`, and the gateway forwards the
 call (`ExternalPool.forward`): it swaps in the provider's model name and the API key, keeps the function under
 its RPM/TPM budget, backs off on 429 (`Retry-After`, `x-ratelimit-*`), and counts each answer's real `usage`
-tokens per function and pool in `/metrics` (and, for a pool in `pool_prices`, its cost: reliability/spend.py;
+tokens per function and pool in `/metrics` (and, for a pool in `pool_prices`, its cost: spend/meter.py;
 past the pool's `max_spend_usd` the gateway answers 402 `BudgetExhausted` instead of forwarding). So the key
 never reaches reward-function code or worker processes, and a function needs no provider-specific code. The
 random `<token>` (new at every start) is what lets the forwarding route skip the gateway's own API keys: only
@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 
 # Stands for the calling function's name in a forwarding address until `for_function` fills it in.
 FUNCTION_SLOT = "{function}"
-# The caller name of the graders' runtime (features/build.py): the budget of inline `score_model` specs.
+# The caller name of the graders' runtime (catalog/build.py): the budget of inline `score_model` specs.
 GRADERS_CALLER = "graders"
 
 # The OpenAI-compatible routes a pool forwards (below its `base_url`, which ends in the API root `/v1`): what

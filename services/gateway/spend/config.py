@@ -1,5 +1,5 @@
 """`pool_prices.<pool>`: what a judge pool's tokens cost, and an optional hard cap on its spend
-(reliability/spend.py; docs/judge_monitoring.md)."""
+(spend/meter.py; docs/judge_monitoring.md)."""
 
 from __future__ import annotations
 

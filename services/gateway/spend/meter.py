@@ -3,7 +3,7 @@ with optional hard caps per pool and per function (docs/judge_monitoring.md).
 
 Where spend is counted: a fleet pool's tokens as the judge's result reports them (`extra.judge_pool` and
 `extra.usage`, read by the scorer, like `rewardfleet_pool_tokens_total`); an external pool's from the
-provider's own answer as the gateway forwards it (reliability/external_pools.py), so neither is counted twice.
+provider's own answer as the gateway forwards it (pools/external_pools.py), so neither is counted twice.
 Each charge goes to the ledger (in-process, or one Redis hash shared by every replica when `state_url` is set)
 and to `rewardfleet_pool_cost_usd_total{reward_fn, pool}` (this replica's share; sum over replicas).
 

@@ -1,4 +1,4 @@
-"""What a group function may return per member (features/groups.py `member_answer`), and the pure parts of
+"""What a group function may return per member (groups/scorer.py `member_answer`), and the pure parts of
 the pairwise judge (`_pairwise.py`)."""
 
 from __future__ import annotations
