@@ -4,7 +4,8 @@ Read it in this order (top to bottom is the direction of every import; import-li
 
     app.py          create_app(): the composition root; each feature contributes its start and stop
     cli.py          `rewardfleet gateway` / `python -m rewardfleet.services.gateway`
-    routes/         HTTP: /score, /health /ready /reward_fns /metrics, /graders, /admin, /openrlhf, /slime, /pools
+    routes/         HTTP: /score, /health /ready /reward_fns /metrics, /graders, /admin, /openrlhf,
+                    /slime, /pools
     facade.py       `Gateway`: what the routes call (resolve, score)
     catalog/        what is served: functions + composites, fallbacks, graders, groups; hot reload
     config/         GatewayConfig, assembled from the features' own section models
