@@ -32,7 +32,6 @@ from fastapi import FastAPI
 from rewardfleet.services.common.api_keys import ApiKeyMiddleware, check_api_keys, read_keys_file
 from rewardfleet.services.common.body_limits import RequestBodyLimits
 from rewardfleet.services.common.hosts import connect_host
-from rewardfleet.services.common.images import ImageLimits
 from rewardfleet.services.common.request_metrics import RequestMetrics
 from rewardfleet.services.gateway.admission.admission import Admission, AdmissionMiddleware, Backlog
 from rewardfleet.services.gateway.admission.drain import Drain
@@ -76,12 +75,12 @@ def create_app(
     backlog = Backlog()
     metrics.pool_queue_depth.set_function(lambda: backlog.depth)
     admission = Admission(
-        config.max_inflight_requests,
-        config.max_inflight_body_bytes,
-        config.max_queued_requests,
-        config.queue_timeout_s,
-        config.retry_after_s,
-        config.max_pool_queue,
+        config.admission.max_inflight_requests,
+        config.admission.max_inflight_body_bytes,
+        config.admission.max_queued_requests,
+        config.admission.queue_timeout_s,
+        config.admission.retry_after_s,
+        config.admission.max_pool_queue,
         backlog,
         metrics,
     )
@@ -144,7 +143,7 @@ async def start_gateway(
         config=config,
         metrics=metrics,
         http_client=http_client,
-        limits=sample_limits(config),
+        limits=SampleLimits(config.limits),
         scorer=scorer,
         groups=group_scorer_for(backend, config.groups, scorer),
         reloader=reloader,
@@ -158,7 +157,9 @@ async def start_gateway(
     _log_functions(reloader.catalog.functions)
     gateway.ready = True
     stack.callback(setattr, gateway, "ready", False)
-    drain = Drain(admission, config.shutdown_grace_s, on_drain=lambda: setattr(gateway, "ready", False))
+    drain = Drain(
+        admission, config.admission.shutdown_grace_s, on_drain=lambda: setattr(gateway, "ready", False)
+    )
     drain.install()
     stack.callback(drain.uninstall)
     # Installed here, after uvicorn configured its loggers: the access log never shows the secret.
@@ -250,8 +251,10 @@ def _scorer(
             pool_token=external.token if external.pools else None,
         ),
         cache=None
-        if config.idempotency == "off"
-        else results_for(backend, config.idempotency, config.result_cache_size, config.result_cache_ttl_s),
+        if config.cache.idempotency == "off"
+        else results_for(
+            backend, config.cache.idempotency, config.cache.result_cache_size, config.cache.result_cache_ttl_s
+        ),
         max_result_extra_chars=config.max_result_extra_chars,
         gates=function_gates(
             {name: fn.config for name, fn in loaded.items()},
@@ -339,28 +342,3 @@ def _log_functions(functions: dict[str, RewardFunction]) -> None:
             fn.source_file,
             list(fn.data_sources),
         )
-
-
-def sample_limits(config: GatewayConfig) -> SampleLimits:
-    """The per-sample bounds (limits/input_limits.py) this config sets."""
-    return SampleLimits(
-        max_solution_chars=config.max_solution_chars,
-        max_ground_truth_chars=config.max_ground_truth_chars,
-        max_prompt_chars=config.max_prompt_chars,
-        max_extra_info_depth=config.max_extra_info_depth,
-        max_extra_info_chars=config.max_extra_info_chars,
-        max_json_depth=config.max_json_depth,
-        max_uid_chars=config.max_uid_chars,
-        max_data_source_chars=config.max_data_source_chars,
-        max_group_id_chars=config.max_group_id_chars,
-        max_function_name_chars=config.max_function_name_chars,
-        max_grader_spec_chars=config.max_grader_spec_chars,
-        images=ImageLimits(
-            max_images=config.max_images_per_sample,
-            max_image_bytes=config.max_image_bytes,
-            max_image_pixels=config.max_image_pixels,
-            allowed_url_hosts=tuple(config.allowed_image_url_hosts),
-        ),
-        max_messages=config.max_messages,
-        max_messages_chars=config.max_messages_chars,
-    )

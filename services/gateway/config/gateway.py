@@ -27,10 +27,14 @@ from pydantic_settings import (
 )
 
 from rewardfleet.services.common.api_keys import check_api_keys, read_keys_file
+from rewardfleet.services.gateway.admission.config import AdmissionConfig
+from rewardfleet.services.gateway.cache.config import CacheConfig
 from rewardfleet.services.gateway.composites.config import CompositeSpec, FallbackSpec
+from rewardfleet.services.gateway.config.sections import flat_env, nest_flat_keys
 from rewardfleet.services.gateway.core.config import FunctionConfig
 from rewardfleet.services.gateway.graders.config import GraderSpec
 from rewardfleet.services.gateway.groups.config import GroupsConfig
+from rewardfleet.services.gateway.limits.config import InputLimits
 from rewardfleet.services.gateway.monitors.config import JudgeProbesConfig
 from rewardfleet.services.gateway.pools.config import ExternalPoolConfig
 from rewardfleet.services.gateway.spend.config import PoolPrice
@@ -108,27 +112,11 @@ class GatewayConfig(BaseModel):
     groups: GroupsConfig = Field(default_factory=GroupsConfig)
     graders: dict[str, GraderSpec] = Field(default_factory=dict)
 
-    # Reliability (admission/, limits/, cache/, execution/isolation.py, docs/reliability.md).
-    # Admission bounds what costs memory or CPU, not requests awaiting I/O (admission/admission.py).
-    max_inflight_requests: int = Field(
-        default=16384,
-        ge=1,
-        description="Work requests handled at once. One awaiting a remote judge costs a few KiB and two "
-        "sockets, so this is high enough for a whole GRPO step posted at once.",
-    )
-    max_inflight_body_bytes: int = Field(
-        default=512 * 1024 * 1024,
-        ge=1024,
-        description="Request bodies in flight, by Content-Length (a chunked body counts max_body_bytes): "
-        "the memory of the samples being scored. At least max_body_bytes.",
-    )
-    max_queued_requests: int = Field(
-        default=1024, ge=0, description="More that wait for room (requests or body bytes); then 429."
-    )
-    queue_timeout_s: float = Field(default=30.0, gt=0, description="Longest wait for a slot before 429.")
-    max_pool_queue: int = Field(default=4096, ge=0, description="Sync calls waiting for a worker; then 429.")
-    retry_after_s: int = Field(default=1, ge=0, description="Retry-After sent with 429 and 503.")
-    shutdown_grace_s: float = Field(default=30.0, ge=0, description="SIGTERM: in-flight work may finish.")
+    # Reliability (admission/, limits/, cache/, execution/isolation.py, docs/reliability.md). Their keys were
+    # once flat at the top; that spelling still works (config/sections.py).
+    admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
+    limits: InputLimits = Field(default_factory=InputLimits)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
     keep_alive_s: int = Field(
         default=75,
         ge=1,
@@ -136,11 +124,6 @@ class GatewayConfig(BaseModel):
         "timeout (HAProxy, nginx, cloud load balancers: 60 s or less), so the gateway never closes a "
         "connection the balancer is sending the next request on (that request would be lost).",
     )
-    idempotency: Literal["uid", "inputs", "off"] = Field(
-        default="uid", description="Dedup/cache key: uid + inputs digest, inputs digest only, or off."
-    )
-    result_cache_size: int = Field(default=65536, ge=0, description="Cached ok results (LRU); 0 = none.")
-    result_cache_ttl_s: float = Field(default=600.0, gt=0)
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(
         default_factory=list,
         description="Bearer keys (env: comma-separated), each at least 16 characters; empty with no file = "
@@ -151,43 +134,6 @@ class GatewayConfig(BaseModel):
         description="File of API keys, one per line (at least one, each at least 16 characters).",
     )
     auth_exempt_metrics: bool = Field(default=False, description="Serve /metrics without a key.")
-    max_solution_chars: int = Field(default=1_000_000, ge=1)
-    max_ground_truth_chars: int = Field(default=1_000_000, ge=1)
-    max_prompt_chars: int = Field(default=1_000_000, ge=1)
-    max_extra_info_depth: int = Field(default=16, ge=1)
-    max_messages: int = Field(default=256, ge=1, description="Messages of one sample's trajectory.")
-    max_messages_chars: int = Field(
-        default=1_000_000, ge=1, description="A trajectory's size: values + characters, like extra_info's."
-    )
-    # Bounds of every other client-supplied field (limits/input_limits.py, docs/security.md).
-    max_extra_info_chars: int = Field(
-        default=1_000_000, ge=1, description="extra_info size: values + characters of its keys and strings."
-    )
-    max_json_depth: int = Field(
-        default=16, ge=1, description="Nesting of ground_truth, prompt messages and an inline grader spec."
-    )
-    max_uid_chars: int = Field(default=256, ge=1, description="uid (a string, or an integer's digits).")
-    max_data_source_chars: int = Field(default=256, ge=1)
-    max_group_id_chars: int = Field(default=256, ge=1, description="group_id (a string, or integer digits).")
-    max_function_name_chars: int = Field(
-        default=128, ge=1, description="reward_fn, group_fn, the {reward_fn} of a route, a grader's name."
-    )
-    max_grader_spec_chars: int = Field(
-        default=100_000, ge=1, description="An inline grader spec on /graders/*, sized like extra_info."
-    )
-    # Images on samples (services/common/images.py, docs/multimodal.md, docs/security.md).
-    max_images_per_sample: int = Field(
-        default=16, ge=0, description="Images of one sample: `images` plus image_url parts of `prompt`."
-    )
-    max_image_bytes: int = Field(default=8 * 1024 * 1024, ge=1, description="One image's decoded bytes.")
-    max_image_pixels: int = Field(
-        default=4096 * 4096, ge=1, description="One image's width x height, read from its header only."
-    )
-    allowed_image_url_hosts: list[str] = Field(
-        default_factory=list,
-        description="Hosts an image URL may name (`*.example.org` for subdomains); empty = no image URL is "
-        "accepted (inline data: URLs only). The gateway never fetches a URL; the judge pool does.",
-    )
     max_result_extra_chars: int = Field(
         default=1_000_000,
         ge=1024,
@@ -268,12 +214,18 @@ class GatewayConfig(BaseModel):
                 raise ValueError(f"functions: {name!r} is not a valid function name (use letters, digits, _)")
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_keys(cls, data: Any) -> Any:
+        return nest_flat_keys(data) if isinstance(data, dict) else data
+
     @model_validator(mode="after")
     def _body_budget_holds_a_body(self) -> GatewayConfig:
-        if self.max_inflight_body_bytes < self.max_body_bytes:
+        if self.admission.max_inflight_body_bytes < self.max_body_bytes:
             raise ValueError(
-                f"max_inflight_body_bytes ({self.max_inflight_body_bytes}) must be at least max_body_bytes "
-                f"({self.max_body_bytes}), or a request of the largest size could never be admitted"
+                f"max_inflight_body_bytes ({self.admission.max_inflight_body_bytes}) must be at least "
+                f"max_body_bytes ({self.max_body_bytes}), or a request of the largest size could never be "
+                "admitted"
             )
         return self
 
@@ -314,7 +266,18 @@ class _YamlFileSource(PydanticBaseSettingsSource):
         section = data.get("gateway", data)
         if not isinstance(section, dict):
             raise ValueError(f"{self.path}: the 'gateway' section must be a mapping")
-        return section
+        return nest_flat_keys(section)
+
+
+class _FlatEnvSource(PydanticBaseSettingsSource):
+    """The flat variables of keys that moved into a section (`REWARDFLEET_GATEWAY_MAX_SOLUTION_CHARS`), after
+    the environment's own variables, before the YAML file."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
+        raise NotImplementedError  # __call__ is overridden
+
+    def __call__(self) -> dict[str, Any]:
+        return flat_env(str(self.config.get("env_prefix", "")))
 
 
 class GatewaySettings(BaseSettings, GatewayConfig):
@@ -338,7 +301,7 @@ class GatewaySettings(BaseSettings, GatewayConfig):
         path = None
         if isinstance(init_settings, InitSettingsSource):
             path = init_settings.init_kwargs.get("config_file")
-        return init_settings, env_settings, _YamlFileSource(settings_cls, path)
+        return init_settings, env_settings, _FlatEnvSource(settings_cls), _YamlFileSource(settings_cls, path)
 
 
 def format_validation_error(exc: Exception) -> str:

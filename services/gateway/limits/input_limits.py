@@ -27,8 +27,6 @@ The characters of the image URLs in `prompt` messages count against the image li
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from rewardfleet.services.common.images import (
@@ -38,6 +36,7 @@ from rewardfleet.services.common.images import (
     check_message_images,
 )
 from rewardfleet.services.gateway.errors import FieldTooLarge, InvalidImage, TooDeep
+from rewardfleet.services.gateway.limits.config import InputLimits
 from rewardfleet.services.gateway.schemas import ScoreRequest
 from rewardfleet.services.gateway.sizes import json_size
 
@@ -71,69 +70,66 @@ def id_chars(value: str | int, limit: int) -> int:
     return int(bits * 0.30103) + 1
 
 
-@dataclass(frozen=True)
 class SampleLimits:
-    max_solution_chars: int
-    max_ground_truth_chars: int
-    max_prompt_chars: int
-    max_extra_info_depth: int
-    max_extra_info_chars: int = 1_000_000
-    max_json_depth: int = 16
-    max_uid_chars: int = 256
-    max_data_source_chars: int = 256
-    max_group_id_chars: int = 256
-    max_function_name_chars: int = 128
-    max_grader_spec_chars: int = 100_000
-    images: ImageLimits = dataclasses.field(default_factory=ImageLimits)
-    max_messages: int = 256
-    max_messages_chars: int = 1_000_000
+    """The checks of the `limits:` section (`InputLimits`) on a sample."""
+
+    def __init__(self, limits: InputLimits | None = None) -> None:
+        self.limits = limits = limits if limits is not None else InputLimits()
+        self.images = ImageLimits(
+            max_images=limits.max_images_per_sample,
+            max_image_bytes=limits.max_image_bytes,
+            max_image_pixels=limits.max_image_pixels,
+            allowed_url_hosts=tuple(limits.allowed_image_url_hosts),
+        )
 
     def check(self, sample: ScoreRequest) -> None:
         """Every field of a sample against its bound; raises FieldTooLarge (413) or TooDeep (422). On the hot
         path: plain comparisons first, a function call only for a value over its bound or a JSON value."""
-        if len(sample.solution_str) > self.max_solution_chars:
-            _too_many("solution_str", len(sample.solution_str), self.max_solution_chars)
-        if len(sample.data_source) > self.max_data_source_chars:
-            _too_many("data_source", len(sample.data_source), self.max_data_source_chars)
+        lim = self.limits
+        if len(sample.solution_str) > lim.max_solution_chars:
+            _too_many("solution_str", len(sample.solution_str), lim.max_solution_chars)
+        if len(sample.data_source) > lim.max_data_source_chars:
+            _too_many("data_source", len(sample.data_source), lim.max_data_source_chars)
         uid = sample.uid
-        if uid is not None and (not isinstance(uid, str) or len(uid) > self.max_uid_chars):
-            _chars("uid", id_chars(uid, self.max_uid_chars), self.max_uid_chars)
-        if sample.reward_fn is not None and len(sample.reward_fn) > self.max_function_name_chars:
-            _too_many("reward_fn", len(sample.reward_fn), self.max_function_name_chars)
+        if uid is not None and (not isinstance(uid, str) or len(uid) > lim.max_uid_chars):
+            _chars("uid", id_chars(uid, lim.max_uid_chars), lim.max_uid_chars)
+        if sample.reward_fn is not None and len(sample.reward_fn) > lim.max_function_name_chars:
+            _too_many("reward_fn", len(sample.reward_fn), lim.max_function_name_chars)
         if sample.group_id is not None:
-            _chars("group_id", id_chars(sample.group_id, self.max_group_id_chars), self.max_group_id_chars)
+            _chars("group_id", id_chars(sample.group_id, lim.max_group_id_chars), lim.max_group_id_chars)
             if sample.group_fn is not None:
-                _chars("group_fn", len(sample.group_fn), self.max_function_name_chars)
+                _chars("group_fn", len(sample.group_fn), lim.max_function_name_chars)
         gt = sample.ground_truth
         if gt is not None:
             if isinstance(gt, str):
-                if len(gt) > self.max_ground_truth_chars:
-                    _too_many("ground_truth", len(gt), self.max_ground_truth_chars)
+                if len(gt) > lim.max_ground_truth_chars:
+                    _too_many("ground_truth", len(gt), lim.max_ground_truth_chars)
             else:
-                self._value("ground_truth", gt, self.max_json_depth, self.max_ground_truth_chars)
+                self._value("ground_truth", gt, lim.max_json_depth, lim.max_ground_truth_chars)
         prompt = sample.prompt
         image_chars = (0, 0)
         if sample.images is not None or isinstance(prompt, list) or sample.messages is not None:
             image_chars = self.check_images(sample)
         if prompt is not None:
             if isinstance(prompt, str):
-                if len(prompt) > self.max_prompt_chars:
-                    _too_many("prompt", len(prompt), self.max_prompt_chars)
+                if len(prompt) > lim.max_prompt_chars:
+                    _too_many("prompt", len(prompt), lim.max_prompt_chars)
             else:
-                self._value("prompt", prompt, self.max_json_depth, self.max_prompt_chars + image_chars[0])
+                self._value("prompt", prompt, lim.max_json_depth, lim.max_prompt_chars + image_chars[0])
         if sample.extra_info:
-            self._value("extra_info", sample.extra_info, self.max_extra_info_depth, self.max_extra_info_chars)
+            self._value("extra_info", sample.extra_info, lim.max_extra_info_depth, lim.max_extra_info_chars)
         if sample.messages is not None:
             self._messages(sample, image_chars[1])
 
     def _messages(self, sample: ScoreRequest, image_chars: int) -> None:
+        lim = self.limits
         messages = sample.messages or []
-        if len(messages) > self.max_messages:
+        if len(messages) > lim.max_messages:
             raise FieldTooLarge(
-                f"messages has {len(messages)} messages; max_messages is {self.max_messages}",
+                f"messages has {len(messages)} messages; max_messages is {lim.max_messages}",
                 field="messages",
             )
-        self._value("messages", sample.messages, self.max_json_depth, self.max_messages_chars + image_chars)
+        self._value("messages", sample.messages, lim.max_json_depth, lim.max_messages_chars + image_chars)
 
     def check_images(self, sample: ScoreRequest) -> tuple[int, int]:
         """`images` and the image_url parts of `prompt` and `messages` (services/common/images.py), counted
@@ -159,13 +155,13 @@ class SampleLimits:
 
     def check_name(self, field: str, name: str) -> None:
         """A function or grader name from the client (a route's `{reward_fn}`, a grader's name)."""
-        _chars(field, len(name), self.max_function_name_chars)
+        _chars(field, len(name), self.limits.max_function_name_chars)
 
     def check_grader_spec(self, spec: dict[str, Any] | str) -> None:
         if isinstance(spec, str):
             self.check_name("grader", spec)
         else:
-            self._value("grader", spec, self.max_json_depth, self.max_grader_spec_chars)
+            self._value("grader", spec, self.limits.max_json_depth, self.limits.max_grader_spec_chars)
 
     def _value(self, field: str, value: Any, max_depth: int, max_size: int) -> None:
         depth, size = json_size(value, max_depth, max_size)
