@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from rewardfleet.reward_fns._steps import (
+from rewardfleet.reward_fns.judging.steps import (
     AGGREGATES,
     BadStepRule,
     EmptyScores,

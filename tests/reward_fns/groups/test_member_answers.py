@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rewardfleet.reward_fns._verdicts import VerdictParseError
+from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.reward_fns.groups._pairwise import (
     bradley_terry,
     combine,

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rewardfleet.reward_fns._verdicts import VERDICT_KINDS, VerdictKind
+from rewardfleet.reward_fns.judging.verdicts import VERDICT_KINDS, VerdictKind
 
 Message = dict[str, str]
 FIELDS = ("problem", "response", "reference", "rubric", "response_a", "response_b", "steps")

@@ -27,18 +27,18 @@ from typing import Any
 
 import aiohttp
 
-from rewardfleet.reward_fns._judge_images import image_parts, with_images
-from rewardfleet.reward_fns._judge_settings import (
+from rewardfleet.reward_fns.judging.images import image_parts, with_images
+from rewardfleet.reward_fns.judging.settings import (
     GenerationSettings,
     JudgeSettingsError,
     VerdictSettings,
     settings_from,
 )
-from rewardfleet.reward_fns._judge_templates import JudgeTemplate, TemplateError, get_template
-from rewardfleet.reward_fns._verdict_grammar import verdict_regex
-from rewardfleet.reward_fns._verdicts import VerdictParseError
-from rewardfleet.reward_fns.guards import GuardSettings, GuardSettingsError, check_answer
-from rewardfleet.reward_fns.judge import (
+from rewardfleet.reward_fns.judging.templates import JudgeTemplate, TemplateError, get_template
+from rewardfleet.reward_fns.judging.verdict_grammar import verdict_regex
+from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
+from rewardfleet.reward_fns.judging.guards import GuardSettings, GuardSettingsError, check_answer
+from rewardfleet.reward_fns.judging.judge import (
     JudgeConfigError,
     JudgeEndpoint,
     ask_judge,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from rewardfleet.reward_fns._judge_templates import JudgeTemplate
+from rewardfleet.reward_fns.judging.templates import JudgeTemplate
 
 # Tokens kept free for the verdict line and the end-of-sequence token after the reasoning.
 VERDICT_TOKEN_ROOM = 24

@@ -43,7 +43,7 @@ from typing import Any
 
 import aiohttp
 
-from rewardfleet.reward_fns._answer_match import (
+from rewardfleet.reward_fns.judging.answer_match import (
     decide,
     number_choice_messages,
     number_choice_regex,
@@ -51,15 +51,15 @@ from rewardfleet.reward_fns._answer_match import (
     pick_value,
     reference_number,
 )
-from rewardfleet.reward_fns._judge_images import image_parts, with_images
-from rewardfleet.reward_fns._judge_settings import (
+from rewardfleet.reward_fns.judging.images import image_parts, with_images
+from rewardfleet.reward_fns.judging.settings import (
     GenerationSettings,
     JudgeSettingsError,
     ProbabilitySettings,
     VerdictSettings,
     settings_from,
 )
-from rewardfleet.reward_fns._judge_templates import (
+from rewardfleet.reward_fns.judging.templates import (
     DEFAULT_RUBRIC,
     JudgeTemplate,
     TemplateError,
@@ -68,9 +68,9 @@ from rewardfleet.reward_fns._judge_templates import (
     number_steps,
     problem_text,
 )
-from rewardfleet.reward_fns._verdict_grammar import verdict_regex
-from rewardfleet.reward_fns._verdicts import Verdict, VerdictParseError, parse_verdict
-from rewardfleet.reward_fns.guards import GuardSettings, GuardSettingsError, check_answer
+from rewardfleet.reward_fns.judging.verdict_grammar import verdict_regex
+from rewardfleet.reward_fns.judging.verdicts import Verdict, VerdictParseError, parse_verdict
+from rewardfleet.reward_fns.judging.guards import GuardSettings, GuardSettingsError, check_answer
 from rewardfleet.services.common.router_http import RemoteCallError, post_json, resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
-from rewardfleet.reward_fns._answers import normalize_text
+from rewardfleet.reward_fns.judging.answers import normalize_text
 
 Decision = Literal["match", "mismatch", "ask_number", "ask_verdict"]
 
