@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rewardfleet.reward_fns._answers import accepted_answers, normalize_text, require_str
-from rewardfleet.reward_fns._options import sample_option
+from rewardfleet.reward_fns.judging.answers import accepted_answers, normalize_text, require_str
+from rewardfleet.reward_fns.judging.options import sample_option
 
 __all__ = ["compute_score", "extract"]
 

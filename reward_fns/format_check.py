@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rewardfleet.reward_fns._answers import require_str
-from rewardfleet.reward_fns._options import sample_option
+from rewardfleet.reward_fns.judging.answers import require_str
+from rewardfleet.reward_fns.judging.options import sample_option
 
 __all__ = ["check_format", "compute_score"]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from mathruler.grader import extract_boxed_content, grade_answer
 
-from rewardfleet.reward_fns._answers import require_str
+from rewardfleet.reward_fns.judging.answers import require_str
 
 DATA_SOURCES: tuple[str, ...] = ("hiyouga/geometry3k",)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from rewardfleet.reward_fns._answers import require_str
+from rewardfleet.reward_fns.judging.answers import require_str
 
 DATA_SOURCES: tuple[str, ...] = ("openai/gsm8k",)
 

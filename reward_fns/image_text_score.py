@@ -30,7 +30,7 @@ from typing import Any
 
 import aiohttp
 
-from rewardfleet.reward_fns._judge_templates import problem_text
+from rewardfleet.reward_fns.judging.templates import problem_text
 from rewardfleet.reward_fns.similarity import checked_cosine, embedding_vectors
 from rewardfleet.services.common.router_http import RemoteCallError, post_json, resolve_address
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rewardfleet.reward_fns._answers import balanced_braces_end, require_str
+from rewardfleet.reward_fns.judging.answers import balanced_braces_end, require_str
 
 DATA_SOURCES: tuple[str, ...] = (
     "lighteval/MATH",

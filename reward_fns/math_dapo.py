@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rewardfleet.reward_fns._answers import last_braced_command, require_str
+from rewardfleet.reward_fns.judging.answers import last_braced_command, require_str
 
 DATA_SOURCES: tuple[str, ...] = ("math_dapo", "math", "math_dapo_reasoning", "aime*")
 

@@ -36,7 +36,7 @@ if __name__ == "math_verify":
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 from math_verify.errors import TimeoutException
 
-from rewardfleet.reward_fns._answers import require_str
+from rewardfleet.reward_fns.judging.answers import require_str
 
 __all__ = ["GoldAnswerError", "MathVerifyTimeout", "compute_score"]
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from rewardfleet.reward_fns._answers import require_str
+from rewardfleet.reward_fns.judging.answers import require_str
 from rewardfleet.reward_fns._prime_math_equal import math_equal
 from rewardfleet.reward_fns._prime_math_grade import grade_answer
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from rewardfleet.reward_fns._judge_templates import chat_messages_from
+from rewardfleet.reward_fns.judging.templates import chat_messages_from
 from rewardfleet.services.common.router_http import RemoteCallError, post_json, resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()

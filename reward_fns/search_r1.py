@@ -19,7 +19,7 @@ import re
 import string
 from typing import Any
 
-from rewardfleet.reward_fns._answers import accepted_answers, require_str
+from rewardfleet.reward_fns.judging.answers import accepted_answers, require_str
 
 DATA_SOURCES: tuple[str, ...] = (
     *("searchR1_nq", "searchR1_triviaqa", "searchR1_popqa", "searchR1_hotpotqa"),

@@ -27,11 +27,11 @@ from typing import Any
 
 import aiohttp
 
-from rewardfleet.reward_fns._judge_templates import get_template
-from rewardfleet.reward_fns._steps import DEFAULT_STEP_RULE, aggregate, check_rule, split_steps
-from rewardfleet.reward_fns._verdict_grammar import verdict_regex
-from rewardfleet.reward_fns._verdicts import VerdictParseError
-from rewardfleet.reward_fns.judge import (
+from rewardfleet.reward_fns.judging.templates import get_template
+from rewardfleet.reward_fns.judging.steps import DEFAULT_STEP_RULE, aggregate, check_rule, split_steps
+from rewardfleet.reward_fns.judging.verdict_grammar import verdict_regex
+from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
+from rewardfleet.reward_fns.judging.judge import (
     JudgeConfigError,
     JudgeEndpoint,
     ask_judge,

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from rewardfleet.router.config import RouterConfig
 from rewardfleet.services.common.api_keys import check_api_keys
 from rewardfleet.services.gateway.config import GatewayConfig, format_validation_error
-from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
+from rewardfleet.services.gateway.pools.config import ExternalPoolConfig
 from rewardfleet.services.model_server.checkpoints import BUILTIN_MODELS, DUAL_ENCODERS
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default.yaml")

@@ -273,7 +273,7 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
         ),
         readiness_url=f"{gateway_url}/ready", log_path=logs / "gateway.log",
         # SIGTERM drains for up to shutdown_grace_s; SIGKILL only after that and the pool's own shutdown.
-        stop_timeout_s=gateway.shutdown_grace_s + GATEWAY_STOP_MARGIN_S,
+        stop_timeout_s=gateway.admission.shutdown_grace_s + GATEWAY_STOP_MARGIN_S,
     )  # fmt: skip
     section = gateway.model_dump(mode="json", exclude_none=True)
     if gateway.api_keys:  # model_dump masks SecretStr; the gateway's own file needs the keys themselves

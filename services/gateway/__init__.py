@@ -1,28 +1,24 @@
 """The reward gateway: `POST /score` runs drop-in (verl-compatible) reward functions, isolated and measured.
 
-Read it in this order:
+Read it in this order (top to bottom is the direction of every import; import-linter checks it):
 
-    app.py          create_app(): builds every part once, in one direction, and owns them in its lifespan
+    app.py          create_app(): the composition root; each feature contributes its start and stop
     cli.py          `rewardfleet gateway` / `python -m rewardfleet.services.gateway`
-    config/         GatewayConfig and its sections (functions, composites, fallbacks, groups, graders,
-                    external pools)
-    schemas.py      request and response bodies
-    errors.py       every gateway exception (the tree is in its docstring) and the one error envelope
-    sizes.py        the size of a JSON value, as the input and result limits count it
-    metrics.py      the Prometheus metrics
-    plain_metrics.py  the per-request and per-call ones: plain attributes, families built at scrape time
-    routes/         HTTP: /score, /health /ready /reward_fns /metrics, /graders, /admin, /openrlhf, /slime,
-                    /pools (external pools)
-    state_store/    what replicas share (result cache, groups, budgets): in-process, or Redis (`state_url`)
-    core/           the scoring path: dispatch -> registry -> scoring
-    execution/      running user code: the loader, the sync process pool and what runs in its workers
-    reliability/    admission, drain, idempotency, input and per-function limits, external pools
-                    (its middlewares, shared with the model server, are in rewardfleet.services.common)
-    features/       composites, fallbacks, groups, graders, hot reload
+    routes/         HTTP: /score, /health /ready /reward_fns /metrics, /graders, /admin, /openrlhf,
+                    /slime, /pools
+    facade.py       `Gateway`: what the routes call (resolve, score)
+    catalog/        what is served: functions + composites, fallbacks, graders, groups; hot reload
+    config/         GatewayConfig, assembled from the features' own section models
+    groups/ composites/ graders/ monitors/     features built over the scorer
+    core/           the scoring path: dispatch -> registry -> scoring; `functions.<name>` (core/config.py)
+    pools/          external pools (OpenAI-compatible endpoints outside the fleet)
+    limits/ cache/ spend/ admission/           per-sample and per-function limits, result cache, judge spend,
+                    bounded work and drain
+    state_store/    the shared Redis plumbing (client, scripts, pipeline, leases) and the backend choice
+    execution/      running user code: loader, sync process pool, its workers
+    schemas.py metrics.py     request/response bodies; Prometheus metrics
+    errors.py sizes.py trajectory.py plain_metrics.py gc_tuning.py    the leaves
 
-Dependencies point one way: app -> routes -> features -> core -> state_store -> reliability | execution ->
-config | schemas | metrics -> errors | sizes | plain_metrics; nothing imports upwards, no folder has a cycle
-(import-linter checks it: pyproject.toml). Storage implements small protocols the logic above it owns
-(features/group_store.py `GroupStore`, reliability's `Gate` / `Charge` / `Results`); only the backends'
-`groups()` assemble the group scorer over their store.
+A feature that keeps shared state owns its store protocol, its in-process store and its Redis store
+(`*/stores.py` picks one for the backend); storage imports no feature.
 """

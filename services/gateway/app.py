@@ -1,29 +1,33 @@
-"""`create_app(config)`: the FastAPI application.
+"""`create_app(config)`: the FastAPI application, and its composition root.
 
-Everything is built once, in one direction, each part complete before the parts that use it:
+Admission (and the pool backlog it watches) is built with the app: the middleware needs it. Everything else
+is built in the lifespan, once, in one direction, each part complete before the parts that use it; every
+part that holds a resource pushes its own stop on one `AsyncExitStack`, so stopping (or a failed start)
+undoes exactly what was started, in reverse:
 
-    admission (+ the pool backlog it watches)      at app creation: the middleware needs it
-    in the lifespan:
-    reward functions   (core/registry.py)           loaded and checked; a broken file stops start-up
-    state backend      (state_store/)               in-process, or Redis shared by every replica (state_url)
-    spend meter        (reliability/spend.py)       prices and caps, over the backend's ledger
-    worker pool        (execution/pool.py)          when some function is sync
-    scorer             (core/scoring.py)            with its result cache, gates (backend's) and spend meter
-    catalog            (features/build.py)          composites, fallbacks, graders over the scorer; dispatch
-    groups, reloader   (features/)                  over the scorer; the reloader owns the catalog
-    judge prober       (features/probes.py)         master-key probes over the scorer, started once ready
-    shadow judge       (features/shadow.py)         the scorer's after-answer hook: background re-scoring
+    reward functions   core/registry.py      loaded and checked; a broken file stops start-up
+    spend, pools       spend/, pools/         prices and caps over the backend's ledger; external pools
+    state backend      state_store/           in-process, or Redis shared by every replica (state_url)
+    worker pool        execution/pool.py      when some function is sync
+    scorer             core/scoring.py        with its result cache (cache/), gates (limits/), spend meter
+    catalog, reloader  catalog/               composites, fallbacks, graders over the scorer; dispatch
+    tenants            tenants/               keys, quotas and fair queues per tenant (none configured: off)
+    monitors           monitors/              shadow judge (the scorer's after-answer hook), judge prober
+                                              (run by one process of the fleet: its lease, monitors/jobs.py)
+    groups, facade     groups/, facade.py     the `Gateway` the routes use
+    drain              admission/drain.py     SIGTERM handlers, once ready
+    NeMo Gym ports     routes/nemo_gym.py     resources servers on ports of their own, when configured
 
-Nothing happens at import time; the lifespan owns every resource (the aiohttp session, the worker pool) and
-closes it.
+Nothing happens at import time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from typing import Any
 
 import aiohttp
 from fastapi import FastAPI
@@ -32,29 +36,28 @@ from rewardfleet.services.common.api_keys import ApiKeyMiddleware, check_api_key
 from rewardfleet.services.common.body_limits import RequestBodyLimits
 from rewardfleet.services.common.hosts import connect_host
 from rewardfleet.services.common.request_metrics import RequestMetrics
-from rewardfleet.services.gateway.collector import tune_for_own_process
+from rewardfleet.services.gateway.admission.admission import Admission, AdmissionMiddleware, Backlog
+from rewardfleet.services.gateway.admission.drain import Drain
+from rewardfleet.services.gateway.cache.stores import results_for
+from rewardfleet.services.gateway.catalog.build import build_catalog
+from rewardfleet.services.gateway.catalog.reload import Reloader
 from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.core.registry import RewardFunction, load_functions
 from rewardfleet.services.gateway.core.scoring import Injectables, Scorer
 from rewardfleet.services.gateway.errors import LoadError, StateStoreUnavailable, TokenizerUnavailable
 from rewardfleet.services.gateway.execution.pool import WorkerPool
 from rewardfleet.services.gateway.execution.tokenizer import load_tokenizer
-from rewardfleet.services.gateway.features.build import build_catalog
-from rewardfleet.services.gateway.features.probes import JudgeProber
-from rewardfleet.services.gateway.features.reload import Reloader
-from rewardfleet.services.gateway.features.shadow import ShadowJudge
+from rewardfleet.services.gateway.facade import Gateway
+from rewardfleet.services.gateway.gc_tuning import tune_for_own_process
+from rewardfleet.services.gateway.groups.stores import group_scorer_for
+from rewardfleet.services.gateway.limits.function_limits import function_gates
+from rewardfleet.services.gateway.limits.input_limits import SampleLimits
+from rewardfleet.services.gateway.limits.stores import gate_for
 from rewardfleet.services.gateway.metrics import GatewayMetrics
-from rewardfleet.services.gateway.reliability.admission import Admission, AdmissionMiddleware, Backlog
-from rewardfleet.services.gateway.reliability.drain import Drain
-from rewardfleet.services.gateway.reliability.external_pools import (
-    ACCESS_LOGGER,
-    ExternalPools,
-    RedactPoolTokens,
-)
-from rewardfleet.services.gateway.reliability.function_limits import function_gates
-from rewardfleet.services.gateway.reliability.idempotency import Results
-from rewardfleet.services.gateway.reliability.input_limits import SampleLimits
-from rewardfleet.services.gateway.reliability.spend import SpendMeter
+from rewardfleet.services.gateway.monitors.probes import JudgeProber
+from rewardfleet.services.gateway.monitors.stores import job_board_for
+from rewardfleet.services.gateway.monitors.shadow import ShadowJudge
+from rewardfleet.services.gateway.pools.external_pools import ACCESS_LOGGER, ExternalPools, RedactPoolTokens
 from rewardfleet.services.gateway.routes import (
     admin,
     graders,
@@ -66,10 +69,11 @@ from rewardfleet.services.gateway.routes import (
     score,
     slime,
 )
-from rewardfleet.services.gateway.routes.deps import Gateway
 from rewardfleet.services.gateway.routes.error_handlers import install_error_handlers
 from rewardfleet.services.gateway.routes.score_asgi import ScoreFastPath
 from rewardfleet.services.gateway.routes.trainer_protocol import gateway_backend
+from rewardfleet.services.gateway.spend.meter import SpendMeter
+from rewardfleet.services.gateway.spend.stores import spend_ledger_for
 from rewardfleet.services.gateway.state_store.base import StateBackend
 from rewardfleet.services.gateway.state_store.factory import build_backend
 from rewardfleet.services.gateway.tenants import routes as tenant_routes
@@ -83,17 +87,17 @@ def create_app(
     config: GatewayConfig, metrics: GatewayMetrics | None = None, freeze_startup: bool = False
 ) -> FastAPI:
     """`freeze_startup`: the process is this gateway's own (the CLI's): once started, the garbage collector
-    is set for it (collector.py)."""
+    is set for it (gc_tuning.py)."""
     metrics = metrics or GatewayMetrics()
     backlog = Backlog()
     metrics.pool_queue_depth.set_function(lambda: backlog.depth)
     admission = Admission(
-        config.max_inflight_requests,
-        config.max_inflight_body_bytes,
-        config.max_queued_requests,
-        config.queue_timeout_s,
-        config.retry_after_s,
-        config.max_pool_queue,
+        config.admission.max_inflight_requests,
+        config.admission.max_inflight_body_bytes,
+        config.admission.max_queued_requests,
+        config.admission.queue_timeout_s,
+        config.admission.retry_after_s,
+        config.admission.max_pool_queue,
         backlog,
         metrics,
     )
@@ -102,160 +106,15 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # Built here, connected below: the spend meter takes its ledger (in-process or Redis).
-        backend = build_backend(
-            config.state_url, metrics, config.state_key_prefix, config.state_timeout_s, config.state_lease_s
-        )
-        try:
-            loaded = load_functions(config)
-            tokenizer = None
-            if config.reward_model_tokenizer is not None:
-                tokenizer = await asyncio.to_thread(load_tokenizer, config.reward_model_tokenizer)
-            spend = SpendMeter(
-                config.pool_prices,
-                backend.spend_ledger(),
-                metrics.registry,
-                known_pools=set(config.routers) | set(config.external_pools),
-                function_caps={
-                    name: fn.config.max_spend_usd
-                    for name, fn in loaded.items()
-                    if fn.config.max_spend_usd is not None
-                },
-            )
-            external = ExternalPools(config.external_pools, metrics.registry, metrics.pool_tokens, spend)
-        except (LoadError, TokenizerUnavailable, ValueError) as exc:
-            logger.error("gateway start-up failed: %s", exc)
-            # A short exception: uvicorn prints its traceback after the message above and exits non-zero.
-            raise RuntimeError("gateway start-up failed; see the error above") from None
-        try:
-            await backend.start()
-        except StateStoreUnavailable as exc:
-            await backend.close()
-            logger.error("gateway start-up failed: %s", exc.message)
-            raise RuntimeError("gateway start-up failed: the state store is unreachable; see above") from None
-        logger.info("state backend: %s", backend.name)
-        if tenancy is not None:
-            await tenancy.start(backend, config.state_lease_s)
-        sync_refs = tuple(fn.ref for fn in loaded.values() if not fn.is_async)
-        pool = (
-            WorkerPool(
-                config.workers,
-                sync_refs,
-                on_queue_depth=backlog.set,
-                memory_limit_bytes=config.worker_memory_limit_bytes,
-                chunking=config.pool_chunking,
-                max_extra_size=config.max_result_extra_chars,
-            )
-            if sync_refs
-            else None
-        )
-        http_client = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=config.http_max_connections),
-            timeout=aiohttp.ClientTimeout(total=None),
-        )
-        try:
-            scorer = Scorer(
-                pool,
-                metrics,
-                Injectables(
-                    reward_router_address=config.reward_router_address,
-                    router_addresses={**config.routers, **external.addresses(_self_address(config))},
-                    http_client=http_client,
-                    reward_model_tokenizer=tokenizer,
-                    tokenizer_path=config.reward_model_tokenizer,
-                    fleet_pools=frozenset(config.routers) - frozenset(config.external_pools),
-                    pool_token=external.token if external.pools else None,
-                ),
-                cache=_result_cache(config, backend),
-                max_result_extra_chars=config.max_result_extra_chars,
-                gates=function_gates(
-                    {name: fn.config for name, fn in loaded.items()},
-                    lambda name, cfg: backend.gate(
-                        name,
-                        cfg.max_concurrency,
-                        cfg.requests_per_minute,
-                        cfg.tokens_per_minute,
-                        config.state_lease_s,
-                    ),
-                ),
-                spend=spend,
-            )
-            if tenancy is not None:
-                tenancy.wire_scorer(scorer, loaded)
-            try:
-                catalog = build_catalog(config, loaded, scorer, http_client)
-                reloader = Reloader(config, scorer, http_client, catalog)
-                shadows = {n: fn.config.shadow for n, fn in loaded.items() if fn.config.shadow is not None}
-                shadow = None
-                if shadows:
-                    known = set(config.routers) | set(config.external_pools)
-                    shadow = ShadowJudge(shadows, scorer, known, metrics.registry)
-                    scorer.on_scored = shadow.scored
-                prober = None
-                if config.judge_probes.functions:
-                    prober = JudgeProber(
-                        config.judge_probes,
-                        scorer,
-                        lambda: reloader.catalog.functions,
-                        metrics.registry,
-                        board=backend.job_board("judge-probes"),
-                        renew_s=config.state_lease_s / 3,
-                    )
-            except (LoadError, ValueError) as exc:
-                logger.error("gateway start-up failed: %s", exc)
-                raise RuntimeError("gateway start-up failed; see the error above") from None
-            gateway = Gateway(
-                config=config,
-                metrics=metrics,
-                http_client=http_client,
-                limits=SampleLimits.from_config(config),
-                scorer=scorer,
-                groups=backend.groups(config.groups, scorer),
-                reloader=reloader,
-                external_pools=external,
-                spend=spend,
-                prober=prober,
-                shadow=shadow,
-            )
-            app.state.gateway = gateway
-            if tenancy is not None:
-                tenancy.wire_gateway(gateway)
-                app.state.tenancy = tenancy
-            drain = Drain(
-                admission, config.shutdown_grace_s, on_drain=lambda: setattr(gateway, "ready", False)
-            )
-            if pool is not None:
-                await pool.warm_up()
-            _log_functions(catalog.functions)
-            gateway.ready = True
-            drain.install()
-            # Installed here, after uvicorn configured its loggers: the access log never shows the secret.
-            redact = RedactPoolTokens()
-            logging.getLogger(ACCESS_LOGGER).addFilter(redact)
+        async with AsyncExitStack() as stack:
+            app.state.gateway = await start_gateway(stack, config, metrics, admission, backlog, tenancy)
+            app.state.tenancy = tenancy
+            gym_ports = nemo_gym.PortServers(app, config.nemo_gym, config.host)
+            stack.push_async_callback(gym_ports.stop)
+            await gym_ports.start()
             if freeze_startup:
                 tune_for_own_process()
-            if prober is not None:
-                prober.start()  # background rounds; the first as soon as the judge answers
-            gym_ports = nemo_gym.PortServers(app, config.nemo_gym, config.host)
-            try:
-                await gym_ports.start()
-                yield
-            finally:
-                await gym_ports.stop()
-                logging.getLogger(ACCESS_LOGGER).removeFilter(redact)
-                drain.uninstall()
-                gateway.ready = False
-                if prober is not None:
-                    await prober.close()
-                if shadow is not None:
-                    await shadow.close()
-        finally:
-            await http_client.close()
-            if tenancy is not None:
-                await tenancy.close()
-            await backend.close()
-            if pool is not None:
-                await asyncio.to_thread(pool.close)
+            yield
 
     app = FastAPI(
         title="Reward Fleet gateway",
@@ -263,19 +122,227 @@ def create_app(
         version="0.1.0",
         lifespan=lifespan,
     )
+    install_routes(app, config, tenancy)
+    install_middleware(app, config, metrics, admission, tenancy)
+    return app
+
+
+async def start_gateway(
+    stack: AsyncExitStack,
+    config: GatewayConfig,
+    metrics: GatewayMetrics,
+    admission: Admission,
+    backlog: Backlog,
+    tenancy: Tenancy | None = None,
+) -> Gateway:
+    """Start every part in order; each pushes its stop on `stack`. Returns the gateway, ready."""
+    backend = build_backend(
+        config.state_url, metrics, config.state_key_prefix, config.state_timeout_s, config.state_lease_s
+    )
+    with _startup_step():
+        loaded = load_functions(config)
+        tokenizer = None
+        if config.reward_model_tokenizer is not None:
+            tokenizer = await asyncio.to_thread(load_tokenizer, config.reward_model_tokenizer)
+        spend = _spend_meter(config, backend, loaded, metrics)
+        external = ExternalPools(config.external_pools, metrics.registry, metrics.pool_tokens, spend)
+    await _start_backend(stack, backend)
+    if tenancy is not None:
+        stack.push_async_callback(tenancy.close)
+        await tenancy.start(backend, config.state_lease_s)
+    pool = _worker_pool(stack, config, loaded, backlog)
+    http_client = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=config.http_max_connections),
+        timeout=aiohttp.ClientTimeout(total=None),
+    )
+    stack.push_async_callback(http_client.close)
+    scorer = _scorer(config, backend, loaded, pool, metrics, http_client, tokenizer, external, spend)
+    if tenancy is not None:
+        tenancy.wire_scorer(scorer, loaded)
+    with _startup_step():
+        reloader = Reloader(config, scorer, http_client, build_catalog(config, loaded, scorer, http_client))
+        shadow = _shadow_judge(stack, config, loaded, scorer, metrics)
+        prober = None
+        if config.judge_probes.functions:
+            prober = JudgeProber(
+                config.judge_probes,
+                scorer,
+                lambda: reloader.catalog.functions,
+                metrics.registry,
+                board=job_board_for(backend, "judge-probes"),
+                renew_s=config.state_lease_s / 3,
+            )
+            stack.push_async_callback(prober.close)
+    gateway = Gateway(
+        config=config,
+        metrics=metrics,
+        http_client=http_client,
+        limits=SampleLimits(config.limits),
+        scorer=scorer,
+        groups=group_scorer_for(backend, config.groups, scorer),
+        reloader=reloader,
+        external_pools=external,
+        spend=spend,
+        prober=prober,
+        shadow=shadow,
+    )
+    if tenancy is not None:
+        tenancy.wire_gateway(gateway)
+    if pool is not None:
+        await pool.warm_up()
+    _log_functions(reloader.catalog.functions)
+    gateway.ready = True
+    stack.callback(setattr, gateway, "ready", False)
+    drain = Drain(
+        admission, config.admission.shutdown_grace_s, on_drain=lambda: setattr(gateway, "ready", False)
+    )
+    drain.install()
+    stack.callback(drain.uninstall)
+    # Installed here, after uvicorn configured its loggers: the access log never shows the secret.
+    redact = RedactPoolTokens()
+    logging.getLogger(ACCESS_LOGGER).addFilter(redact)
+    stack.callback(logging.getLogger(ACCESS_LOGGER).removeFilter, redact)
+    if prober is not None:
+        prober.start()  # background rounds; the first as soon as the judge answers
+    return gateway
+
+
+@contextmanager
+def _startup_step() -> Iterator[None]:
+    """A bad config or function file stops start-up with one clear line (uvicorn then exits non-zero)."""
+    try:
+        yield
+    except (LoadError, TokenizerUnavailable, ValueError) as exc:
+        logger.error("gateway start-up failed: %s", exc)
+        raise RuntimeError("gateway start-up failed; see the error above") from None
+
+
+def _spend_meter(
+    config: GatewayConfig, backend: StateBackend, loaded: dict[str, RewardFunction], metrics: GatewayMetrics
+) -> SpendMeter:
+    return SpendMeter(
+        config.pool_prices,
+        spend_ledger_for(backend),
+        metrics.registry,
+        known_pools=set(config.routers) | set(config.external_pools),
+        function_caps={
+            name: fn.config.max_spend_usd
+            for name, fn in loaded.items()
+            if fn.config.max_spend_usd is not None
+        },
+    )
+
+
+async def _start_backend(stack: AsyncExitStack, backend: StateBackend) -> None:
+    stack.push_async_callback(backend.close)  # also after a failed start: it closes what the start opened
+    try:
+        await backend.start()
+    except StateStoreUnavailable as exc:
+        logger.error("gateway start-up failed: %s", exc.message)
+        raise RuntimeError("gateway start-up failed: the state store is unreachable; see above") from None
+    logger.info("state backend: %s", backend.name)
+
+
+def _worker_pool(
+    stack: AsyncExitStack, config: GatewayConfig, loaded: dict[str, RewardFunction], backlog: Backlog
+) -> WorkerPool | None:
+    """The sync process pool, when some function is sync."""
+    sync_refs = tuple(fn.ref for fn in loaded.values() if not fn.is_async)
+    if not sync_refs:
+        return None
+    pool = WorkerPool(
+        config.workers,
+        sync_refs,
+        on_queue_depth=backlog.set,
+        memory_limit_bytes=config.worker_memory_limit_bytes,
+        chunking=config.pool_chunking,
+        max_extra_size=config.max_result_extra_chars,
+    )
+    stack.push_async_callback(asyncio.to_thread, pool.close)
+    return pool
+
+
+def _scorer(
+    config: GatewayConfig,
+    backend: StateBackend,
+    loaded: dict[str, RewardFunction],
+    pool: WorkerPool | None,
+    metrics: GatewayMetrics,
+    http_client: aiohttp.ClientSession,
+    tokenizer: Any,
+    external: ExternalPools,
+    spend: SpendMeter,
+) -> Scorer:
+    """The scorer with what it injects, its result cache (cache/) and its gates (limits/) over the backend."""
+    return Scorer(
+        pool,
+        metrics,
+        Injectables(
+            reward_router_address=config.reward_router_address,
+            router_addresses={**config.routers, **external.addresses(_self_address(config))},
+            http_client=http_client,
+            reward_model_tokenizer=tokenizer,
+            tokenizer_path=config.reward_model_tokenizer,
+            fleet_pools=frozenset(config.routers) - frozenset(config.external_pools),
+            pool_token=external.token if external.pools else None,
+        ),
+        cache=None
+        if config.cache.idempotency == "off"
+        else results_for(
+            backend, config.cache.idempotency, config.cache.result_cache_size, config.cache.result_cache_ttl_s
+        ),
+        max_result_extra_chars=config.max_result_extra_chars,
+        gates=function_gates(
+            {name: fn.config for name, fn in loaded.items()},
+            lambda name, cfg: gate_for(
+                backend,
+                name,
+                cfg.max_concurrency,
+                cfg.requests_per_minute,
+                cfg.tokens_per_minute,
+                config.state_lease_s,
+            ),
+        ),
+        spend=spend,
+    )
+
+
+def _shadow_judge(
+    stack: AsyncExitStack,
+    config: GatewayConfig,
+    loaded: dict[str, RewardFunction],
+    scorer: Scorer,
+    metrics: GatewayMetrics,
+) -> ShadowJudge | None:
+    shadows = {n: fn.config.shadow for n, fn in loaded.items() if fn.config.shadow is not None}
+    if not shadows:
+        return None
+    known = set(config.routers) | set(config.external_pools)
+    shadow = ShadowJudge(shadows, scorer, known, metrics.registry)
+    scorer.on_scored = shadow.scored
+    stack.push_async_callback(shadow.close)
+    return shadow
+
+
+def install_routes(app: FastAPI, config: GatewayConfig, tenancy: Tenancy | None = None) -> None:
     install_error_handlers(app)
-    app.include_router(score.router)
-    app.include_router(meta.router)
-    app.include_router(graders.router)
-    app.include_router(admin.router)
-    app.include_router(pools.router)
-    app.include_router(monitors.router)
+    for module in (score, meta, graders, admin, pools, monitors):
+        app.include_router(module.router)
     if tenancy is not None:
         app.include_router(tenant_routes.router)
     trainers = gateway_backend(app, config)  # OpenRLHF + slime, over the gateway's own scoring path
     app.include_router(openrlhf.make_router(trainers))
     app.include_router(slime.make_router(trainers))
     app.include_router(nemo_gym.make_router(config.nemo_gym, trainers))
+
+
+def install_middleware(
+    app: FastAPI,
+    config: GatewayConfig,
+    metrics: GatewayMetrics,
+    admission: Admission,
+    tenancy: Tenancy | None = None,
+) -> None:
     # Innermost first. POST /score skips the router (routes/score_asgi.py), inside every limit below.
     app.add_middleware(ScoreFastPath)
     # The body limits sit inside admission: a body that is too large or too slow (408)
@@ -298,7 +365,6 @@ def create_app(
         # The external-pool forwarding route checks a path token of its own.
         app.add_middleware(ApiKeyMiddleware, keys=keys, public_paths=public, local_prefixes=(pools.PREFIX,))
     app.add_middleware(RequestMetrics, observer=metrics)  # outermost: every refusal above is counted
-    return app
 
 
 def _self_address(config: GatewayConfig) -> str:
@@ -311,12 +377,6 @@ def api_keys(config: GatewayConfig) -> list[str]:
     if config.api_keys_file is not None:
         keys += read_keys_file(config.api_keys_file)
     return check_api_keys(keys, "api_keys")
-
-
-def _result_cache(config: GatewayConfig, backend: StateBackend) -> Results | None:
-    if config.idempotency == "off":
-        return None
-    return backend.results(config.idempotency, config.result_cache_size, config.result_cache_ttl_s)
 
 
 def _log_functions(functions: dict[str, RewardFunction]) -> None:

@@ -59,7 +59,7 @@ def gateway(
         typer.echo(f"rewardfleet gateway: invalid configuration:\n{format_validation_error(exc)}", err=True)
         raise typer.Exit(2) from exc
     # A socket per request in flight, and another per judge call it awaits (docs/reliability.md).
-    inflight = settings.max_inflight_requests
+    inflight = settings.admission.max_inflight_requests
     raise_open_files_limit(
         inflight + min(settings.http_max_connections, inflight) + 1024,
         "max_inflight_requests requests awaiting judges (http_max_connections)",

@@ -30,7 +30,7 @@
                                   `result_extra` carries the components' reports)
     GraderError                   the sample does not fit a declarative grader
     BudgetExhausted               the function's or its judge pool's `max_spend_usd` is reached (the call is
-                                  not made; reliability/spend.py)
+                                  not made; spend/meter.py)
     (ResultTooLarge)              not an exception: the `error.type` of a call whose `extra` is over
                                   `max_result_extra_chars` (dropped, never cached)
 
@@ -210,4 +210,4 @@ class GraderError(Exception):
 
 
 class FormulaError(ValueError):
-    """A `calculate_output` formula that does not parse or uses what is not allowed (config/formula.py)."""
+    """A `calculate_output` formula that does not parse or uses what is not allowed (graders/formula.py)."""

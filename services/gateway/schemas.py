@@ -50,7 +50,7 @@ def canonical_json(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr).encode()
 
 
-# "group_timeout": a group member whose group did not complete in time (features/groups.py).
+# "group_timeout": a group member whose group did not complete in time (groups/scorer.py).
 Status = Literal["ok", "error", "timeout", "group_timeout"]
 
 

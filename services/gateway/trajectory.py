@@ -42,7 +42,7 @@ def _text_part(part: Mapping[str, Any], where: str) -> None:
 
 def _image_url_part(part: Mapping[str, Any], where: str) -> None:
     # the shape only; the image itself (size, pixels, allowed host) is checked with the sample's other images
-    # by reliability/input_limits.py (services/common/images.py), as the prompt's image parts are
+    # by limits/input_limits.py (services/common/images.py), as the prompt's image parts are
     image_url = part.get("image_url")
     url = image_url.get("url") if isinstance(image_url, Mapping) else None
     if not isinstance(url, str):

@@ -1,5 +1,5 @@
 """The gateway's own process freezes what start-up built and raises the collector's thresholds
-(`create_app(freeze_startup=True)`, which the CLI passes; collector.py); an embedding process is left alone.
+(`create_app(freeze_startup=True)`, which the CLI passes; gc_tuning.py); an embedding process is left alone.
 Run in a child process: both are process-wide."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rewardfleet.services.gateway import collector
+from rewardfleet.services.gateway import gc_tuning
 from tests.support import REPO_ROOT
 
 SCRIPT = """
@@ -42,7 +42,7 @@ def test_startup_objects_are_frozen_only_when_asked(tmp_path: Path, freeze: str)
     if freeze == "yes":
         assert frozen > 50_000 and tracked < frozen / 10  # start-up's objects, out of the collector's view
         assert (
-            young == collector.YOUNG_THRESHOLD
+            young == gc_tuning.YOUNG_THRESHOLD
         )  # a step's in-flight requests are not walked again and again
     else:
         assert frozen == 0 and young == 700  # CPython's default, untouched

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewardfleet.services.gateway.reliability.input_limits import id_chars
+from rewardfleet.services.gateway.limits.input_limits import id_chars
 from rewardfleet.services.gateway.sizes import json_size
 
 NO_LIMIT = 1 << 62

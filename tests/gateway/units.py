@@ -7,12 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rewardfleet.services.gateway.cache.idempotency import ResultCache
 from rewardfleet.services.gateway.config import FunctionConfig
 from rewardfleet.services.gateway.core.registry import RewardFunction
 from rewardfleet.services.gateway.core.scoring import Injectables, Scorer
 from rewardfleet.services.gateway.execution.loader import FunctionRef
 from rewardfleet.services.gateway.metrics import GatewayMetrics
-from rewardfleet.services.gateway.reliability.idempotency import ResultCache
 from rewardfleet.services.gateway.schemas import ScoreRequest
 
 

@@ -42,8 +42,8 @@ def test_a_regex_accepts_the_tokens_of_a_matching_answer(tokenizer: Any) -> None
 def test_the_verdict_grammar_takes_non_ascii_reasoning_within_max_tokens(tokenizer: Any) -> None:
     """The judge's regex, compiled by llguidance over SmolLM2's vocabulary: the tokens of non-ASCII reasoning
     are accepted, and the longest non-ASCII reasoning it allows leaves the verdict room in max_tokens."""
-    from rewardfleet.reward_fns._judge_templates import get_template
-    from rewardfleet.reward_fns._verdict_grammar import VERDICT_TOKEN_ROOM, verdict_regex
+    from rewardfleet.reward_fns.judging.templates import get_template
+    from rewardfleet.reward_fns.judging.verdict_grammar import VERDICT_TOKEN_ROOM, verdict_regex
 
     max_tokens = 64
     regex = verdict_regex(

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from rewardfleet.reward_fns import judge
-from rewardfleet.reward_fns._verdicts import parse_verdict
+from rewardfleet.reward_fns.judging.verdicts import parse_verdict
 from rewardfleet.services.common.gguf_cache import cache_dir
 from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2, Checkpoint, resolve_builtin
 from rewardfleet.services.model_server.runners.gguf_checkpoint import KIND, loadable
@@ -258,8 +258,8 @@ def test_constrained_judge_verdicts_always_parse(smollm2: RunningServer) -> None
 
 def test_a_non_ascii_response_is_judged_with_non_ascii_reasoning_allowed(smollm2: RunningServer) -> None:
     """The verdict grammar lets the judge quote a non-ASCII response in its reasoning; the verdict parses."""
-    from rewardfleet.reward_fns._judge_templates import get_template
-    from rewardfleet.reward_fns._verdict_grammar import verdict_regex
+    from rewardfleet.reward_fns.judging.templates import get_template
+    from rewardfleet.reward_fns.judging.verdict_grammar import verdict_regex
 
     max_tokens = 96
     regex = verdict_regex(

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from rewardfleet.reward_fns import judge
-from rewardfleet.reward_fns._answer_match import decide
+from rewardfleet.reward_fns.judging.answer_match import decide
 from tests.model_server.conftest import RunningServer
 from tests.reward_fns.judge_cases import JudgeCase, judge_cases, small_subset
 from tests.support import REPO_ROOT

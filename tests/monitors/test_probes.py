@@ -1,4 +1,4 @@
-"""Master-key probes (features/probes.py) through a real gateway process.
+"""Master-key probes (monitors/probes.py) through a real gateway process.
 
 - A stand-in SGLang judge that grades every answer correct (so it accepts ":" and every other master key):
   the ratio is 1.0, the pool is degraded and, with `on_degraded: refuse`, samples get JudgePoolDegraded; a
@@ -23,7 +23,7 @@ import yaml
 from rich.console import Console
 
 from rewardfleet.services.fleet.status import status_table
-from rewardfleet.services.gateway.features.probes import MASTER_KEYS, REFERENCE_QUESTIONS
+from rewardfleet.services.gateway.monitors.probes import MASTER_KEYS, REFERENCE_QUESTIONS
 from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2
 from tests.deploy.helpers import DEPLOY, tool
 from tests.gateway.conftest import Gateway, start_gateway

@@ -1,4 +1,4 @@
-"""Shadow judge (features/shadow.py) through a real gateway process and SGLang stand-in judges.
+"""Shadow judge (monitors/shadow.py) through a real gateway process and SGLang stand-in judges.
 
 The primary judge's verdict is chosen per sample (`<standin-reply>` in the question): half correct, half
 incorrect. One shadow sees the same prompt and always agrees (kappa 1). The other is a lazy reference whose
@@ -18,12 +18,12 @@ from typing import Any
 import httpx
 import pytest
 
-from rewardfleet.services.gateway.features.shadow import agreement_stats
+from rewardfleet.services.gateway.monitors.shadow import agreement_stats
 from tests.gateway.conftest import Gateway, start_gateway
 from tests.support import free_port, running
 
 N = 40
-JUDGE = "rewardfleet.reward_fns.judge:compute_score"
+JUDGE = "rewardfleet.reward_fns.judging.judge:compute_score"
 NO_QUESTION = "[Reference answer]\n{reference}\n\n[Response]\n{response}\n\nIs the response correct?"
 
 

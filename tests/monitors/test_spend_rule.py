@@ -1,4 +1,4 @@
-"""The spend cap rule (reliability/spend.py) on the in-process ledger and on one real redis-server shared by
+"""The spend cap rule (spend/meter.py) on the in-process ledger and on one real redis-server shared by
 three "replicas": a call is admitted only while the spend so far is below the cap."""
 
 from __future__ import annotations
@@ -6,14 +6,15 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
-from rewardfleet.services.gateway.config.spend import PoolPrice
 from rewardfleet.services.gateway.errors import BudgetExhausted
-from rewardfleet.services.gateway.reliability.spend import (
+from rewardfleet.services.gateway.spend.config import PoolPrice
+from rewardfleet.services.gateway.spend.meter import (
     MemorySpendLedger,
     SpendLedger,
     SpendMeter,
     cost_nano_usd,
 )
+from rewardfleet.services.gateway.spend.stores import spend_ledger_for
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 
 # 1000 prompt tokens at $1/M + 500 completion tokens at $2/M = $0.002 per call.
@@ -79,7 +80,7 @@ async def test_unpriced_pool_costs_nothing() -> None:
 
 
 async def test_three_replicas_share_spend_through_redis(replicas: list[RedisBackend]) -> None:
-    meters = [meter(backend.spend_ledger()) for backend in replicas]
+    meters = [meter(spend_ledger_for(backend)) for backend in replicas]
     outcomes = []
     for i in range(6):  # round robin over the replicas, one call after another
         m = meters[i % 3]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from rewardfleet.services.gateway.features.nemo_gym.metrics import pass_majority
+from rewardfleet.services.gateway.nemo_gym.metrics import pass_majority
 from tests.nemo_gym.nemo_gym_source import read_text
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewardfleet.services.gateway.reliability.external_pools import forwarded_route
+from rewardfleet.services.gateway.pools.external_pools import forwarded_route
 
 
 @pytest.mark.parametrize(

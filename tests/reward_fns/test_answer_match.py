@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from rewardfleet.reward_fns._answer_match import (
+from rewardfleet.reward_fns.judging.answer_match import (
     decide,
     marked_answer,
     number_choice_regex,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewardfleet.reward_fns.guards import (
+from rewardfleet.reward_fns.judging.guards import (
     DEFAULT_MAX_ANSWER_CHARS,
     GuardSettings,
     GuardSettingsError,

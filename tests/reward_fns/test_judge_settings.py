@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from rewardfleet.reward_fns import judge, rule_then_judge
-from rewardfleet.reward_fns._judge_settings import (
+from rewardfleet.reward_fns.judging.settings import (
     GenerationSettings,
     JudgeSettingsError,
     ProbabilitySettings,

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from rewardfleet.reward_fns._steps import aggregate, split_steps
+from rewardfleet.reward_fns.judging.steps import aggregate, split_steps
 from rewardfleet.reward_fns.prm import (
     PrmCallError,
     PrmInputError,

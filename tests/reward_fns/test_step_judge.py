@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 
 from rewardfleet.reward_fns import step_judge
-from rewardfleet.reward_fns._verdicts import VerdictParseError
+from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 
 SOLUTION = "2 + 3 = 5.\n\n5 * 4 = 21.\n\nSo the answer is 21."
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from rewardfleet.reward_fns._steps import (
+from rewardfleet.reward_fns.judging.steps import (
     AGGREGATES,
     BadStepRule,
     EmptyScores,
@@ -68,7 +68,7 @@ def test_aggregates(how: str, expected: float) -> None:
 def test_the_gateway_config_offers_every_aggregate() -> None:
     from typing import get_args
 
-    from rewardfleet.services.gateway.config.gateway import ScoreAggregate
+    from rewardfleet.services.gateway.core.config import ScoreAggregate
 
     assert get_args(ScoreAggregate) == AGGREGATES
 

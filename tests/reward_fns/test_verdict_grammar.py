@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from rewardfleet.reward_fns._judge_templates import TEMPLATES, get_template
-from rewardfleet.reward_fns._verdict_grammar import VERDICT_TOKEN_ROOM, verdict_regex
-from rewardfleet.reward_fns._verdicts import parse_verdict
+from rewardfleet.reward_fns.judging.templates import TEMPLATES, get_template
+from rewardfleet.reward_fns.judging.verdict_grammar import VERDICT_TOKEN_ROOM, verdict_regex
+from rewardfleet.reward_fns.judging.verdicts import parse_verdict
 
 ANSWERS = {
     "correctness": ["Verdict: correct", "Verdict: incorrect"],

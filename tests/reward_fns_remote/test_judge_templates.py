@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewardfleet.reward_fns._judge_templates import (
+from rewardfleet.reward_fns.judging.templates import (
     TEMPLATES,
     TemplateError,
     as_text,
@@ -13,7 +13,7 @@ from rewardfleet.reward_fns._judge_templates import (
     number_steps,
     problem_text,
 )
-from rewardfleet.reward_fns.judge import template_values
+from rewardfleet.reward_fns.judging.judge import template_values
 
 VALUES = {
     "problem": "What is 6 * 7?",

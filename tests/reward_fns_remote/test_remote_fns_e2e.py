@@ -14,7 +14,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from rewardfleet.reward_fns import judge, reward_model, rule_then_judge, similarity
-from rewardfleet.reward_fns._verdicts import VerdictParseError
+from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.reward_fns.reward_model import build_disrm_input
 from tests.reward_fns_remote.conftest import Fleet
 from tests.sglang_standin import standin_embedding, standin_reward

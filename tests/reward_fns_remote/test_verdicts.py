@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewardfleet.reward_fns._verdicts import (
+from rewardfleet.reward_fns.judging.verdicts import (
     Verdict,
     VerdictParseError,
     boxed_contents,

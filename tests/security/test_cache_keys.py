@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from rewardfleet.services.gateway.config.features import GroupsConfig
+from rewardfleet.services.gateway.cache.stores import results_for
 from rewardfleet.services.gateway.core.dispatch import Dispatcher
-from rewardfleet.services.gateway.features.groups import GroupScorer, load_group_functions
+from rewardfleet.services.gateway.groups.config import GroupsConfig
+from rewardfleet.services.gateway.groups.scorer import GroupScorer, load_group_functions
+from rewardfleet.services.gateway.groups.stores import group_scorer_for
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from rewardfleet.services.gateway.state_store.memory import MemoryBackend
@@ -72,7 +74,9 @@ async def backend(redis_server: RedisServer) -> AsyncIterator[RedisBackend]:
 async def test_redis_keys_hold_digests_not_client_strings(
     backend: RedisBackend, redis_server: RedisServer
 ) -> None:
-    await _fill(backend.results("uid", 100, 60), backend.groups(GroupsConfig(), LengthScorer()))
+    await _fill(
+        results_for(backend, "uid", 100, 60), group_scorer_for(backend, GroupsConfig(), LengthScorer())
+    )
     client = redis.from_url(redis_server.url)
     try:
         keys = [key.decode() async for key in client.scan_iter(match="keys-test:*")]
@@ -86,8 +90,8 @@ async def test_redis_keys_hold_digests_not_client_strings(
 
 async def test_in_process_tables_key_by_digests() -> None:
     backend = MemoryBackend(GatewayMetrics())
-    results = backend.results("uid", 100, 60)
-    groups = backend.groups(GroupsConfig(), LengthScorer())
+    results = results_for(backend, "uid", 100, 60)
+    groups = group_scorer_for(backend, GroupsConfig(), LengthScorer())
     await _fill(results, groups)
     (cache_key,) = results.cache._data  # type: ignore[attr-defined]
     assert "UUUU" not in repr(cache_key) and len(repr(cache_key)) < 120, cache_key

@@ -1,23 +1,17 @@
-"""Gateway configuration: `GatewayConfig` and the sections it is made of.
-
-gateway.py    GatewayConfig (embedded as a fleet's `gateway:` section), GatewaySettings (standalone:
-              flags > REWARDFLEET_GATEWAY_* > YAML), FunctionConfig (`functions.<name>`)
-features.py   `composites`, `fallbacks`, `groups`
-graders.py    `graders` (one model per grader type)
-formula.py    the little language of a multi grader's `calculate_output`
-external_pools.py  `external_pools.<name>`: OpenAI-compatible endpoints outside the fleet
-spend.py      `pool_prices.<pool>`: prices per million tokens and spend caps
-monitors.py   `judge_probes` and `functions.<name>.shadow`: the judge monitors
-nemo_gym.py   `nemo_gym.servers.<name>`: the NeMo Gym resources servers the gateway stands in for
-tenants.py    `tenants` and `tenancy`: who shares the fleet, their keys, quotas and priority (tenants/)
+"""Gateway configuration: `GatewayConfig` (embedded as a fleet's `gateway:` section) and `GatewaySettings`
+(standalone: flags > REWARDFLEET_GATEWAY_* > YAML), in gateway.py. Each section model lives with its feature
+(`functions.<name>`: core/config.py; `groups`: groups/config.py; `composites`, `fallbacks`:
+composites/config.py; `graders`: graders/config.py; `external_pools`: pools/config.py; `pool_prices`:
+spend/config.py; `judge_probes`: monitors/config.py; `nemo_gym`: nemo_gym/config.py); this package
+assembles them, with sections.py (the flat keys of moved sections) and tenants.py (`tenants`, `tenancy`:
+kept here because the tenants package sits above the config it reads).
 """
 
 from rewardfleet.services.gateway.config.gateway import (
-    BASE_PARAMS,
-    FunctionConfig,
     GatewayConfig,
     GatewaySettings,
     format_validation_error,
 )
+from rewardfleet.services.gateway.core.config import BASE_PARAMS, FunctionConfig
 
 __all__ = ["BASE_PARAMS", "FunctionConfig", "GatewayConfig", "GatewaySettings", "format_validation_error"]

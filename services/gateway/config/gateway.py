@@ -6,7 +6,7 @@
 
 Every check that can be made without importing reward functions is made here, so a bad value fails at
 start-up with a message naming its key. Checks that need the loaded functions (does `dispatch` name a real
-function?) live in `core/registry.py` and `features/build.py`.
+function?) live in `core/registry.py` and `catalog/build.py`.
 """
 
 from __future__ import annotations
@@ -27,19 +27,19 @@ from pydantic_settings import (
 )
 
 from rewardfleet.services.common.api_keys import check_api_keys, read_keys_file
-from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
-from rewardfleet.services.gateway.config.features import CompositeSpec, FallbackSpec, GroupsConfig
-from rewardfleet.services.gateway.config.graders import GraderSpec
-from rewardfleet.services.gateway.config.monitors import JudgeProbesConfig, ShadowConfig
-from rewardfleet.services.gateway.config.nemo_gym import NeMoGymConfig
-from rewardfleet.services.gateway.config.spend import PoolPrice
+from rewardfleet.services.gateway.admission.config import AdmissionConfig
+from rewardfleet.services.gateway.cache.config import CacheConfig
+from rewardfleet.services.gateway.composites.config import CompositeSpec, FallbackSpec
+from rewardfleet.services.gateway.config.sections import flat_env, nest_flat_keys
 from rewardfleet.services.gateway.config.tenants import TenancyConfig, TenantConfig, check_tenants
-
-# verl's four arguments. They are always passed, so reward_kwargs may not override them.
-BASE_PARAMS: tuple[str, ...] = ("data_source", "solution_str", "ground_truth", "extra_info")
-# reward_fns/_steps.py's aggregates (the fleet reads this config without importing reward functions;
-# tests/reward_fns/test_steps.py checks the two lists agree).
-ScoreAggregate = Literal["min", "max", "mean", "sum", "last", "first", "product", "first_error"]
+from rewardfleet.services.gateway.core.config import FunctionConfig
+from rewardfleet.services.gateway.graders.config import GraderSpec
+from rewardfleet.services.gateway.groups.config import GroupsConfig
+from rewardfleet.services.gateway.limits.config import InputLimits
+from rewardfleet.services.gateway.monitors.config import JudgeProbesConfig
+from rewardfleet.services.gateway.nemo_gym.config import NeMoGymConfig
+from rewardfleet.services.gateway.pools.config import ExternalPoolConfig
+from rewardfleet.services.gateway.spend.config import PoolPrice
 
 _ADDRESS_RE = re.compile(r"^[A-Za-z0-9._\-\[\]:]+:\d{1,5}$")
 
@@ -52,68 +52,6 @@ def _check_address(key: str, value: str) -> str:
     if not 0 < port < 65536:
         raise ValueError(f"{key}: port {port} is out of range 1-65535")
     return value
-
-
-class FunctionConfig(BaseModel):
-    """Per-function settings; `functions.<name>` in the config."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    path: str | None = Field(
-        default=None,
-        description="Explicit 'module.name:function' or '/path/to/file.py:function'. "
-        "Omit it to configure a function discovered in a reward-function folder.",
-    )
-    timeout_s: float = Field(default=30.0, gt=0, description="Per-call time limit in seconds.")
-    reward_kwargs: dict[str, Any] = Field(default_factory=dict, description="Merged into every call.")
-    on_error_score: float | None = Field(
-        default=None,
-        description="Score reported when the call errors or times out (the result stays flagged).",
-    )
-    data_sources: list[str] = Field(
-        default_factory=list, description="Extra data_source names or fnmatch globs this function claims."
-    )
-    # Limits for external judges (reliability/function_limits.py): calls over a limit wait their turn.
-    max_concurrency: int | None = Field(default=None, ge=1, description="Calls of this function at once.")
-    requests_per_minute: float | None = Field(default=None, gt=0, description="Calls per minute.")
-    tokens_per_minute: float | None = Field(
-        default=None, gt=0, description="Estimated tokens per minute: ceil(chars/4) of prompt+solution+truth."
-    )
-    shadow: ShadowConfig | None = Field(
-        default=None, description="A reference judge pool re-scoring a sample in the background (agreement)."
-    )
-    max_spend_usd: float | None = Field(
-        default=None,
-        gt=0,
-        description="Hard cap on this function's judge spend in dollars (priced pools, `pool_prices`): a "
-        "call is admitted only while the spend so far is below it; past it, samples get BudgetExhausted.",
-    )
-    score_aggregate: ScoreAggregate = Field(
-        default="min",
-        description="How `score` is made from the function's `step_scores` (else its `turn_scores`) when it "
-        "returns none (reward_fns/_steps.py, docs/trajectories.md).",
-    )
-    score_aggregate_threshold: float = Field(
-        default=0.5, description="`first_error`: a step scoring below this is wrong."
-    )
-
-    @field_validator("path")
-    @classmethod
-    def _path_shape(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        target, sep, attr = value.rpartition(":")
-        if not sep or not target or not attr.isidentifier():
-            raise ValueError(f"path {value!r} must look like 'module.name:function' or 'file.py:function'")
-        return value
-
-    @field_validator("reward_kwargs")
-    @classmethod
-    def _no_base_params(cls, value: dict[str, Any]) -> dict[str, Any]:
-        clash = sorted(set(value) & set(BASE_PARAMS))
-        if clash:
-            raise ValueError(f"reward_kwargs may not set {clash}: those come from each request")
-        return value
 
 
 class GatewayConfig(BaseModel):
@@ -159,18 +97,18 @@ class GatewayConfig(BaseModel):
     pool_prices: dict[str, PoolPrice] = Field(
         default_factory=dict,
         description="Pool name (a router or an external pool) -> prices per million tokens and an optional "
-        "spend cap; spend is counted from each answer's real `usage` (reliability/spend.py).",
+        "spend cap; spend is counted from each answer's real `usage` (spend/meter.py).",
     )
     judge_probes: JudgeProbesConfig = Field(
         default_factory=JudgeProbesConfig,
-        description="Master-key probes of judge pools (features/probes.py, docs/judge_monitoring.md).",
+        description="Master-key probes of judge pools (monitors/probes.py, docs/judge_monitoring.md).",
     )
     default_router: str | None = Field(
         default=None, description="Router passed as reward_router_address; the only router if just one."
     )
     reward_model_tokenizer: str | None = Field(default=None, description="HF tokenizer path, loaded once.")
     ready_check_timeout_s: float = Field(default=1.0, gt=0)
-    # features.py, graders.py (docs/advanced_rewards.md): composites, judge fallbacks, groups, graders.
+    # composites/, groups/, graders/ (docs/advanced_rewards.md): composites, judge fallbacks, groups, graders.
     composites: dict[str, CompositeSpec] = Field(default_factory=dict)
     fallbacks: dict[str, FallbackSpec] = Field(default_factory=dict)
     groups: GroupsConfig = Field(default_factory=GroupsConfig)
@@ -179,27 +117,11 @@ class GatewayConfig(BaseModel):
         default_factory=NeMoGymConfig, description="NeMo Gym resources servers served (docs/nemo_gym.md)."
     )
 
-    # Reliability (reliability/, execution/isolation.py, docs/reliability.md).
-    # Admission bounds what costs memory or CPU, not requests awaiting I/O (reliability/admission.py).
-    max_inflight_requests: int = Field(
-        default=16384,
-        ge=1,
-        description="Work requests handled at once. One awaiting a remote judge costs a few KiB and two "
-        "sockets, so this is high enough for a whole GRPO step posted at once.",
-    )
-    max_inflight_body_bytes: int = Field(
-        default=512 * 1024 * 1024,
-        ge=1024,
-        description="Request bodies in flight, by Content-Length (a chunked body counts max_body_bytes): "
-        "the memory of the samples being scored. At least max_body_bytes.",
-    )
-    max_queued_requests: int = Field(
-        default=1024, ge=0, description="More that wait for room (requests or body bytes); then 429."
-    )
-    queue_timeout_s: float = Field(default=30.0, gt=0, description="Longest wait for a slot before 429.")
-    max_pool_queue: int = Field(default=4096, ge=0, description="Sync calls waiting for a worker; then 429.")
-    retry_after_s: int = Field(default=1, ge=0, description="Retry-After sent with 429 and 503.")
-    shutdown_grace_s: float = Field(default=30.0, ge=0, description="SIGTERM: in-flight work may finish.")
+    # Reliability (admission/, limits/, cache/, execution/isolation.py, docs/reliability.md). Their keys were
+    # once flat at the top; that spelling still works (config/sections.py).
+    admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
+    limits: InputLimits = Field(default_factory=InputLimits)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
     keep_alive_s: int = Field(
         default=75,
         ge=1,
@@ -207,11 +129,6 @@ class GatewayConfig(BaseModel):
         "timeout (HAProxy, nginx, cloud load balancers: 60 s or less), so the gateway never closes a "
         "connection the balancer is sending the next request on (that request would be lost).",
     )
-    idempotency: Literal["uid", "inputs", "off"] = Field(
-        default="uid", description="Dedup/cache key: uid + inputs digest, inputs digest only, or off."
-    )
-    result_cache_size: int = Field(default=65536, ge=0, description="Cached ok results (LRU); 0 = none.")
-    result_cache_ttl_s: float = Field(default=600.0, gt=0)
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(
         default_factory=list,
         description="Bearer keys (env: comma-separated), each at least 16 characters; empty with no file = "
@@ -227,43 +144,6 @@ class GatewayConfig(BaseModel):
         default_factory=dict, description="Tenant name -> its keys, quotas, weight and priority class."
     )
     tenancy: TenancyConfig = Field(default_factory=TenancyConfig)
-    max_solution_chars: int = Field(default=1_000_000, ge=1)
-    max_ground_truth_chars: int = Field(default=1_000_000, ge=1)
-    max_prompt_chars: int = Field(default=1_000_000, ge=1)
-    max_extra_info_depth: int = Field(default=16, ge=1)
-    max_messages: int = Field(default=256, ge=1, description="Messages of one sample's trajectory.")
-    max_messages_chars: int = Field(
-        default=1_000_000, ge=1, description="A trajectory's size: values + characters, like extra_info's."
-    )
-    # Bounds of every other client-supplied field (reliability/input_limits.py, docs/security.md).
-    max_extra_info_chars: int = Field(
-        default=1_000_000, ge=1, description="extra_info size: values + characters of its keys and strings."
-    )
-    max_json_depth: int = Field(
-        default=16, ge=1, description="Nesting of ground_truth, prompt messages and an inline grader spec."
-    )
-    max_uid_chars: int = Field(default=256, ge=1, description="uid (a string, or an integer's digits).")
-    max_data_source_chars: int = Field(default=256, ge=1)
-    max_group_id_chars: int = Field(default=256, ge=1, description="group_id (a string, or integer digits).")
-    max_function_name_chars: int = Field(
-        default=128, ge=1, description="reward_fn, group_fn, the {reward_fn} of a route, a grader's name."
-    )
-    max_grader_spec_chars: int = Field(
-        default=100_000, ge=1, description="An inline grader spec on /graders/*, sized like extra_info."
-    )
-    # Images on samples (services/common/images.py, docs/multimodal.md, docs/security.md).
-    max_images_per_sample: int = Field(
-        default=16, ge=0, description="Images of one sample: `images` plus image_url parts of `prompt`."
-    )
-    max_image_bytes: int = Field(default=8 * 1024 * 1024, ge=1, description="One image's decoded bytes.")
-    max_image_pixels: int = Field(
-        default=4096 * 4096, ge=1, description="One image's width x height, read from its header only."
-    )
-    allowed_image_url_hosts: list[str] = Field(
-        default_factory=list,
-        description="Hosts an image URL may name (`*.example.org` for subdomains); empty = no image URL is "
-        "accepted (inline data: URLs only). The gateway never fetches a URL; the judge pool does.",
-    )
     max_result_extra_chars: int = Field(
         default=1_000_000,
         ge=1024,
@@ -344,12 +224,18 @@ class GatewayConfig(BaseModel):
                 raise ValueError(f"functions: {name!r} is not a valid function name (use letters, digits, _)")
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_keys(cls, data: Any) -> Any:
+        return nest_flat_keys(data) if isinstance(data, dict) else data
+
     @model_validator(mode="after")
     def _body_budget_holds_a_body(self) -> GatewayConfig:
-        if self.max_inflight_body_bytes < self.max_body_bytes:
+        if self.admission.max_inflight_body_bytes < self.max_body_bytes:
             raise ValueError(
-                f"max_inflight_body_bytes ({self.max_inflight_body_bytes}) must be at least max_body_bytes "
-                f"({self.max_body_bytes}), or a request of the largest size could never be admitted"
+                f"max_inflight_body_bytes ({self.admission.max_inflight_body_bytes}) must be at least "
+                f"max_body_bytes ({self.max_body_bytes}), or a request of the largest size could never be "
+                "admitted"
             )
         return self
 
@@ -401,7 +287,18 @@ class _YamlFileSource(PydanticBaseSettingsSource):
         section = data.get("gateway", data)
         if not isinstance(section, dict):
             raise ValueError(f"{self.path}: the 'gateway' section must be a mapping")
-        return section
+        return nest_flat_keys(section)
+
+
+class _FlatEnvSource(PydanticBaseSettingsSource):
+    """The flat variables of keys that moved into a section (`REWARDFLEET_GATEWAY_MAX_SOLUTION_CHARS`), after
+    the environment's own variables, before the YAML file."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
+        raise NotImplementedError  # __call__ is overridden
+
+    def __call__(self) -> dict[str, Any]:
+        return flat_env(str(self.config.get("env_prefix", "")))
 
 
 class GatewaySettings(BaseSettings, GatewayConfig):
@@ -425,7 +322,7 @@ class GatewaySettings(BaseSettings, GatewayConfig):
         path = None
         if isinstance(init_settings, InitSettingsSource):
             path = init_settings.init_kwargs.get("config_file")
-        return init_settings, env_settings, _YamlFileSource(settings_cls, path)
+        return init_settings, env_settings, _FlatEnvSource(settings_cls), _YamlFileSource(settings_cls, path)
 
 
 def format_validation_error(exc: Exception) -> str:

@@ -9,7 +9,7 @@ defines no `compute_score`, is not a function.
 Every problem found (a file that does not import, an impossible signature, a config entry naming nothing)
 is collected; with `on_load_error: fail` they stop start-up together in one `LoadError`, with `skip` each is
 logged as a warning and the function is left out. A module's optional `startup_check(reward_kwargs)` is run
-once per function at load (see `_startup_check_passes`).
+once per function at load (see `_run_startup_check`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from rewardfleet.services.gateway.config import BASE_PARAMS, FunctionConfig, GatewayConfig
+from rewardfleet.services.gateway.core.config import BASE_PARAMS, FunctionConfig, FunctionSources
 from rewardfleet.services.gateway.core.versioning import digest, function_version
 from rewardfleet.services.gateway.errors import LoadError
 from rewardfleet.services.gateway.execution.dropin import folder_digest
@@ -185,7 +185,7 @@ def check_signature(
     return frozenset(keyword_names & injectable), var_kwargs
 
 
-def _discover(config: GatewayConfig, problems: _Problems) -> dict[str, _Candidate]:
+def _discover(config: FunctionSources, problems: _Problems) -> dict[str, _Candidate]:
     found: dict[str, _Candidate] = {}
 
     def add(cand: _Candidate) -> None:
@@ -250,7 +250,7 @@ def _discover(config: GatewayConfig, problems: _Problems) -> dict[str, _Candidat
 
 
 def _run_startup_check(
-    name: str, cand: _Candidate, cfg: FunctionConfig, config: GatewayConfig, problems: _Problems
+    name: str, cand: _Candidate, cfg: FunctionConfig, config: FunctionSources, problems: _Problems
 ) -> StartupCheck | None:
     """A function's module may define `startup_check(reward_kwargs)`, raising when the function cannot work
     on this host (the `code` built-in: no sandbox can be created) and optionally returning a line saying
@@ -285,7 +285,7 @@ def _version(cand: _Candidate, cfg: FunctionConfig) -> str:
     return digest(version.encode(), folder_digest(Path(cand.ref.root)).encode())
 
 
-def load_functions(config: GatewayConfig) -> dict[str, RewardFunction]:
+def load_functions(config: FunctionSources) -> dict[str, RewardFunction]:
     """Discover, import and check every reward function; raise `LoadError` naming each bad file/key."""
     problems = _Problems(config.on_load_error)
     functions: dict[str, RewardFunction] = {}

@@ -20,20 +20,20 @@ import aiohttp
 import pebble
 from pydantic import ValidationError
 
-from rewardfleet.reward_fns._steps import StepError, aggregate
-from rewardfleet.services.gateway.config import FunctionConfig
+from rewardfleet.reward_fns.judging.steps import StepError, aggregate
+from rewardfleet.services.gateway.cache.idempotency import Results
+from rewardfleet.services.gateway.core.config import FunctionConfig
 from rewardfleet.services.gateway.core.failure_log import FailureLog
 from rewardfleet.services.gateway.core.registry import RewardFunction
 from rewardfleet.services.gateway.errors import BudgetExhausted, ComponentFailed, InvalidReturn
 from rewardfleet.services.gateway.execution.contain import UserCodeExit, awaited
 from rewardfleet.services.gateway.execution.pool import WorkerPool
 from rewardfleet.services.gateway.execution.results import error_location, extra_too_large, normalise_return
+from rewardfleet.services.gateway.limits.function_limits import Gate, estimate_tokens, reported_tokens
 from rewardfleet.services.gateway.metrics import GatewayMetrics
-from rewardfleet.services.gateway.reliability.external_pools import for_function, redact_token
-from rewardfleet.services.gateway.reliability.function_limits import Gate, estimate_tokens, reported_tokens
-from rewardfleet.services.gateway.reliability.idempotency import Results
-from rewardfleet.services.gateway.reliability.spend import SpendMeter
+from rewardfleet.services.gateway.pools.external_pools import for_function, redact_token
 from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
+from rewardfleet.services.gateway.spend.meter import SpendMeter
 
 # Error types of calls the gateway refused to make (no score of any kind, not even on_error_score).
 REFUSALS = frozenset({"BudgetExhausted", "JudgePoolDegraded"})
@@ -115,9 +115,9 @@ class Scorer:
     ) -> None:
         self.pool = pool
         self.spend = spend
-        # pool -> why its samples are refused (a degraded judge pool: features/probes.py sets and clears it)
+        # pool -> why its samples are refused (a degraded judge pool: monitors/probes.py sets and clears it)
         self.refused_pools: dict[str, str] = {}
-        # called after each ok answer (features/shadow.py); must not block or raise
+        # called after each ok answer (monitors/shadow.py); must not block or raise
         self.on_scored: Callable[[RewardFunction, ScoreRequest, Outcome], None] | None = None
         self.metrics = metrics
         self.injectables = injectables
@@ -140,8 +140,8 @@ class Scorer:
                 await self.spend.charge(function, str(pool), prompt, completion)
 
     async def _admitted(self, fn: RewardFunction) -> Outcome | None:
-        """None when `fn` may run, else its refusal: `JudgePoolDegraded` (features/probes.py) or
-        `BudgetExhausted` (reliability/spend.py)."""
+        """None when `fn` may run, else its refusal: `JudgePoolDegraded` (monitors/probes.py) or
+        `BudgetExhausted` (spend/meter.py)."""
         if self.refused_pools:
             why = self.refused_pools.get(fn.config.reward_kwargs.get("pool"))  # type: ignore[arg-type]
             if why is not None:
@@ -321,7 +321,7 @@ class Scorer:
                 error=ErrorInfo(type=exc.type, message=str(exc)),
                 compute_s=time.perf_counter() - started,
             )
-        except ComponentFailed as exc:  # keeps the components' reports (features/composites, fallbacks)
+        except ComponentFailed as exc:  # keeps the components' reports (composites/)
             return Outcome(
                 "error",
                 extra=exc.result_extra,

@@ -1,4 +1,4 @@
-"""`POST /admin/reload`: re-load the reward functions (see features/reload.py)."""
+"""`POST /admin/reload`: re-load the reward functions (see catalog/reload.py)."""
 
 from __future__ import annotations
 

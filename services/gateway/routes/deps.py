@@ -1,85 +1,13 @@
-"""The objects the lifespan builds and the routes use, and the dependency that hands them out."""
+"""The dependency that hands the routes the app's `Gateway` (facade.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager, nullcontext
-from dataclasses import dataclass
 from typing import Annotated
 
-import aiohttp
 from fastapi import Depends, Request
 from starlette.datastructures import State
 
-from rewardfleet.services.gateway.config import GatewayConfig
-from rewardfleet.services.gateway.core.registry import RewardFunction
-from rewardfleet.services.gateway.core.scoring import Scorer
-from rewardfleet.services.gateway.features.build import Catalog
-from rewardfleet.services.gateway.features.probes import JudgeProber
-from rewardfleet.services.gateway.features.reload import Reloader
-from rewardfleet.services.gateway.features.shadow import ShadowJudge
-from rewardfleet.services.gateway.metrics import GatewayMetrics
-from rewardfleet.services.gateway.reliability.external_pools import ExternalPools
-from rewardfleet.services.gateway.reliability.input_limits import SampleLimits
-from rewardfleet.services.gateway.reliability.spend import SpendMeter
-from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
-from rewardfleet.services.gateway.state_store.base import Groups
-
-
-@dataclass
-class Gateway:
-    config: GatewayConfig
-    metrics: GatewayMetrics
-    http_client: aiohttp.ClientSession
-    limits: SampleLimits
-    scorer: Scorer
-    groups: Groups  # in-process or fleet-wide (state_store/)
-    reloader: Reloader  # owns the catalog being served
-    external_pools: ExternalPools | None = None
-    spend: SpendMeter | None = None
-    prober: JudgeProber | None = None
-    shadow: ShadowJudge | None = None
-    ready: bool = False
-    # tenants/: holds a request's samples in its tenant's quotas while they are scored (None: no tenants).
-    admit: (
-        Callable[[Sequence[tuple[ScoreRequest, RewardFunction]]], AbstractAsyncContextManager[None]] | None
-    ) = None
-
-    def admitted(
-        self, samples: Sequence[tuple[ScoreRequest, RewardFunction]]
-    ) -> AbstractAsyncContextManager[None]:
-        return nullcontext() if self.admit is None else self.admit(samples)
-
-    @property
-    def catalog(self) -> Catalog:
-        return self.reloader.catalog
-
-    def resolve(self, sample: ScoreRequest, catalog: Catalog) -> tuple[RewardFunction, str]:
-        """The function for `sample` and its data_source label; raises the input-limit errors (413/422) and
-        UnknownRewardFunction / Undispatchable (404) before any work."""
-        self.limits.check(sample)
-        return catalog.dispatcher.resolve(sample.reward_fn, sample.data_source)
-
-    async def score(self, sample: ScoreRequest) -> ScoreResult:
-        """Resolve and score one sample; a group member waits for its group's answer (features/groups.py)."""
-        catalog = self.catalog  # one catalog for the whole request, even if a reload swaps it meanwhile
-        fn, label = self.resolve(sample, catalog)
-        return await self.score_resolved(sample, fn, label, catalog)
-
-    async def score_resolved(
-        self, sample: ScoreRequest, fn: RewardFunction, label: str, catalog: Catalog
-    ) -> ScoreResult:
-        if self.admit is not None:
-            async with self.admit([(sample, fn)]):
-                return await self._score_resolved(sample, fn, label, catalog)
-        return await self._score_resolved(sample, fn, label, catalog)
-
-    async def _score_resolved(
-        self, sample: ScoreRequest, fn: RewardFunction, label: str, catalog: Catalog
-    ) -> ScoreResult:
-        if sample.group_id is not None:
-            return await self.groups.submit(sample, fn, label, catalog.group_functions)
-        return await self.scorer.score(sample, fn, label)
+from rewardfleet.services.gateway.facade import Gateway
 
 
 def get_gateway(request: Request) -> Gateway:

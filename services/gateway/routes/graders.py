@@ -14,11 +14,11 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from rewardfleet.services.gateway.config import format_validation_error
-from rewardfleet.services.gateway.config.graders import GraderSpec, code_fields
 from rewardfleet.services.gateway.errors import InlineCodeRefused
 from rewardfleet.services.gateway.execution.contain import UserCodeExit
-from rewardfleet.services.gateway.features.graders.runtime import GraderRuntime
-from rewardfleet.services.gateway.reliability.external_pools import redact_token
+from rewardfleet.services.gateway.graders.config import GraderSpec, code_fields
+from rewardfleet.services.gateway.graders.runtime import GraderRuntime
+from rewardfleet.services.gateway.pools.external_pools import redact_token
 from rewardfleet.services.gateway.routes.deps import GatewayDep
 from rewardfleet.services.gateway.schemas import ScoreRequest
 

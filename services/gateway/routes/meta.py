@@ -9,7 +9,8 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from rewardfleet.services.common.router_http import base_url
-from rewardfleet.services.gateway.routes.deps import Gateway, GatewayDep
+from rewardfleet.services.gateway.facade import Gateway
+from rewardfleet.services.gateway.routes.deps import GatewayDep
 from rewardfleet.services.gateway.schemas import (
     ReadyStatus,
     RewardFunctionInfo,

@@ -1,6 +1,6 @@
 """`POST /pools/<token>/<pool>/<function>/<path>`: the forwarding route of external pools.
 
-Reward functions get these addresses in `router_addresses` (see reliability/external_pools.py) and post to
+Reward functions get these addresses in `router_addresses` (see pools/external_pools.py) and post to
 them as they would to an sglang-router: `.../v1/chat/completions`. The leading `v1/` of the path is the
 OpenAI API root that the pool's `base_url` already ends in, so `v1/chat/completions` goes to
 `<base_url>/chat/completions`.
@@ -22,8 +22,9 @@ import aiohttp
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
-from rewardfleet.services.gateway.reliability.external_pools import GRADERS_CALLER, forwarded_route
-from rewardfleet.services.gateway.routes.deps import Gateway, GatewayDep
+from rewardfleet.services.gateway.facade import Gateway
+from rewardfleet.services.gateway.pools.external_pools import GRADERS_CALLER, forwarded_route
+from rewardfleet.services.gateway.routes.deps import GatewayDep
 
 PREFIX = "/pools/"
 router = APIRouter(tags=["pools"], include_in_schema=False)

@@ -47,7 +47,7 @@ from rewardfleet.services.gateway.errors import (
     RewardFunctionFailed,
     RewardFunctionTimeout,
 )
-from rewardfleet.services.gateway.routes.deps import Gateway
+from rewardfleet.services.gateway.facade import Gateway
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult, canonical_json
 
 ScoreOne = Callable[[ScoreRequest], Awaitable[ScoreResult]]

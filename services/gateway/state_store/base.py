@@ -1,10 +1,9 @@
 """What a state backend provides, and the error a lost store turns into.
 
-A backend builds the three stateful parts of a gateway: the result cache with its in-flight join
-(`reliability/idempotency.py`), a per-function gate (`reliability/function_limits.py`: max_concurrency,
-RPM, TPM), the spend ledger (`reliability/spend.py`) and the group scorer (`features/groups.py`).
-`memory.py` keeps them in the process;
-`redis_backend.py` keeps them in Redis so that every replica of a fleet sees the same ones.
+A backend is where the gateway's shared state lives: `memory.py` in the process, `redis_backend.py` in Redis
+so that every replica of a fleet sees the same. It holds no feature: each feature builds its own store over
+the backend (`cache/stores.py`, `limits/stores.py`, `spend/stores.py`, `groups/stores.py`), an in-process one
+when `redis` is None, else its Redis one over the shared `RedisStore` (connection, scripts, pipeline).
 
 A lost store is never papered over: a request whose state cannot be read or written gets
 `errors.StateStoreUnavailable` (503 + Retry-After), before its reward function runs whenever possible. The
@@ -14,44 +13,28 @@ state would quietly run judges twice, multiply budgets by the replica count and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from rewardfleet.services.gateway.reliability.function_limits import Gate
-from rewardfleet.services.gateway.reliability.idempotency import Results
-from rewardfleet.services.gateway.reliability.jobs import JobBoard
-from rewardfleet.services.gateway.reliability.spend import SpendLedger
-from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
+from rewardfleet.services.gateway.metrics import GatewayMetrics
 
-
-class Groups(Protocol):
-    async def submit(
-        self, request: ScoreRequest, fn: Any, label: str, functions: Mapping[str, Any]
-    ) -> ScoreResult: ...
+if TYPE_CHECKING:
+    from rewardfleet.services.gateway.state_store.redis_client import RedisStore
 
 
 class StateBackend(Protocol):
-    """Builds the stateful parts; `start` fails with a clear message when the store is unreachable."""
+    """The shared store, if any; `start` fails with a clear message when the store is unreachable.
+
+    `lease_s` is how long a replica's run or slot lease lasts unrenewed; `finished_keep_s` how long a
+    finished entry (an answered group) stays readable: at least the result cache's TTL (cache/stores.py)."""
 
     name: str
+    metrics: GatewayMetrics
+    lease_s: float
+    finished_keep_s: float
+
+    @property
+    def redis(self) -> RedisStore | None: ...
 
     async def start(self) -> None: ...
 
     async def close(self) -> None: ...
-
-    def results(self, mode: str, max_entries: int, ttl_s: float) -> Results: ...
-
-    def gate(
-        self,
-        fn_name: str,
-        max_concurrency: int | None,
-        requests_per_minute: float | None,
-        tokens_per_minute: float | None,
-        lease_s: float,
-    ) -> Gate: ...
-
-    def groups(self, config: Any, scorer: Any) -> Groups: ...
-
-    def spend_ledger(self) -> SpendLedger: ...
-
-    def job_board(self, name: str) -> JobBoard: ...

@@ -17,8 +17,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from rewardfleet.services.gateway.reliability.function_limits import estimate_tokens
-from rewardfleet.services.gateway.reliability.spend import NANO_PER_USD
+from rewardfleet.services.gateway.limits.function_limits import estimate_tokens
+from rewardfleet.services.gateway.spend.meter import NANO_PER_USD
 from rewardfleet.services.gateway.schemas import ScoreRequest
 from rewardfleet.services.gateway.tenants.context import Caller, admitted
 from rewardfleet.services.gateway.tenants.counters import Counters, window_index

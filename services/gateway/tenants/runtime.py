@@ -12,8 +12,8 @@ from prometheus_client import CollectorRegistry
 
 from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.config.tenants import OTHER_RUN
-from rewardfleet.services.gateway.reliability.function_limits import FunctionGate
-from rewardfleet.services.gateway.reliability.spend import NANO_PER_USD
+from rewardfleet.services.gateway.limits.function_limits import FunctionGate
+from rewardfleet.services.gateway.spend.meter import NANO_PER_USD
 from rewardfleet.services.gateway.schemas import ScoreRequest
 from rewardfleet.services.gateway.tenants.context import Caller, current, scope
 from rewardfleet.services.gateway.tenants.counters import Counters, MemoryCounters, RedisCounters
@@ -54,7 +54,7 @@ class Tenancy:
 
     async def start(self, backend: Any, lease_s: float) -> None:
         """Counters on the backend's Redis when it has one (`state_url`), else in this process."""
-        store = getattr(backend, "store", None)
+        store = backend.redis
         if store is not None:
             self.counters = RedisCounters(store, lease_s)
             self.quotas.counters = self.counters

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from rewardfleet.services.gateway.composites.composites import make_composite, synthetic_function
+from rewardfleet.services.gateway.composites.config import CompositeSpec
 from rewardfleet.services.gateway.config import FunctionConfig
-from rewardfleet.services.gateway.config.features import CompositeSpec
 from rewardfleet.services.gateway.core.registry import RewardFunction
-from rewardfleet.services.gateway.features.composites import make_composite, synthetic_function
 from rewardfleet.services.gateway.schemas import ScoreRequest
 from tests.gateway.units import async_function, sample, scorer
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from pydantic import TypeAdapter
 
-from rewardfleet.services.gateway.config.graders import GraderSpec
-from rewardfleet.services.gateway.features.build import GRADER_TIMEOUT_MARGIN_S, grader_function
-from rewardfleet.services.gateway.features.graders.runtime import GraderRuntime
+from rewardfleet.services.gateway.catalog.build import GRADER_TIMEOUT_MARGIN_S, grader_function
+from rewardfleet.services.gateway.graders.config import GraderSpec
+from rewardfleet.services.gateway.graders.runtime import GraderRuntime
 
 SPEC: TypeAdapter[GraderSpec] = TypeAdapter(GraderSpec)
 

@@ -1,4 +1,4 @@
-"""The one `GroupScorer` over its `GroupStore` (features/group_store.py), in-process (group_memory.py): what
+"""The one `GroupScorer` over its `GroupStore` (groups/store.py), in-process (group_memory.py): what
 the scorer asks of the store, repeated posts during a timeout, late retries, and no finished group kept. The
 same scorer over Redis: tests/gateway/state_store/test_redis_groups.py."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from rewardfleet.services.gateway.config.features import GroupsConfig
-from rewardfleet.services.gateway.features.group_memory import MemoryGroupStore
-from rewardfleet.services.gateway.features.groups import GroupScorer
+from rewardfleet.services.gateway.groups.config import GroupsConfig
+from rewardfleet.services.gateway.groups.memory_store import MemoryGroupStore
+from rewardfleet.services.gateway.groups.scorer import GroupScorer
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from tests.gateway.units import async_function, sample, scorer
 
@@ -123,7 +123,7 @@ def _rank(samples: list[dict[str, Any]], scores: list[float | None]) -> list[flo
 
 
 async def test_a_member_still_scoring_when_its_partial_group_is_judged_gets_a_late_answer() -> None:
-    from rewardfleet.services.gateway.features.groups import GroupFunction
+    from rewardfleet.services.gateway.groups.scorer import GroupFunction
 
     held = asyncio.Event()  # this test's own: an Event belongs to the loop that first waits on it
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from rewardfleet.services.gateway.config.features import GroupsConfig
 from rewardfleet.services.gateway.errors import GroupRequestError, TooManyOpenGroups
-from rewardfleet.services.gateway.features.group_memory import MemoryGroupStore
-from rewardfleet.services.gateway.features.groups import GroupFunction, GroupScorer
+from rewardfleet.services.gateway.groups.config import GroupsConfig
+from rewardfleet.services.gateway.groups.memory_store import MemoryGroupStore
+from rewardfleet.services.gateway.groups.scorer import GroupFunction, GroupScorer
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from tests.gateway.units import async_function, sample, scorer
 

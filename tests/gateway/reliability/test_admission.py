@@ -8,10 +8,10 @@ import asyncio
 import pytest
 from pydantic import ValidationError
 
+from rewardfleet.services.gateway.admission.admission import Admission, Backlog, reserved_body_bytes
 from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.errors import Draining, GatewayError, Overloaded
 from rewardfleet.services.gateway.metrics import GatewayMetrics
-from rewardfleet.services.gateway.reliability.admission import Admission, Backlog, reserved_body_bytes
 from tests.gateway.units import counter
 
 

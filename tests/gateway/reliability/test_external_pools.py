@@ -23,8 +23,8 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
-from rewardfleet.services.gateway.config.external_pools import ExternalPoolConfig
-from rewardfleet.services.gateway.reliability.external_pools import ExternalPools
+from rewardfleet.services.gateway.pools.config import ExternalPoolConfig
+from rewardfleet.services.gateway.pools.external_pools import ExternalPools
 from tests.gateway.conftest import Gateway, start_gateway
 from tests.model_server.conftest import RunningServer, start_server
 from tests.support import ChildProcess, free_port

@@ -7,14 +7,14 @@ import asyncio
 import pytest
 
 from rewardfleet.services.gateway.config import FunctionConfig
-from rewardfleet.services.gateway.reliability.function_limits import (
+from rewardfleet.services.gateway.limits.function_limits import (
     FunctionGate,
     TokenBucket,
     estimate_tokens,
     function_gates,
     reported_tokens,
 )
-from rewardfleet.services.gateway.reliability.input_limits import prompt_chars
+from rewardfleet.services.gateway.limits.input_limits import prompt_chars
 
 
 class Clock:

@@ -9,9 +9,9 @@ import hashlib
 
 import pytest
 
+from rewardfleet.services.gateway.cache import idempotency
+from rewardfleet.services.gateway.cache.idempotency import ResultCache, inputs_digest
 from rewardfleet.services.gateway.metrics import GatewayMetrics
-from rewardfleet.services.gateway.reliability import idempotency
-from rewardfleet.services.gateway.reliability.idempotency import ResultCache, inputs_digest
 from rewardfleet.services.gateway.schemas import ScoreResult, Timings
 from tests.gateway.units import counter, sample
 

@@ -6,7 +6,7 @@ from email.utils import formatdate
 
 import pytest
 
-from rewardfleet.services.gateway.reliability.rate_limits import Budget, parse_duration_s, retry_delay_s
+from rewardfleet.services.gateway.limits.rate_limits import Budget, parse_duration_s, retry_delay_s
 
 
 class Clock:

@@ -20,8 +20,8 @@ from fastapi.testclient import TestClient
 
 from rewardfleet.services.gateway.app import create_app
 from rewardfleet.services.gateway.config import GatewayConfig
+from rewardfleet.services.gateway.facade import Gateway
 from rewardfleet.services.gateway.routes import score_asgi
-from rewardfleet.services.gateway.routes.deps import Gateway
 from rewardfleet.services.gateway.routes.score_asgi import ScoreFastPath
 from tests.gateway.conftest import REWARD_FILES
 

@@ -6,13 +6,14 @@ import asyncio
 import time
 from typing import cast
 
+from rewardfleet.services.gateway.limits.redis_gate import RedisGate
+from rewardfleet.services.gateway.limits.stores import gate_for
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
-from rewardfleet.services.gateway.state_store.redis_budget import RedisGate
 from tests.gateway.state_store.helpers import record_calls, until
 
 
 async def test_max_concurrency_holds_across_replicas(replicas: list[RedisBackend]) -> None:
-    gates = [r.gate("judge", 2, None, None, 10.0) for r in replicas]
+    gates = [gate_for(r, "judge", 2, None, None, 10.0) for r in replicas]
     running, peak, done = 0, 0, 0
 
     async def call(gate: object) -> None:
@@ -30,7 +31,7 @@ async def test_max_concurrency_holds_across_replicas(replicas: list[RedisBackend
 
 
 async def test_slot_of_a_dead_replica_is_freed_by_its_lease(replicas: list[RedisBackend]) -> None:
-    gate = replicas[0].gate("judge", 1, None, None, 10.0)
+    gate = gate_for(replicas[0], "judge", 1, None, None, 10.0)
     assert isinstance(gate, RedisGate)
     # a replica took the only slot with a 200 ms lease and died without releasing or renewing it
     assert await gate._acquire(keys=[gate.slots_key], args=["dead", 200, 1]) == 1
@@ -41,7 +42,7 @@ async def test_slot_of_a_dead_replica_is_freed_by_its_lease(replicas: list[Redis
 async def test_rpm_bucket_is_atomic_across_replicas(replicas: list[RedisBackend]) -> None:
     """120 takes race for a 100-per-minute bucket from three replicas: exactly the bucket's worth succeed
     (plus what refilled while they ran), the rest are told how long to wait."""
-    gates = [r.gate("judge", None, 100.0, None, 10.0) for r in replicas]
+    gates = [gate_for(r, "judge", None, 100.0, None, 10.0) for r in replicas]
     started = time.monotonic()
     replies = await asyncio.gather(
         *(g._take(keys=[g.rpm_key, g.tpm_key], args=[100, 0, 1]) for g in gates for _ in range(40))  # type: ignore[attr-defined]
@@ -53,7 +54,7 @@ async def test_rpm_bucket_is_atomic_across_replicas(replicas: list[RedisBackend]
 
 
 async def test_tpm_counts_the_tokens_the_judge_reports(replicas: list[RedisBackend]) -> None:
-    gate = replicas[0].gate("judge", None, None, 1000.0, 10.0)
+    gate = gate_for(replicas[0], "judge", None, None, 1000.0, 10.0)
     calls = record_calls(replicas[0].store)
     async with gate.hold(10) as charge:
         charge.settle(400)  # the judge's answer said it used 400 tokens, not the 10 estimated

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from rewardfleet.services.gateway.cache.stores import results_for
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from tests.gateway.state_store.conftest import make_backend
 from tests.gateway.state_store.helpers import CountingCompute, request, until
@@ -36,7 +37,7 @@ def record_joiners(caches: list[Any]) -> list[Hashable]:
 
 
 async def test_concurrent_duplicates_on_three_replicas_run_once(replicas: list[RedisBackend]) -> None:
-    caches = [r.results("uid", 100, 60.0) for r in replicas]
+    caches = [results_for(r, "uid", 100, 60.0) for r in replicas]
     req = request("same-uid")
     key = caches[0].key(req, "judge", "v1")
     compute = CountingCompute()
@@ -57,20 +58,21 @@ async def test_concurrent_duplicates_on_three_replicas_run_once(replicas: list[R
 
 
 async def test_key_covers_inputs_so_same_uid_other_response_runs(replicas: list[RedisBackend]) -> None:
-    cache = replicas[0].results("uid", 100, 60.0)
+    cache = results_for(replicas[0], "uid", 100, 60.0)
     compute = CountingCompute()
     a, b = request("u", "1"), request("u", "22")
     assert cache.key(a, "judge", "v1") != cache.key(b, "judge", "v1")
     assert cache.key(a, "judge", "v1") != cache.key(a, "judge", "v2")  # a reloaded function: new key
     ra = await cache.run(cache.key(a, "judge", "v1"), a, compute.bind(a))
-    rb = await replicas[1].results("uid", 100, 60.0).run(cache.key(b, "judge", "v1"), b, compute.bind(b))
+    rb = await results_for(replicas[1], "uid", 100, 60.0).run(cache.key(b, "judge", "v1"), b, compute.bind(b))
     assert (ra.score, rb.score, compute.runs) == (1.0, 2.0, 2)
-    assert replicas[0].results("uid", 100, 60.0).key(request(None), "judge", "v1") is None  # no uid: no dedup
-    assert replicas[0].results("off", 100, 60.0).key(a, "judge", "v1") is None
+    cache_a = results_for(replicas[0], "uid", 100, 60.0)
+    assert cache_a.key(request(None), "judge", "v1") is None  # no uid: no dedup
+    assert results_for(replicas[0], "off", 100, 60.0).key(a, "judge", "v1") is None
 
 
 async def test_error_is_shared_with_joiners_but_not_cached(replicas: list[RedisBackend]) -> None:
-    caches = [r.results("uid", 100, 60.0) for r in replicas[:2]]
+    caches = [results_for(r, "uid", 100, 60.0) for r in replicas[:2]]
     req = request("err")
     key = caches[0].key(req, "judge", "v1")
     compute = CountingCompute(status="error")
@@ -100,7 +102,7 @@ async def short_leases(redis_server: RedisServer) -> AsyncIterator[list[RedisBac
 async def test_lease_of_a_dead_replica_expires_and_a_waiter_takes_over(
     short_leases: list[RedisBackend],
 ) -> None:
-    cache = short_leases[0].results("uid", 100, 60.0)
+    cache = results_for(short_leases[0], "uid", 100, 60.0)
     req = request("crash")
     key = cache.key(req, "judge", "v1")
     # a replica took the run's lease and died: nobody renews it, nobody finishes it
@@ -112,7 +114,7 @@ async def test_lease_of_a_dead_replica_expires_and_a_waiter_takes_over(
 
 async def test_a_long_run_keeps_its_lease(short_leases: list[RedisBackend]) -> None:
     """A run three times longer than the lease is renewed, so a duplicate joins it instead of running."""
-    first, second = (b.results("uid", 100, 60.0) for b in short_leases)
+    first, second = (results_for(b, "uid", 100, 60.0) for b in short_leases)
     req = request("long")
     key = first.key(req, "judge", "v1")
     compute = CountingCompute()
@@ -127,7 +129,7 @@ async def test_a_long_run_keeps_its_lease(short_leases: list[RedisBackend]) -> N
 
 
 async def test_cache_is_bounded_fifo(replicas: list[RedisBackend]) -> None:
-    cache = replicas[0].results("uid", 3, 60.0)
+    cache = results_for(replicas[0], "uid", 3, 60.0)
     compute = CountingCompute()
     reqs = [request(f"u{i}") for i in range(5)]
     for req in reqs:
@@ -140,7 +142,7 @@ async def test_cache_is_bounded_fifo(replicas: list[RedisBackend]) -> None:
 
 
 async def test_ttl_expires_results(replicas: list[RedisBackend]) -> None:
-    cache = replicas[0].results("uid", 10, 0.2)
+    cache = results_for(replicas[0], "uid", 10, 0.2)
     compute = CountingCompute()
     req = request("ttl")
     key = cache.key(req, "judge", "v1")
@@ -156,7 +158,7 @@ async def test_retry_on_another_replica_right_after_the_answer_runs_nothing_agai
     """The owner answers without waiting for CACHE_FINISH's reply; a retry sent the moment the answer is out
     (here: in the same event-loop turn, before that write has even left) still finds the run (held lease or
     stored result) and never runs the function a second time."""
-    first, second = (r.results("uid", 100, 60.0) for r in replicas[:2])
+    first, second = (results_for(r, "uid", 100, 60.0) for r in replicas[:2])
     compute = CountingCompute()
     for n in range(20):
         req = request(f"retry-{n}")

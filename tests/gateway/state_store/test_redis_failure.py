@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from rewardfleet.services.gateway.cache.stores import results_for
 from rewardfleet.services.gateway.errors import StateStoreUnavailable
 from tests.gateway.state_store.conftest import make_backend
 from tests.gateway.state_store.helpers import CountingCompute, record_calls, request, until
@@ -39,7 +40,7 @@ async def test_lost_mid_run_fails_fast_then_recovers(own_redis: RedisServer) -> 
     await owner.start()
     await waiter.start()
     try:
-        caches = owner.results("uid", 100, 60.0), waiter.results("uid", 100, 60.0)
+        caches = results_for(owner, "uid", 100, 60.0), results_for(waiter, "uid", 100, 60.0)
         req = request("lost")
         key = caches[0].key(req, "judge", "v1")
         compute = CountingCompute()

@@ -10,9 +10,10 @@ from typing import Any, cast
 
 import pytest
 
-from rewardfleet.services.gateway.config.features import GroupsConfig
 from rewardfleet.services.gateway.errors import GroupRequestError, TooManyOpenGroups
-from rewardfleet.services.gateway.features.groups import GroupScorer, load_group_functions
+from rewardfleet.services.gateway.groups.config import GroupsConfig
+from rewardfleet.services.gateway.groups.scorer import GroupScorer, load_group_functions
+from rewardfleet.services.gateway.groups.stores import group_scorer_for
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from tests.gateway.state_store.helpers import request, result, until
@@ -44,7 +45,7 @@ def essence(answer: ScoreResult) -> tuple[Any, ...]:
 
 def scorers(replicas: list[RedisBackend], config: GroupsConfig) -> tuple[list[Any], LengthScorer]:
     counter = LengthScorer()
-    return [r.groups(config, counter) for r in replicas], counter
+    return [group_scorer_for(r, config, counter) for r in replicas], counter
 
 
 def record_joins(fleet: list[Any]) -> list[str]:

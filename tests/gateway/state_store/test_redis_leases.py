@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from rewardfleet.services.gateway.limits.stores import gate_for
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from rewardfleet.services.gateway.state_store.redis_leases import Leases, new_token
 from rewardfleet.services.gateway.state_store.redis_scripts import LEASE_RENEW
@@ -43,7 +44,7 @@ async def test_long_holds_are_renewed_short_ones_are_not(replicas: list[RedisBac
 
 
 async def test_a_slot_held_longer_than_its_lease_stays_taken(replicas: list[RedisBackend]) -> None:
-    first, second = (r.gate("judge", 1, None, None, 0.3) for r in replicas[:2])
+    first, second = (gate_for(r, "judge", 1, None, None, 0.3) for r in replicas[:2])
     async with first.hold(1):
         await asyncio.sleep(0.9)
         assert await second._acquire(keys=[second.slots_key], args=["other", 300, 1]) == 0  # type: ignore[attr-defined]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from rewardfleet.services.gateway.cache.stores import results_for
 from rewardfleet.services.gateway.errors import StateStoreUnavailable
 from tests.gateway.state_store.conftest import make_backend
 from tests.gateway.state_store.helpers import CountingCompute, request
@@ -72,7 +73,7 @@ async def test_rediss_url_with_password(tls_redis: tuple[RedisServer, Path]) -> 
     backend = make_backend(f"rediss://:pw-123@127.0.0.1:{port}/0?ssl_ca_certs={cert}", "tls:")
     await backend.start()
     try:
-        cache = backend.results("uid", 10, 60.0)
+        cache = results_for(backend, "uid", 10, 60.0)
         req = request("tls")
         compute = CountingCompute()
         await cache.run(cache.key(req, "judge", "v1"), req, compute.bind(req))

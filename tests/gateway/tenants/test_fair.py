@@ -80,7 +80,7 @@ async def test_entry_mode_keeps_one_waiter_at_the_inner_gate() -> None:
     from prometheus_client import CollectorRegistry
 
     from rewardfleet.services.gateway.config.tenants import TenantConfig
-    from rewardfleet.services.gateway.reliability.function_limits import FunctionGate
+    from rewardfleet.services.gateway.limits.function_limits import FunctionGate
     from rewardfleet.services.gateway.tenants.context import Caller, current
     from rewardfleet.services.gateway.tenants.fair import FairGate
     from rewardfleet.services.gateway.tenants.metrics import TenantMetrics

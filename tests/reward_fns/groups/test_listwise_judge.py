@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from rewardfleet.reward_fns._verdicts import VerdictParseError
+from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.reward_fns.groups.listwise_judge import parse_ranking, permutation_regex
 from tests.reward_fns.groups.conftest import GroupJudgeFleet
 

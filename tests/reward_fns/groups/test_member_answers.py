@@ -1,4 +1,4 @@
-"""What a group function may return per member (features/groups.py `member_answer`), and the pure parts of
+"""What a group function may return per member (groups/scorer.py `member_answer`), and the pure parts of
 the pairwise judge (`_pairwise.py`)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rewardfleet.reward_fns._verdicts import VerdictParseError
+from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.reward_fns.groups._pairwise import (
     bradley_terry,
     combine,
@@ -17,7 +17,7 @@ from rewardfleet.reward_fns.groups._pairwise import (
 )
 from rewardfleet.reward_fns.groups.pairwise_judge import parse_pair_verdict
 from rewardfleet.services.gateway.errors import InvalidReturn
-from rewardfleet.services.gateway.features.groups import member_answer
+from rewardfleet.services.gateway.groups.scorer import member_answer
 
 
 def test_a_member_answer_is_a_number_or_a_dict() -> None:

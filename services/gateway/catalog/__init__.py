@@ -1,0 +1,2 @@
+"""What is served: `build` assembles functions, composites, fallbacks, graders and groups into a `Catalog`
+with its dispatch; `reload` swaps it at run time."""

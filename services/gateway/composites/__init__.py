@@ -1,0 +1,2 @@
+"""Rewards built from other rewards: `composites` (weighted, gated), `fallbacks` (judge -> rule
+when a pool is down), and their config sections `composites:` / `fallbacks:` (`config`)."""

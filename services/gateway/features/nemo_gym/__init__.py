@@ -1,7 +1,0 @@
-"""NeMo Gym's resources-server protocol on the gateway (`/verify`, `/seed_session`, `/aggregate_metrics`).
-
-mapping.py   a verify body as a `/score` sample, and a result as the verify answer
-metrics.py   `/aggregate_metrics`: the figures NeMo Gym's reward profile computes (pass@k, majority@k, ...)
-Its config section is config/nemo_gym.py (`nemo_gym.servers.<name>`), its routes routes/nemo_gym.py;
-docs/nemo_gym.md tells the whole protocol.
-"""
