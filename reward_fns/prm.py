@@ -25,9 +25,9 @@ from typing import Any
 
 import aiohttp
 
-from rewardfleet.reward_fns.judging.templates import chat_messages_from
 from rewardfleet.reward_fns.judging.steps import AGGREGATES, DEFAULT_MAX_STEPS, split_steps
 from rewardfleet.reward_fns.judging.steps import aggregate as aggregate_scores
+from rewardfleet.reward_fns.judging.templates import chat_messages_from
 from rewardfleet.services.common.router_http import RemoteCallError, post_json, resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()

@@ -27,10 +27,6 @@ from typing import Any
 
 import aiohttp
 
-from rewardfleet.reward_fns.judging.templates import get_template
-from rewardfleet.reward_fns.judging.steps import DEFAULT_STEP_RULE, aggregate, check_rule, split_steps
-from rewardfleet.reward_fns.judging.verdict_grammar import verdict_regex
-from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.reward_fns.judging.judge import (
     JudgeConfigError,
     JudgeEndpoint,
@@ -38,6 +34,10 @@ from rewardfleet.reward_fns.judging.judge import (
     read_verdict,
     template_values,
 )
+from rewardfleet.reward_fns.judging.steps import DEFAULT_STEP_RULE, aggregate, check_rule, split_steps
+from rewardfleet.reward_fns.judging.templates import get_template
+from rewardfleet.reward_fns.judging.verdict_grammar import verdict_regex
+from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.services.common.router_http import resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()

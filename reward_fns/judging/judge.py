@@ -51,6 +51,7 @@ from rewardfleet.reward_fns.judging.answer_match import (
     pick_value,
     reference_number,
 )
+from rewardfleet.reward_fns.judging.guards import GuardSettings, GuardSettingsError, check_answer
 from rewardfleet.reward_fns.judging.images import image_parts, with_images
 from rewardfleet.reward_fns.judging.settings import (
     GenerationSettings,
@@ -70,7 +71,6 @@ from rewardfleet.reward_fns.judging.templates import (
 )
 from rewardfleet.reward_fns.judging.verdict_grammar import verdict_regex
 from rewardfleet.reward_fns.judging.verdicts import Verdict, VerdictParseError, parse_verdict
-from rewardfleet.reward_fns.judging.guards import GuardSettings, GuardSettingsError, check_answer
 from rewardfleet.services.common.router_http import RemoteCallError, post_json, resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()

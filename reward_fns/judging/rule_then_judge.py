@@ -27,7 +27,15 @@ from typing import Any
 
 import aiohttp
 
+from rewardfleet.reward_fns.judging.guards import GuardSettings, GuardSettingsError, check_answer
 from rewardfleet.reward_fns.judging.images import image_parts, with_images
+from rewardfleet.reward_fns.judging.judge import (
+    JudgeConfigError,
+    JudgeEndpoint,
+    ask_judge,
+    read_verdict,
+    template_values,
+)
 from rewardfleet.reward_fns.judging.settings import (
     GenerationSettings,
     JudgeSettingsError,
@@ -37,14 +45,6 @@ from rewardfleet.reward_fns.judging.settings import (
 from rewardfleet.reward_fns.judging.templates import JudgeTemplate, TemplateError, get_template
 from rewardfleet.reward_fns.judging.verdict_grammar import verdict_regex
 from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
-from rewardfleet.reward_fns.judging.guards import GuardSettings, GuardSettingsError, check_answer
-from rewardfleet.reward_fns.judging.judge import (
-    JudgeConfigError,
-    JudgeEndpoint,
-    ask_judge,
-    read_verdict,
-    template_values,
-)
 from rewardfleet.services.common.router_http import RemoteCallError, resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from starlette.types import Scope
 
-from rewardfleet.reward_fns.judging.guards import GUARD_NAMES
+from rewardfleet.reward_fns.contract import GUARD_NAMES
 from rewardfleet.services.common.body_limits import refusals_counter
 from rewardfleet.services.gateway.plain_metrics import (
     CounterChild,

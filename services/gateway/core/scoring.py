@@ -20,7 +20,7 @@ import aiohttp
 import pebble
 from pydantic import ValidationError
 
-from rewardfleet.reward_fns.judging.steps import StepError, aggregate
+from rewardfleet.reward_fns.contract import StepError, aggregate
 from rewardfleet.services.gateway.cache.idempotency import Results
 from rewardfleet.services.gateway.core.config import FunctionConfig
 from rewardfleet.services.gateway.core.failure_log import FailureLog

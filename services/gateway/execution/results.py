@@ -19,7 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from rewardfleet.reward_fns.judging.steps import StepError, check_scores
+from rewardfleet.reward_fns.contract import StepError, check_scores
 from rewardfleet.services.gateway.errors import InvalidReturn
 from rewardfleet.services.gateway.sizes import json_size
 
