@@ -12,7 +12,7 @@ cannot be read or that names step n or later is a `VerdictParseError` (never a 0
 
 Returns `{"score", "step_scores", "first_wrong_step", "steps", "judge_response", "judge_pool", "usage",
 "judge_verdict_source"}`: `step_scores[i]` is 1.0 before the first wrong step and 0.0 from it on;
-`score` is their `aggregate` (`_steps.aggregate`; `min` by default: 1.0 only when no step is wrong;
+`score` is their `aggregate` (`judging.steps.aggregate`; `min` by default: 1.0 only when no step is wrong;
 `first_error` gives partial credit, the fraction of steps before the first wrong one). A response with no
 steps (empty or blank) is scored 0.0 with `step_scores` [] and no judge call.
 

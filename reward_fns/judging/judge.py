@@ -17,7 +17,7 @@ Three methods (reward_kwargs `method`):
   (constrained to them) or, for free text the rule cannot settle, for the template's verdict. The embedded
   default fleet uses it: a 135 M model's own verdict carries no signal.
 
-Settings come in groups (`_judge_settings`): `generation`, `verdict`, `probability`, and `guards`
+Settings come in groups (`settings.py`): `generation`, `verdict`, `probability`, and `guards`
 (`guards.py`: empty, opener-only and over-long answers are scored without a judge call).
 
 Constrained verdicts (`verdict.constrain`, on by default): the request carries SGLang's `regex` (a

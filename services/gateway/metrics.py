@@ -156,8 +156,8 @@ class GatewayMetrics:
         )
         self.body_refusals = refusals_counter("gateway_request_body_refusals", NAMESPACE, r)
 
-        # A guard before a judge answered (reward_fns/guards.py): the label is one of GUARD_NAMES, whatever
-        # a function writes into extra["guard"].
+        # A guard before a judge answered (reward_fns/judging/guards.py): the label is one of GUARD_NAMES,
+        # whatever a function writes into extra["guard"].
         self.judge_guards = Counter(
             "judge_guard",
             "Answers scored by a guard without asking the judge (extra.guard), by function and guard.",

@@ -17,7 +17,8 @@ records per pool:
 
 Probes measure the judge pool, not the guards in front of it: a probed function that takes a `guards` keyword
 (the built-in `judge`, `rule_then_judge`) is called with `guards=False`, since the guards answer exactly these
-master keys without asking the judge (reward_fns/guards.py; their hits are `rewardfleet_judge_guard_total`).
+master keys without asking the judge (reward_fns/judging/guards.py; their hits are
+`rewardfleet_judge_guard_total`).
 A ratio above 0 therefore says the judge would pay for an answer the guards do not know.
 
 Probes run in the background, at most `max_concurrency` at once, each under `timeout_s`; they never hold a
