@@ -48,6 +48,7 @@ from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.services.common.router_http import RemoteCallError, resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()
+BUILTINS = "rewardfleet.reward_fns"  # the package of the rule functions (this one is its judging/)
 
 THREAD_SAFE_RULES = frozenset({"math_dapo", "math", "gsm8k"})
 
@@ -75,9 +76,9 @@ async def run_rule(
 ) -> tuple[float, bool, str]:
     """(score, correct, pred) from `rewardfleet.reward_fns.<rule>.compute_score`."""
     try:
-        module = importlib.import_module(f"{__package__}.{rule}")
+        module = importlib.import_module(f"{BUILTINS}.{rule}")
     except ImportError as exc:
-        raise RuleCheckError(f"no built-in rule function {__package__}.{rule}: {exc}") from exc
+        raise RuleCheckError(f"no built-in rule function {BUILTINS}.{rule}: {exc}") from exc
     fn = getattr(module, "compute_score", None)
     if fn is None or asyncio.iscoroutinefunction(fn):
         raise RuleCheckError(f"{__package__}.{rule} has no synchronous compute_score")
