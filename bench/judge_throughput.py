@@ -56,9 +56,9 @@ def offline(
     """samples/s of the runner's own batch function per batch size; padding waste; completion lengths."""
     import torch
 
+    from rewardfleet.reward_fns.judging.judge import template_values
     from rewardfleet.reward_fns.judging.templates import get_template
     from rewardfleet.reward_fns.judging.verdict_grammar import verdict_regex
-    from rewardfleet.reward_fns.judging.judge import template_values
     from rewardfleet.services.model_server.config import ModelServerSettings
     from rewardfleet.services.model_server.runners.common import TextInput
     from rewardfleet.services.model_server.runners.constraints import Constraint

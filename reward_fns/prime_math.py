@@ -24,9 +24,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from rewardfleet.reward_fns.judging.answers import require_str
 from rewardfleet.reward_fns._prime_math_equal import math_equal
 from rewardfleet.reward_fns._prime_math_grade import grade_answer
+from rewardfleet.reward_fns.judging.answers import require_str
 
 DATA_SOURCES: tuple[str, ...] = (
     *("numina_aops_forum", "numina_synthetic_math", "numina_amc_aime", "numina_synthetic_amc"),

@@ -25,9 +25,9 @@ from typing import Any
 
 import aiohttp
 
-from rewardfleet.reward_fns.judging.templates import chat_messages_from
 from rewardfleet.reward_fns.judging.steps import AGGREGATES, DEFAULT_MAX_STEPS, split_steps
 from rewardfleet.reward_fns.judging.steps import aggregate as aggregate_scores
+from rewardfleet.reward_fns.judging.templates import chat_messages_from
 from rewardfleet.services.common.router_http import RemoteCallError, post_json, resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()
@@ -117,7 +117,7 @@ async def compute_score(
     """`{"score": aggregate of the step rewards, "step_scores": [...], "num_steps", "prompt_source"}`.
     `ground_truth` is not used: the PRM judges the steps themselves.
 
-    Steps are split by `step_separator` (reward_fns/_steps.py's rule `separator:<SEP>`; more than
+    Steps are split by `step_separator` (reward_fns/judging/steps.py's rule `separator:<SEP>`; more than
     `max_steps` is a TooManySteps error). `aggregate`: one of _steps.AGGREGATES, min by default (the
     weakest step, the usual PRM reading; mean, last, product, first_error...). `model`, when given, is sent
     as the request's `model` (vLLM checks it against its served name; left out, the server's own model).

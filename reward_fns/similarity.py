@@ -25,8 +25,8 @@ from typing import Any
 
 import aiohttp
 
-from rewardfleet.reward_fns.judging.templates import as_text
 from rewardfleet.reward_fns._similarity_baseline import BaselineCache
+from rewardfleet.reward_fns.judging.templates import as_text
 from rewardfleet.services.common.router_http import RemoteCallError, post_json, resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()

@@ -12,7 +12,7 @@ cannot be read or that names step n or later is a `VerdictParseError` (never a 0
 
 Returns `{"score", "step_scores", "first_wrong_step", "steps", "judge_response", "judge_pool", "usage",
 "judge_verdict_source"}`: `step_scores[i]` is 1.0 before the first wrong step and 0.0 from it on;
-`score` is their `aggregate` (`_steps.aggregate`; `min` by default: 1.0 only when no step is wrong;
+`score` is their `aggregate` (`judging.steps.aggregate`; `min` by default: 1.0 only when no step is wrong;
 `first_error` gives partial credit, the fraction of steps before the first wrong one). A response with no
 steps (empty or blank) is scored 0.0 with `step_scores` [] and no judge call.
 
@@ -27,10 +27,6 @@ from typing import Any
 
 import aiohttp
 
-from rewardfleet.reward_fns.judging.templates import get_template
-from rewardfleet.reward_fns.judging.steps import DEFAULT_STEP_RULE, aggregate, check_rule, split_steps
-from rewardfleet.reward_fns.judging.verdict_grammar import verdict_regex
-from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.reward_fns.judging.judge import (
     JudgeConfigError,
     JudgeEndpoint,
@@ -38,6 +34,10 @@ from rewardfleet.reward_fns.judging.judge import (
     read_verdict,
     template_values,
 )
+from rewardfleet.reward_fns.judging.steps import DEFAULT_STEP_RULE, aggregate, check_rule, split_steps
+from rewardfleet.reward_fns.judging.templates import get_template
+from rewardfleet.reward_fns.judging.verdict_grammar import verdict_regex
+from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.services.common.router_http import resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()

@@ -1,6 +1,6 @@
 """The `rewardfleet` command line (`python -m rewardfleet.services.cli`, the `rewardfleet` script: `main`).
 
-commands.py assembles each service's typer command into `app`. `rewardfleet score` with a plain command line
+cli_app.py assembles each service's typer command into `app`. `rewardfleet score` with a plain command line
 is read without typer (services/rescore/argv.py: typer would import pydantic to read its options, ~90 ms of
 CPU on every run); every other command line, `--help` and every error included, goes to `app`.
 """
@@ -25,7 +25,7 @@ def main() -> None:
         args = read_plain_command_line(argv[1:], os.environ)
         if args is not None:
             sys.exit(_score(args))
-    from rewardfleet.services.commands import app
+    from rewardfleet.services.cli_app import app
 
     app()
 
@@ -49,7 +49,7 @@ def _score(args: ScoreArgs) -> int:
 def __getattr__(name: str) -> typer.Typer:
     # `from rewardfleet.services.cli import app`: scripts installed before `main` was the entry point, tests.
     if name == "app":
-        from rewardfleet.services.commands import app
+        from rewardfleet.services.cli_app import app
 
         return app
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

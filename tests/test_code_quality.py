@@ -10,6 +10,7 @@ sys.path and refuses to run unless `rewardfleet` resolves to the checkout under 
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -100,3 +101,56 @@ def test_a_violation_planted_in_another_checkout_is_found(
     said = " ".join(proc.stdout.split())  # import-linter wraps long contract names
     # (a violation in the leaf also breaks every package importing it: indirect imports count)
     assert contract in said.split("Broken contracts", 1)[-1], proc.stdout[-3000:]
+
+
+def _private_imports(root: Path) -> list[str]:
+    """Imports of an underscore module (`a.b._c`) from outside its package `a.b`, in the product's code."""
+
+    def is_module(name: str) -> bool:  # `from a.b import _c`: a module, or a private name of a.b?
+        path = root.joinpath(*name.split(".")[1:])
+        return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+    found = []
+    for folder in ("services", "router", "reward_fns"):
+        for path in sorted((root / folder).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            importer = ".".join(("rewardfleet", *(parts[:-1] if parts[-1] == "__init__" else parts)))
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Import):
+                    targets = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    targets = [node.module]
+                    targets += [
+                        f"{node.module}.{a.name}" for a in node.names if is_module(f"{node.module}.{a.name}")
+                    ]
+                else:
+                    continue
+                for target in targets:
+                    names = target.split(".")
+                    private = [
+                        i
+                        for i, name in enumerate(names)
+                        if i > 0 and name.startswith("_") and name[1:2] != "_"
+                    ]
+                    if private:
+                        package = ".".join(names[: private[0]])
+                        if importer != package and not importer.startswith(package + "."):
+                            found.append(f"{path.relative_to(root)}:{node.lineno}: {target}")
+    return found
+
+
+def test_no_underscore_module_is_imported_across_a_package_boundary() -> None:
+    """`a.b._c` is private to the package `a.b`: only its modules (and subpackages) import it."""
+    assert _private_imports(REPO_ROOT) == []
+
+
+def test_an_underscore_module_imported_from_another_package_is_found(tmp_path: Path) -> None:
+    other = _copy_checkout(tmp_path / "other")
+    (other / "reward_fns" / "_private.py").write_text("X = 1\n")
+    path = other / "services" / "gateway" / "sizes.py"
+    path.write_text(path.read_text() + "\nfrom rewardfleet.reward_fns._private import X  # noqa\n")
+    assert _private_imports(other) == [
+        "services/gateway/sizes.py:"
+        + str(len(path.read_text().splitlines()))
+        + ": rewardfleet.reward_fns._private"
+    ]

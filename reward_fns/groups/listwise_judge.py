@@ -25,7 +25,6 @@ from typing import Any
 
 import aiohttp
 
-from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.reward_fns.groups._group_judging import (
     GroupJudgeConfigError,
     guarded_members,
@@ -34,6 +33,7 @@ from rewardfleet.reward_fns.groups._group_judging import (
     question_messages,
 )
 from rewardfleet.reward_fns.judging.judge import ask_judge
+from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.services.common.router_http import RemoteCallError
 
 EXACT_PERMUTATION_MAX = 6

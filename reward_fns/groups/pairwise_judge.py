@@ -31,7 +31,6 @@ from typing import Any
 
 import aiohttp
 
-from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.reward_fns.groups._group_judging import (
     GroupJudgeConfigError,
     guarded_members,
@@ -53,6 +52,7 @@ from rewardfleet.reward_fns.groups._pairwise import (
     win_rates,
 )
 from rewardfleet.reward_fns.judging.judge import ask_judge
+from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.services.common.router_http import RemoteCallError
 
 DEFAULT_TEMPLATE = (

@@ -12,4 +12,38 @@ answer_match     comparing an extracted answer with the reference
 answers          answer extraction and normalisation, shared with the rule built-ins; options: a sample's
                  per-call options
 steps            step splitting, per-step scores and their aggregation
+
+The names below are its public API (the judge's `compute_score` is reward_fns.judge's, a built-in). The
+judge itself is not imported here: importing a name of the family stays light.
 """
+
+from rewardfleet.reward_fns.judging.guards import GUARD_NAMES, GuardSettings, GuardSettingsError, check_answer
+from rewardfleet.reward_fns.judging.settings import (
+    GenerationSettings,
+    JudgeSettingsError,
+    ProbabilitySettings,
+    VerdictSettings,
+)
+from rewardfleet.reward_fns.judging.steps import StepError, aggregate, split_steps
+from rewardfleet.reward_fns.judging.templates import JudgeTemplate, TemplateError, get_template
+from rewardfleet.reward_fns.judging.verdicts import Verdict, VerdictParseError, parse_verdict
+
+__all__ = [
+    "GUARD_NAMES",
+    "GenerationSettings",
+    "GuardSettings",
+    "GuardSettingsError",
+    "JudgeSettingsError",
+    "JudgeTemplate",
+    "ProbabilitySettings",
+    "StepError",
+    "TemplateError",
+    "Verdict",
+    "VerdictParseError",
+    "VerdictSettings",
+    "aggregate",
+    "check_answer",
+    "get_template",
+    "parse_verdict",
+    "split_steps",
+]

@@ -17,9 +17,9 @@ A legitimate short answer ("4", "-1/2", "∅", "No", "x=3") never trips a guard:
 mathematical symbol left after the wrappers are removed is content.
 
 `check_answer(text, settings)` returns the guard's name or None; `judge`, `rule_then_judge` and any user
-function can call it (`from rewardfleet.reward_fns.judging.guards import GuardSettings, check_answer`). A guarded
-result is a normal scored result (status ok) with the guard's name in `extra["guard"]`; the gateway counts it
-in `rewardfleet_judge_guard_total{reward_fn,guard}` when the name is one of `GUARD_NAMES`.
+function can call it (`from rewardfleet.reward_fns.judging.guards import GuardSettings, check_answer`). A
+guarded result is a normal scored result (status ok) with the guard's name in `extra["guard"]`; the gateway
+counts it in `rewardfleet_judge_guard_total{reward_fn,guard}` when the name is one of `GUARD_NAMES`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Three methods (reward_kwargs `method`):
   (constrained to them) or, for free text the rule cannot settle, for the template's verdict. The embedded
   default fleet uses it: a 135 M model's own verdict carries no signal.
 
-Settings come in groups (`_judge_settings`): `generation`, `verdict`, `probability`, and `guards`
+Settings come in groups (`settings.py`): `generation`, `verdict`, `probability`, and `guards`
 (`guards.py`: empty, opener-only and over-long answers are scored without a judge call).
 
 Constrained verdicts (`verdict.constrain`, on by default): the request carries SGLang's `regex` (a
@@ -51,6 +51,7 @@ from rewardfleet.reward_fns.judging.answer_match import (
     pick_value,
     reference_number,
 )
+from rewardfleet.reward_fns.judging.guards import GuardSettings, GuardSettingsError, check_answer
 from rewardfleet.reward_fns.judging.images import image_parts, with_images
 from rewardfleet.reward_fns.judging.settings import (
     GenerationSettings,
@@ -70,7 +71,6 @@ from rewardfleet.reward_fns.judging.templates import (
 )
 from rewardfleet.reward_fns.judging.verdict_grammar import verdict_regex
 from rewardfleet.reward_fns.judging.verdicts import Verdict, VerdictParseError, parse_verdict
-from rewardfleet.reward_fns.judging.guards import GuardSettings, GuardSettingsError, check_answer
 from rewardfleet.services.common.router_http import RemoteCallError, post_json, resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()

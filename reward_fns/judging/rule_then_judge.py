@@ -27,7 +27,15 @@ from typing import Any
 
 import aiohttp
 
+from rewardfleet.reward_fns.judging.guards import GuardSettings, GuardSettingsError, check_answer
 from rewardfleet.reward_fns.judging.images import image_parts, with_images
+from rewardfleet.reward_fns.judging.judge import (
+    JudgeConfigError,
+    JudgeEndpoint,
+    ask_judge,
+    read_verdict,
+    template_values,
+)
 from rewardfleet.reward_fns.judging.settings import (
     GenerationSettings,
     JudgeSettingsError,
@@ -37,17 +45,10 @@ from rewardfleet.reward_fns.judging.settings import (
 from rewardfleet.reward_fns.judging.templates import JudgeTemplate, TemplateError, get_template
 from rewardfleet.reward_fns.judging.verdict_grammar import verdict_regex
 from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
-from rewardfleet.reward_fns.judging.guards import GuardSettings, GuardSettingsError, check_answer
-from rewardfleet.reward_fns.judging.judge import (
-    JudgeConfigError,
-    JudgeEndpoint,
-    ask_judge,
-    read_verdict,
-    template_values,
-)
 from rewardfleet.services.common.router_http import RemoteCallError, resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()
+BUILTINS = "rewardfleet.reward_fns"  # the package of the rule functions (this one is its judging/)
 
 THREAD_SAFE_RULES = frozenset({"math_dapo", "math", "gsm8k"})
 
@@ -75,9 +76,9 @@ async def run_rule(
 ) -> tuple[float, bool, str]:
     """(score, correct, pred) from `rewardfleet.reward_fns.<rule>.compute_score`."""
     try:
-        module = importlib.import_module(f"{__package__}.{rule}")
+        module = importlib.import_module(f"{BUILTINS}.{rule}")
     except ImportError as exc:
-        raise RuleCheckError(f"no built-in rule function {__package__}.{rule}: {exc}") from exc
+        raise RuleCheckError(f"no built-in rule function {BUILTINS}.{rule}: {exc}") from exc
     fn = getattr(module, "compute_score", None)
     if fn is None or asyncio.iscoroutinefunction(fn):
         raise RuleCheckError(f"{__package__}.{rule} has no synchronous compute_score")

@@ -7,6 +7,7 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 
 import aiohttp
+from starlette.datastructures import State
 
 from rewardfleet.services.gateway.catalog.build import Catalog
 from rewardfleet.services.gateway.catalog.reload import Reloader
@@ -60,8 +61,11 @@ class Gateway:
     async def score(self, sample: ScoreRequest) -> ScoreResult:
         """Resolve and score one sample; a group member waits for its group's answer (groups/scorer.py)."""
         catalog = self.catalog  # one catalog for the whole request, even if a reload swaps it meanwhile
-        fn, label = self.resolve(sample, catalog)
-        return await self.score_resolved(sample, fn, label, catalog)
+        self.limits.check(sample)
+        fn, label = catalog.dispatcher.resolve(sample.reward_fn, sample.data_source)
+        if sample.group_id is not None:  # as score_resolved, inline: the hot path of one sample
+            return await self.groups.submit(sample, fn, label, catalog.group_functions)
+        return await self.scorer.score(sample, fn, label)
 
     async def score_resolved(
         self, sample: ScoreRequest, fn: RewardFunction, label: str, catalog: Catalog
@@ -77,3 +81,11 @@ class Gateway:
         if sample.group_id is not None:
             return await self.groups.submit(sample, fn, label, catalog.group_functions)
         return await self.scorer.score(sample, fn, label)
+
+
+def gateway_of(state: State) -> Gateway:
+    """The gateway in the app's `state`, set by the lifespan."""
+    gateway: Gateway | None = getattr(state, "gateway", None)
+    if gateway is None:  # only possible if a request slips in before start-up finished
+        raise RuntimeError("the gateway is not started")
+    return gateway

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from starlette.types import Scope
 
-from rewardfleet.reward_fns.judging.guards import GUARD_NAMES
+from rewardfleet.reward_fns.contract import GUARD_NAMES
 from rewardfleet.services.common.body_limits import refusals_counter
 from rewardfleet.services.gateway.plain_metrics import (
     CounterChild,
@@ -156,8 +156,8 @@ class GatewayMetrics:
         )
         self.body_refusals = refusals_counter("gateway_request_body_refusals", NAMESPACE, r)
 
-        # A guard before a judge answered (reward_fns/guards.py): the label is one of GUARD_NAMES, whatever
-        # a function writes into extra["guard"].
+        # A guard before a judge answered (reward_fns/judging/guards.py): the label is one of GUARD_NAMES,
+        # whatever a function writes into extra["guard"].
         self.judge_guards = Counter(
             "judge_guard",
             "Answers scored by a guard without asking the judge (extra.guard), by function and guard.",

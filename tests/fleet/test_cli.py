@@ -53,7 +53,7 @@ def _secret_fleet(tmp_path: Path) -> Path:
           api_keys: [sk-gateway-key-1-a8f03c, sk-gateway-key-2-b19e4d]
           functions:
             my_judge:
-              path: rewardfleet.reward_fns.judging.judge:judge_score
+              path: rewardfleet.reward_fns.judge:judge_score
               reward_kwargs:
                 api_key: sk-judge-key
                 base_url: "https://judge:judgepw@judge.example.com/v1"

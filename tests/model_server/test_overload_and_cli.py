@@ -75,7 +75,7 @@ def test_llama_reward_model_scores_match_direct_forward(
 
 def test_cli_module_does_not_import_torch() -> None:
     code = (
-        "import sys, rewardfleet.services.cli, rewardfleet.services.commands; "
+        "import sys, rewardfleet.services.cli, rewardfleet.services.cli_app; "
         "import rewardfleet.services.model_server.cli; "
         "print('torch' in sys.modules, 'transformers' in sys.modules)"
     )

@@ -23,7 +23,7 @@ from tests.gateway.conftest import Gateway, start_gateway
 from tests.support import free_port, running
 
 N = 40
-JUDGE = "rewardfleet.reward_fns.judging.judge:compute_score"
+JUDGE = "rewardfleet.reward_fns.judge:compute_score"
 NO_QUESTION = "[Reference answer]\n{reference}\n\n[Response]\n{response}\n\nIs the response correct?"
 
 

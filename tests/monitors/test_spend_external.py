@@ -35,7 +35,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
                                      "api_key_env": "SPEND_STANDIN_KEY"}},
         "pool_prices": {"judge": {"input_usd_per_million_tokens": INPUT_USD,
                                   "output_usd_per_million_tokens": OUTPUT_USD, "max_spend_usd": CAP_USD}},
-        "functions": {"named": {"path": "rewardfleet.reward_fns.judging.judge:compute_score",
+        "functions": {"named": {"path": "rewardfleet.reward_fns.judge:compute_score",
                                 "reward_kwargs": {"pool": "judge", "verdict": {"constrain": False}}},
                       "judge": {"reward_kwargs": {"verdict": {"constrain": False}}}},
     }  # fmt: skip

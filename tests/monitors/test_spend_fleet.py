@@ -22,7 +22,7 @@ from tests.tiny_models import build_tiny_llama
 
 INPUT_USD, OUTPUT_USD = 10.0, 40.0  # per million tokens: a call costs about $0.005 here
 POOL_CAP_USD, FN_CAP_USD = 0.03, 0.02
-JUDGE = "rewardfleet.reward_fns.judging.judge:compute_score"
+JUDGE = "rewardfleet.reward_fns.judge:compute_score"
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""The rule half of the `answer_match` judge method (reward_fns/_answer_match.py): which final answer it
-reads, when it decides alone, and when it asks the model."""
+"""The rule half of the `answer_match` judge method (reward_fns/judging/answer_match.py): which final answer
+it reads, when it decides alone, and when it asks the model."""
 
 from __future__ import annotations
 

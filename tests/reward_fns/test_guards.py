@@ -1,5 +1,5 @@
-"""Guards before a judge (reward_fns/guards.py): the "master keys" of "One Token to Fool LLM-as-a-Judge" and
-their disguises trip a guard; legitimate short answers never do."""
+"""Guards before a judge (reward_fns/judging/guards.py): the "master keys" of "One Token to Fool
+LLM-as-a-Judge" and their disguises trip a guard; legitimate short answers never do."""
 
 from __future__ import annotations
 

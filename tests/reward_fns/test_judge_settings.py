@@ -1,4 +1,4 @@
-"""The judges' grouped settings (reward_fns/_judge_settings.py, issue 24): objects or YAML mappings, and a
+"""The judges' grouped settings (reward_fns/judging/settings.py, issue 24): objects or YAML mappings, and a
 misspelt or mistyped setting named at start-up (`startup_check`) and at the call."""
 
 from __future__ import annotations

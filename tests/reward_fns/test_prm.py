@@ -19,7 +19,7 @@ from rewardfleet.reward_fns.prm import (
 
 
 def test_split_drops_empty_parts_and_strips() -> None:
-    """prm splits by reward_fns/_steps.py's `separator:<SEP>` rule."""
+    """prm splits by reward_fns/judging/steps.py's `separator:<SEP>` rule."""
     assert split_steps("a\n\n\n\n b \n\n", "separator:\n\n") == ["a", "b"]
     assert split_steps("one step", "separator:\n\n") == ["one step"]
     assert split_steps("x|y", "separator:|") == ["x", "y"]

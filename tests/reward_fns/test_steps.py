@@ -1,4 +1,4 @@
-"""reward_fns/_steps.py: the step split rules and the aggregates of step/turn scores."""
+"""reward_fns/judging/steps.py: the step split rules and the aggregates of step/turn scores."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rewardfleet.reward_fns.judging.judge import template_values
 from rewardfleet.reward_fns.judging.templates import (
     TEMPLATES,
     TemplateError,
@@ -13,7 +14,6 @@ from rewardfleet.reward_fns.judging.templates import (
     number_steps,
     problem_text,
 )
-from rewardfleet.reward_fns.judging.judge import template_values
 
 VALUES = {
     "problem": "What is 6 * 7?",

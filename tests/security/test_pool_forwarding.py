@@ -99,7 +99,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     silent.bind(("127.0.0.1", 0))
     silent.listen(64)
     provider_url = f"http://127.0.0.1:{provider_port}"
-    judge = "rewardfleet.reward_fns.judging.judge:compute_score"
+    judge = "rewardfleet.reward_fns.judge:compute_score"
     config = {
         "workers": 1,
         "api_keys": [GATEWAY_KEY],

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # verl's four arguments. They are always passed, so reward_kwargs may not override them.
 BASE_PARAMS: tuple[str, ...] = ("data_source", "solution_str", "ground_truth", "extra_info")
-# reward_fns/_steps.py's aggregates (the fleet reads this config without importing reward functions;
+# reward_fns/judging/steps.py's aggregates (the fleet reads this config without importing reward functions;
 # tests/reward_fns/test_steps.py checks the two lists agree).
 ScoreAggregate = Literal["min", "max", "mean", "sum", "last", "first", "product", "first_error"]
 
@@ -75,7 +75,7 @@ class FunctionConfig(BaseModel):
     score_aggregate: ScoreAggregate = Field(
         default="min",
         description="How `score` is made from the function's `step_scores` (else its `turn_scores`) when it "
-        "returns none (reward_fns/_steps.py, docs/trajectories.md).",
+        "returns none (reward_fns/judging/steps.py, docs/trajectories.md).",
     )
     score_aggregate_threshold: float = Field(
         default=0.5, description="`first_error`: a step scoring below this is wrong."

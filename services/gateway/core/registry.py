@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from rewardfleet.reward_fns.contract import ASYNC_ONLY_PARAMS, INJECTABLE_PARAMS
 from rewardfleet.services.gateway.core.config import BASE_PARAMS, FunctionConfig, FunctionSources
 from rewardfleet.services.gateway.core.versioning import digest, function_version
 from rewardfleet.services.gateway.errors import LoadError
@@ -29,19 +30,7 @@ from rewardfleet.services.gateway.execution.loader import FunctionRef, file_ref,
 
 logger = logging.getLogger(__name__)
 
-# Extra arguments the gateway can inject, by parameter name. http_client is the gateway's shared
-# aiohttp.ClientSession: it cannot cross a process boundary, so only async functions may ask for it.
-INJECTABLE_PARAMS: tuple[str, ...] = (
-    "reward_router_address",
-    "reward_model_tokenizer",
-    "router_addresses",
-    "http_client",
-    "prompt",
-    "uid",
-    "images",
-    "messages",
-)
-ASYNC_ONLY_PARAMS = frozenset({"http_client"})
+# The arguments injected by parameter name are the reward functions' contract (reward_fns/contract.py).
 ENTRY_POINT = "compute_score"
 
 Origin = Literal["builtin", "user", "config"]
@@ -280,6 +269,12 @@ def _version(cand: _Candidate, cfg: FunctionConfig) -> str:
     """The file and its config; for a drop-in folder's file also its helpers (a changed helper changes what
     the function computes, so cached results of the old version must not answer for the new one)."""
     version = function_version(cand.source_file, cfg)
+    if cand.origin == "builtin":
+        # A built-in that re-exports its compute_score (reward_fns/judge.py from judging/) is the file that
+        # defines it: an edit there is another reward too.
+        defined_in = getattr(inspect.getmodule(cand.fn), "__file__", None)
+        if defined_in is not None and Path(defined_in) != cand.source_file:
+            return digest(version.encode(), Path(defined_in).read_bytes())
     if cand.ref.root is None:
         return version
     return digest(version.encode(), folder_digest(Path(cand.ref.root)).encode())

@@ -20,7 +20,7 @@ import aiohttp
 import pebble
 from pydantic import ValidationError
 
-from rewardfleet.reward_fns.judging.steps import StepError, aggregate
+from rewardfleet.reward_fns.contract import StepError, aggregate
 from rewardfleet.services.gateway.cache.idempotency import Results
 from rewardfleet.services.gateway.core.config import FunctionConfig
 from rewardfleet.services.gateway.core.failure_log import FailureLog
@@ -146,10 +146,11 @@ class Scorer:
             why = self.refused_pools.get(fn.config.reward_kwargs.get("pool"))  # type: ignore[arg-type]
             if why is not None:
                 return Outcome("error", error=ErrorInfo(type="JudgePoolDegraded", message=why))
-        if self.spend is None:
-            return None
+        spend = self.spend
+        if spend is None or (fn.config.max_spend_usd is None and not spend.has_pool_caps):
+            return None  # no cap concerns this call (what `admit` would find without a ledger read)
         try:
-            await self.spend.admit(fn.name, fn.config.max_spend_usd, fn.config.reward_kwargs.get("pool"))
+            await spend.admit(fn.name, fn.config.max_spend_usd, fn.config.reward_kwargs.get("pool"))
         except BudgetExhausted as exc:
             return Outcome("error", error=ErrorInfo(type="BudgetExhausted", message=str(exc)))
         return None

@@ -20,7 +20,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from rewardfleet.reward_fns.judging.steps import StepError, check_scores
+from rewardfleet.reward_fns.contract import StepError, check_scores
 from rewardfleet.services.gateway.errors import InvalidReturn
 from rewardfleet.services.gateway.execution.components import KEY as COMPONENTS_KEY
 from rewardfleet.services.gateway.execution.components import returned_components

@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 
 from rewardfleet.reward_fns import judge, similarity
-from rewardfleet.reward_fns.judging.settings import GenerationSettings, VerdictSettings
+from rewardfleet.reward_fns.contract import GenerationSettings, VerdictSettings
 from rewardfleet.services.gateway.errors import GraderError, InvalidReturn
 from rewardfleet.services.gateway.execution.contain import awaited, in_thread
 from rewardfleet.services.gateway.execution.loader import parse_ref, resolve

@@ -17,7 +17,8 @@ records per pool:
 
 Probes measure the judge pool, not the guards in front of it: a probed function that takes a `guards` keyword
 (the built-in `judge`, `rule_then_judge`) is called with `guards=False`, since the guards answer exactly these
-master keys without asking the judge (reward_fns/guards.py; their hits are `rewardfleet_judge_guard_total`).
+master keys without asking the judge (reward_fns/judging/guards.py; their hits are
+`rewardfleet_judge_guard_total`).
 A ratio above 0 therefore says the judge would pay for an answer the guards do not know.
 
 With several gateway processes or replicas sharing a state store, one of them runs the probes (it holds the

@@ -11,7 +11,8 @@ from starlette.datastructures import State
 
 from rewardfleet.services.common.json_body import parse_json, parse_json_body
 from rewardfleet.services.gateway.errors import BatchTooLarge, GatewayError
-from rewardfleet.services.gateway.routes.deps import gateway_of, get_gateway
+from rewardfleet.services.gateway.facade import gateway_of
+from rewardfleet.services.gateway.routes.deps import get_gateway
 from rewardfleet.services.gateway.schemas import (
     BatchRequest,
     BatchResult,
@@ -61,9 +62,8 @@ async def score(request: Request) -> Response:
 async def score_body(state: State, raw: bytes) -> bytes:
     """The answer to one `POST /score` body (the app's `state` holds the gateway): the route's and the
     plain-ASGI path's (routes/score_asgi.py) one implementation. Raises what the error handlers answer."""
-    gateway = gateway_of(state)
     sample = parse_json(raw, ScoreRequest)
-    return ScoreResult.__pydantic_serializer__.to_json(await gateway.score(sample))
+    return ScoreResult.__pydantic_serializer__.to_json(await gateway_of(state).score(sample))
 
 
 @router.post(

@@ -122,7 +122,7 @@ class SpendMeter:
                 f"pool_prices: {unknown} name no pool (routers and external_pools: {sorted(known_pools)})"
             )
         self.prices = dict(prices)
-        self._pool_caps = any(price.max_spend_usd is not None for price in prices.values())
+        self.has_pool_caps = any(price.max_spend_usd is not None for price in prices.values())
         self.ledger = ledger
         self.metrics = SpendMetrics(registry)
         self._pools_of: dict[str, set[str]] = {}  # function -> priced pools it has been charged for
@@ -138,7 +138,7 @@ class SpendMeter:
     async def admit(self, reward_fn: str, max_spend_usd: float | None, named_pool: Any = None) -> None:
         """Raise `BudgetExhausted` if the function's spend, or a capped pool's it uses, has reached its cap.
         No cap concerned: no ledger read."""
-        if max_spend_usd is None and not self._pool_caps:
+        if max_spend_usd is None and not self.has_pool_caps:
             return  # the common case, on every sample: nothing to check
         if max_spend_usd is not None:
             self._function_caps[reward_fn] = max_spend_usd

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.reward_fns.groups.listwise_judge import parse_ranking, permutation_regex
+from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from tests.reward_fns.groups.conftest import GroupJudgeFleet
 
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.reward_fns.groups._pairwise import (
     bradley_terry,
     combine,
@@ -16,6 +15,7 @@ from rewardfleet.reward_fns.groups._pairwise import (
     swiss_pairing,
 )
 from rewardfleet.reward_fns.groups.pairwise_judge import parse_pair_verdict
+from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.services.gateway.errors import InvalidReturn
 from rewardfleet.services.gateway.groups.scorer import member_answer
 

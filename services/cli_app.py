@@ -1,4 +1,5 @@
-"""The `rewardfleet` typer app. Each service owns its command; this file assembles them (cli.py runs it)."""
+"""The `rewardfleet` typer app: each service owns its command, this file assembles them; cli.py (the entry
+point, `main`) runs it, after its typer-free fast path for a plain `rewardfleet score`."""
 
 from __future__ import annotations
 

@@ -1,0 +1,20 @@
+"""`judge`: an LLM judge scores the response in [0, 1] (the judge family is reward_fns/judging/;
+docs/judges.md)."""
+
+from rewardfleet.reward_fns.judging.judge import (
+    DATA_SOURCES,
+    JudgeCallError,
+    JudgeConfigError,
+    JudgeTruncatedError,
+    compute_score,
+    startup_check,
+)
+
+__all__ = [
+    "DATA_SOURCES",
+    "JudgeCallError",
+    "JudgeConfigError",
+    "JudgeTruncatedError",
+    "compute_score",
+    "startup_check",
+]
