@@ -55,8 +55,8 @@ from rewardfleet.services.gateway.limits.input_limits import SampleLimits
 from rewardfleet.services.gateway.limits.stores import gate_for
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.monitors.probes import JudgeProber
-from rewardfleet.services.gateway.monitors.stores import job_board_for
 from rewardfleet.services.gateway.monitors.shadow import ShadowJudge
+from rewardfleet.services.gateway.monitors.stores import job_board_for
 from rewardfleet.services.gateway.pools.external_pools import ACCESS_LOGGER, ExternalPools, RedactPoolTokens
 from rewardfleet.services.gateway.routes import (
     admin,

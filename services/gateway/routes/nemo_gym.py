@@ -33,8 +33,8 @@ from pydantic import RootModel
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rewardfleet.services.common.json_body import parse_json_body
-from rewardfleet.services.gateway.nemo_gym.config import NeMoGymConfig, NeMoGymServer
 from rewardfleet.services.gateway.errors import BatchTooLarge, UnknownRewardFunction
+from rewardfleet.services.gateway.nemo_gym.config import NeMoGymConfig, NeMoGymServer
 from rewardfleet.services.gateway.nemo_gym.mapping import BodyError, answer, score_body
 from rewardfleet.services.gateway.nemo_gym.metrics import (
     MAX_RESPONSES,

@@ -18,8 +18,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from rewardfleet.services.gateway.limits.function_limits import estimate_tokens
-from rewardfleet.services.gateway.spend.meter import NANO_PER_USD
 from rewardfleet.services.gateway.schemas import ScoreRequest
+from rewardfleet.services.gateway.spend.meter import NANO_PER_USD
 from rewardfleet.services.gateway.tenants.context import Caller, admitted
 from rewardfleet.services.gateway.tenants.counters import Counters, window_index
 from rewardfleet.services.gateway.tenants.errors import TenantQuotaExceeded

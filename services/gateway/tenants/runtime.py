@@ -13,8 +13,8 @@ from prometheus_client import CollectorRegistry
 from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.config.tenants import OTHER_RUN
 from rewardfleet.services.gateway.limits.function_limits import FunctionGate
-from rewardfleet.services.gateway.spend.meter import NANO_PER_USD
 from rewardfleet.services.gateway.schemas import ScoreRequest
+from rewardfleet.services.gateway.spend.meter import NANO_PER_USD
 from rewardfleet.services.gateway.tenants.context import Caller, current, scope
 from rewardfleet.services.gateway.tenants.counters import Counters, MemoryCounters, RedisCounters
 from rewardfleet.services.gateway.tenants.directory import TenantDirectory

@@ -15,10 +15,10 @@ import logging
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
-from rewardfleet.services.gateway.core.failure_log import FailureLog
 from rewardfleet.services.gateway.cache.idempotency import Results
-from rewardfleet.services.gateway.spend.meter import SpendMeter, cost_nano_usd, usd
+from rewardfleet.services.gateway.core.failure_log import FailureLog
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
+from rewardfleet.services.gateway.spend.meter import SpendMeter, cost_nano_usd, usd
 from rewardfleet.services.gateway.tenants.context import current, scope
 from rewardfleet.services.gateway.tenants.counters import Counters
 from rewardfleet.services.gateway.tenants.metrics import TenantMetrics
