@@ -79,7 +79,7 @@ def gateway(
             host=settings.host,
             port=settings.port,
             keep_alive_s=settings.keep_alive_s,
-            backlog=listen_backlog(settings.max_inflight_requests),
+            backlog=listen_backlog(settings.admission.max_inflight_requests),
             needs_state_server=settings.state_url is None,
             log_level=log_level,
             access_log=access_log,
@@ -96,5 +96,5 @@ def gateway(
         log_level=log_level,
         access_log=access_log,
         timeout_keep_alive=settings.keep_alive_s,
-        backlog=listen_backlog(settings.max_inflight_requests),
+        backlog=listen_backlog(settings.admission.max_inflight_requests),
     )
