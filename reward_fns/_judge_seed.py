@@ -18,6 +18,9 @@ from collections.abc import Sequence
 from typing import Any
 
 _MAX_SEED = 2**63 - 1
+# sglang-router 0.3.2's routing-key header (`routers/header_utils.rs`): with `--policy manual` every request
+# carrying the same key goes to the same worker; other policies ignore it.
+ROUTING_KEY_HEADER = "X-SMG-Routing-Key"
 
 
 def sample_seed(key: str | None, messages: Sequence[Any]) -> int:
@@ -25,3 +28,8 @@ def sample_seed(key: str | None, messages: Sequence[Any]) -> int:
     canonical = json.dumps([key or "", list(messages)], sort_keys=True, ensure_ascii=False, default=str)
     digest = hashlib.sha256(canonical.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") & _MAX_SEED
+
+
+def routing_headers(seed: int) -> dict[str, str]:
+    """The routing-key header of a judge call: the same question, the same key, the same replica."""
+    return {ROUTING_KEY_HEADER: f"{seed:016x}"}

@@ -52,7 +52,7 @@ from rewardfleet.reward_fns._answer_match import (
     reference_number,
 )
 from rewardfleet.reward_fns._judge_images import image_parts, with_images
-from rewardfleet.reward_fns._judge_seed import sample_seed
+from rewardfleet.reward_fns._judge_seed import routing_headers, sample_seed
 from rewardfleet.reward_fns._judge_settings import (
     GenerationSettings,
     JudgeSettingsError,
@@ -146,8 +146,9 @@ async def ask_judge(endpoint: JudgeEndpoint, messages: list[dict[str, Any]]) -> 
     }
     if endpoint.regex is not None:
         payload["regex"] = endpoint.regex
+    seed = sample_seed(endpoint.seed_key, messages)
     if endpoint.sampling_seed:
-        payload["seed"] = sample_seed(endpoint.seed_key, messages)
+        payload["seed"] = seed
     body = await post_json(
         endpoint.session,
         endpoint.address,
@@ -155,6 +156,7 @@ async def ask_judge(endpoint: JudgeEndpoint, messages: list[dict[str, Any]]) -> 
         payload,
         timeout_s=endpoint.timeout_s,
         error_cls=JudgeCallError,
+        headers=routing_headers(seed),
     )
     try:
         choice = body["choices"][0]
@@ -180,8 +182,9 @@ async def _ask_generate(endpoint: JudgeEndpoint, messages: list[dict[str, Any]])
     sampling: dict[str, Any] = {"max_new_tokens": endpoint.max_tokens, "temperature": endpoint.temperature}
     if endpoint.regex is not None:
         sampling["regex"] = endpoint.regex
+    seed = sample_seed(endpoint.seed_key, messages)
     if endpoint.sampling_seed:
-        sampling["sampling_seed"] = sample_seed(endpoint.seed_key, messages)
+        sampling["sampling_seed"] = seed
     payload = {"input_ids": input_ids, "sampling_params": sampling}
     body = await post_json(
         endpoint.session,
@@ -190,6 +193,7 @@ async def _ask_generate(endpoint: JudgeEndpoint, messages: list[dict[str, Any]])
         payload,
         timeout_s=endpoint.timeout_s,
         error_cls=JudgeCallError,
+        headers=routing_headers(seed),
     )
     if not isinstance(body, Mapping):
         raise _bad_response(endpoint, "/generate", body, "expected one JSON object")
