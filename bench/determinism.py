@@ -69,6 +69,7 @@ class Kind:
     route: str
     body: Callable[[str], dict[str, Any]]
     requests_scale: float = 1.0  # generation is ~16 forwards a request: fewer requests
+    args: tuple[str, ...] = ()  # extra serve-model flags
 
 
 def _texts(n: int, seed: int = 0) -> list[str]:
@@ -92,7 +93,7 @@ def _generate_body(text: str) -> dict[str, Any]:
 
 def build_kinds(work: Path, names: Sequence[str]) -> list[Kind]:
     from tests.tiny_models import build_tiny_qwen2
-    from tests.tiny_prm import build_tiny_qwen2_prm
+    from tests.tiny_prm import build_tiny_qwen2_prm, step_tag_id
 
     kinds: list[Kind] = []
     for name in names:
@@ -107,7 +108,9 @@ def build_kinds(work: Path, names: Sequence[str]) -> list[Kind]:
             kinds.append(Kind(name, "encoder (all-MiniLM-L6-v2)", path, "/v1/embeddings", _embedding_body))
         elif name == "prm":
             path = build_tiny_qwen2_prm(work / "prm", hidden_size=64, num_layers=4)
-            kinds.append(Kind(name, "PRM (tiny Qwen2 PRM, h64 x4, 3 steps)", path, "/pooling", _steps_body))
+            label = "PRM (tiny Qwen2 PRM, h64 x4, 3 steps)"
+            tag = ("--step-tag-id", str(step_tag_id(path)))
+            kinds.append(Kind(name, label, path, "/pooling", _steps_body, args=tag))
         elif name == "generation":
             path = build_tiny_qwen2(work / "lm", kind="causal", hidden_size=64, num_layers=4)
             label = "generation (tiny Qwen2 causal, h64 x4, 16 greedy tokens)"
@@ -125,6 +128,7 @@ def _server(work: Path, kind: Kind, deterministic: bool, threads: int, max_batch
         "--torch-num-threads", str(threads), "--max-batch-size", str(max_batch), "--max-queue", "4096",
         "--log-level", "warning",
     )  # fmt: skip
+    cmd += kind.args
     if deterministic:
         cmd.append("--enable-deterministic-inference")
     mode = "det" if deterministic else "default"

@@ -83,14 +83,14 @@ def models(tmp_path_factory: pytest.TempPathFactory, minilm_path: Path) -> dict[
 
 
 @pytest.fixture(scope="module")
-def servers(log_dir: Path) -> Iterator[Callable[[Path, bool], RunningServer]]:
+def servers(log_dir: Path) -> Iterator[Callable[..., RunningServer]]:
     """Starts a server per (model, mode) on first use; all stop at the end of the module."""
     started: dict[tuple[Path, bool], RunningServer] = {}
 
-    def get(path: Path, deterministic: bool) -> RunningServer:
+    def get(path: Path, deterministic: bool, *extra: str) -> RunningServer:
         key = (path, deterministic)
         if key not in started:
-            args = ["--served-model-name", "m", "--batch-wait-timeout-s", "0.02"]
+            args = ["--served-model-name", "m", "--batch-wait-timeout-s", "0.02", *extra]
             if deterministic:
                 args.append("--enable-deterministic-inference")
             started[key] = start_server(path, log_dir, *args, name=f"det-{deterministic}")
@@ -182,9 +182,9 @@ def test_encoder(models: dict[str, Path], servers: Any, deterministic: bool) -> 
 
 @pytest.mark.parametrize("deterministic", MODES)
 def test_process_reward_model(models: dict[str, Path], servers: Any, deterministic: bool) -> None:
-    from tests.tiny_prm import STEP_TAG
+    from tests.tiny_prm import STEP_TAG, step_tag_id
 
-    server = servers(models["prm"], deterministic)
+    server = servers(models["prm"], deterministic, "--step-tag-id", str(step_tag_id(models["prm"])))
     rng = random.Random(5)
     samples = [
         "".join(f"{t}{STEP_TAG}" for t in texts(rng.randint(1, 4), seed=i, longest=15)) for i in range(200)
