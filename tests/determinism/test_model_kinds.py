@@ -228,3 +228,16 @@ def test_generation(models: dict[str, Path], servers: Any, deterministic: bool, 
     server = servers(models["generation"], deterministic)
     kind = "generation " + ("seeded" if seeded else "greedy")
     run_kind(kind, server, deterministic, "generate", _generation_samples(seeded), post_generate)
+
+
+async def post_next_token(session: aiohttp.ClientSession, url: str, text: str) -> Any:
+    body = {"model": "m", "query": text, "items": [" so"], "label_token_ids": [70, 80, 90]}
+    data = await _json(session, f"{url}/v1/score", body)
+    return data["scores"][0]
+
+
+@pytest.mark.parametrize("deterministic", MODES)
+def test_next_token_probabilities(models: dict[str, Path], servers: Any, deterministic: bool) -> None:
+    """`/v1/score` (a judge's probability method): the same forward as generation, read as numbers."""
+    server = servers(models["generation"], deterministic)
+    run_kind("next-token probs", server, deterministic, "next_token", texts(200, seed=13), post_next_token)
