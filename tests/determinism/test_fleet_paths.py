@@ -220,3 +220,29 @@ def test_judge_ab_twice_is_identical(fleet: Fleet) -> None:
     compared = figures["compare"]
     assert compared["flipped"] == 0 and compared["most_changed"] == [], compared
     assert compared["both_ok"] > 0
+
+
+def test_the_router_forwards_the_seed_fields(fleet: Fleet) -> None:
+    """sglang-router 0.3.2 re-serialises bodies and drops fields it does not know: `sampling_seed` (in
+    /generate's sampling_params) and `seed` (chat) must survive it, or every seed would draw like seed 42
+    (the deterministic server's default) — so different seeds giving different tokens proves they arrive."""
+    router = fleet.state["pools"]["judge"]["router"]
+
+    def generate(seed: int) -> list[int]:
+        params = {"max_new_tokens": 8, "temperature": 1.0, "ignore_eos": True, "sampling_seed": seed}
+        body = {"text": "Say something:", "sampling_params": params}
+        resp = httpx.post(f"{router}/generate", json=body, timeout=60)
+        assert resp.status_code == 200, resp.text
+        return list(resp.json()["output_ids"])
+
+    def chat(seed: int) -> str:
+        body = {"model": "tiny-judge", "messages": [{"role": "user", "content": "Say something:"}],
+                "max_tokens": 8, "temperature": 1.0, "seed": seed}  # fmt: skip
+        resp = httpx.post(f"{router}/v1/chat/completions", json=body, timeout=60)
+        assert resp.status_code == 200, resp.text
+        return str(resp.json()["choices"][0]["message"]["content"])
+
+    for ask in (generate, chat):
+        by_seed = {seed: ask(seed) for seed in range(1, 7)}
+        assert [ask(seed) for seed in range(1, 7)] == list(by_seed.values()), ask.__name__
+        assert len({json.dumps(v) for v in by_seed.values()}) > 1, f"{ask.__name__}: the seed did not arrive"
