@@ -52,7 +52,7 @@ class Fleet:
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     tmp = tmp_path_factory.mktemp("det-fleet")
-    judge = build_tiny_qwen2(tmp / "judge", "causal", seed=3)
+    judge = build_tiny_qwen2(tmp / "judge", "causal", seed=3, max_position_embeddings=2048)
     rm = build_tiny_qwen2(tmp / "rm", "seq_cls", seed=4)
     router = "{policy: round_robin, health_check_interval_secs: 2, health_check_timeout_secs: 1}"
     args = "{torch-num-threads: 1, max-batch-size: 16, batch-wait-timeout-s: 0.02}"
