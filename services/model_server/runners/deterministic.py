@@ -105,4 +105,11 @@ def serving_continuous(runner: Any, deterministic: bool) -> dict[str, Callable[[
     factories = runner.continuous_operations()
     if not deterministic:
         return factories
-    return {name: (lambda f=f: SoloDecodeBatches(f)) for name, f in factories.items()}
+    return {name: _solo_factory(f) for name, f in factories.items()}
+
+
+def _solo_factory(factory: Callable[[], Any]) -> Callable[[], SoloDecodeBatches]:
+    def make() -> SoloDecodeBatches:
+        return SoloDecodeBatches(factory)
+
+    return make
