@@ -35,7 +35,8 @@ class Comparison:
         mode = "on " if self.deterministic else "off"
         return (
             f"{self.kind:<22} deterministic {mode}: {self.differ:>4} of {self.compared:>4} differ from "
-            f"alone, max |diff| {self.max_abs_diff:.3g}; {self.batches_over_one} batches of >1 formed"
+            f"alone, max |diff| {self.max_abs_diff:.3g}"
+            + (f"; {self.batches_over_one} batches of >1 formed" if self.batches_over_one >= 0 else "")
         )
 
 
