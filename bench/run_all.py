@@ -29,6 +29,7 @@ from bench import (
     code_sandbox,
     cost_growth,
     cpu_heavy,
+    determinism,
     gateway_overhead,
     image_rm_server,
     judge_overlap,
@@ -54,6 +55,7 @@ JUDGE = "11. judge throughput (SmolLM2-135M)"
 PRM = "12. process reward model server (/pooling)"
 RESCORE = "14. re-scoring: rewardfleet score vs a bare client"
 IMAGE_RM = "15. image reward model server (CLIP)"
+DETERMINISM = "16. deterministic inference: deterministic / default throughput"
 
 
 def _titled(title: str, plan: Callable[[], BenchResult]) -> Callable[[], BenchResult]:
@@ -91,6 +93,7 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
             13: lambda: step_admission.run(sizes=(4096,), low_s=20.0, high_s=30.0),
             14: _titled(RESCORE, lambda: rescore.run(lines=5000, rounds=3, batch_size=64, concurrency=8)),
             15: _titled(IMAGE_RM, lambda: image_rm_server.run(requests=400, offline_seconds=1.0, rounds=1)),
+            16: _titled(DETERMINISM, lambda: determinism.run(requests=200, rounds=1)),
         }
     return {
         1: lambda: gateway_overhead.run(duration_s=5, warmup_s=2, rounds=3, sync=True),
@@ -114,6 +117,8 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
         14: _titled(RESCORE, lambda: rescore.run(lines=20000, rounds=5, batch_size=64, concurrency=8)),
         # (text, image) pairs on a random CLIP: server under single-pair posts / offline best batch
         15: _titled(IMAGE_RM, lambda: image_rm_server.run(requests=1500, offline_seconds=2.0, rounds=2)),
+        # each kind's server with and without --enable-deterministic-inference, same load, alternating
+        16: _titled(DETERMINISM, lambda: determinism.run(requests=600, rounds=2)),
     }
 
 
@@ -197,7 +202,7 @@ def write_docs(results: list[BenchResult], header: list[str], plot_ok: bool) -> 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="short, single-round measurements")
-    ap.add_argument("--only", type=int, nargs="+", choices=range(1, 16), help="run only these benchmarks")
+    ap.add_argument("--only", type=int, nargs="+", choices=range(1, 17), help="run only these benchmarks")
     ap.add_argument("--no-docs", action="store_true", help="print only; do not rewrite docs/")
     args = ap.parse_args()
 
