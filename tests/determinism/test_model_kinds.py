@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import httpx
 import pytest
 
 from tests.determinism.harness import REPORT, Comparison, alone, batches_over_one, compare, mixed
@@ -119,6 +120,9 @@ def run_kind(
 ) -> Comparison:
     def bound(session: aiohttp.ClientSession, sample: Any) -> Any:
         return post(session, server.url, sample)
+
+    info = httpx.get(f"{server.url}/server_info", timeout=10).json()
+    assert info["enable_deterministic_inference"] is deterministic  # SGLang's server-arg name
 
     reference = alone(bound, samples)
     runs = [mixed(bound, samples, seed) for seed in SEEDS]
