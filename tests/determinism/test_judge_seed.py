@@ -90,3 +90,21 @@ def test_judge_sends_the_seed_on_generate(judge_server: RunningServer) -> None:
 
     assert len({ask() for _ in range(3)}) == 1
     assert len({ask(sampling_seed=False) for _ in range(6)}) > 1
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "field"),
+    [
+        ("/generate", {"text": "hi", "sampling_params": {"sampling_seed": 2**64}}, "sampling_seed"),
+        ("/generate", {"text": "hi", "sampling_params": {"sampling_seed": -(2**63) - 1}}, "sampling_seed"),
+        ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "seed": 2**63}, "seed"),
+    ],
+)  # fmt: skip
+def test_a_seed_outside_int64_is_a_400_naming_it(
+    judge_server: RunningServer, route: str, body: dict[str, Any], field: str
+) -> None:
+    import httpx
+
+    resp = httpx.post(judge_server.url + route, json=body, timeout=30)
+    assert resp.status_code == 400, resp.text
+    assert field in resp.text
