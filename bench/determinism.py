@@ -82,9 +82,13 @@ def _embedding_body(text: str) -> dict[str, Any]:
 
 
 def _steps_body(text: str) -> dict[str, Any]:
+    """The text cut into three steps, each ending in the step tag (as long as the other kinds' inputs)."""
     from tests.tiny_prm import STEP_TAG
 
-    return {"model": "m", "input": f"{text}{STEP_TAG}" * 3}
+    words = text.split(" ")
+    third = max(1, len(words) // 3)
+    steps = [" ".join(words[i * third : (i + 1) * third if i < 2 else None]) for i in range(3)]
+    return {"model": "m", "input": "".join(f"{step}{STEP_TAG}" for step in steps)}
 
 
 def _generate_body(text: str) -> dict[str, Any]:
@@ -203,6 +207,7 @@ def run(
             f"{kind.label}: default {' '.join(f'{x:.0f}' for x in default)} | deterministic "
             f"{' '.join(f'{x:.0f}' for x in det)} samples/s"
         )
+        print(result.notes[-1], flush=True)  # a kind's figures as soon as it is done
         result.rows.append(
             Row(
                 result.name,
