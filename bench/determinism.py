@@ -184,6 +184,48 @@ def measure(
     return default, det
 
 
+def _offline_inputs(kind: Kind, texts: list[str]) -> list[Any]:
+    """The runner's own input objects for `texts` (what the batcher hands its batch function)."""
+    from rewardfleet.services.model_server.runners.common import TextInput
+    from rewardfleet.services.model_server.runners.decoding import GenerationInput, SamplingParams
+    from rewardfleet.services.model_server.runners.prm import StepInput
+
+    if kind.name == "prm":
+        return [StepInput(text=_steps_body(t)["input"]) for t in texts]
+    if kind.name == "generation":
+        params = SamplingParams(max_new_tokens=16, temperature=0.0, ignore_eos=True)
+        return [GenerationInput(TextInput(text=t), params) for t in texts]
+    return [TextInput(text=t) for t in texts]
+
+
+def offline(kind: Kind, rounds: int, batch: int, threads: int, seconds: float) -> tuple[float, float]:
+    """(default, deterministic) samples/s of the batch function itself in this process, batches of
+    `batch`, alternating, medians: the forward's own cost without HTTP or the load generator."""
+    import torch
+
+    from rewardfleet.services.model_server.config import ModelServerSettings
+    from rewardfleet.services.model_server.runners.deterministic import serving_operations
+    from rewardfleet.services.model_server.runners.loader import load_runner
+
+    torch.set_num_threads(threads)
+    step_tag = int(kind.args[1]) if kind.args else None
+    runner = load_runner(ModelServerSettings(model_path=kind.path, step_tag_id=step_tag))
+    default_fn = next(iter(serving_operations(runner, False).values()))
+    det_fn = next(iter(serving_operations(runner, True).values()))
+    items = _offline_inputs(kind, _texts(batch, seed=1))
+    rates: dict[str, list[float]] = {"default": [], "det": []}
+    for r in range(rounds):
+        order = (("default", default_fn), ("det", det_fn))
+        for name, fn in order if r % 2 == 0 else reversed(order):
+            fn(items)  # warm
+            done, start = 0, time.perf_counter()
+            while time.perf_counter() - start < seconds:
+                fn(items)
+                done += len(items)
+            rates[name].append(done / (time.perf_counter() - start))
+    return statistics.median(rates["default"]), statistics.median(rates["det"])
+
+
 def run(
     kinds: Sequence[str] = KINDS,
     requests: int = 600,
@@ -191,6 +233,7 @@ def run(
     concurrency: int = 32,
     threads: int = 1,
     max_batch: int = 32,
+    offline_seconds: float = 3.0,
 ) -> BenchResult:
     os.environ.update(OFFLINE_ENV)
     work = Path(tempfile.mkdtemp(prefix="rf-bench-determinism-"))
