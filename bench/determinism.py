@@ -234,6 +234,7 @@ def run(
     threads: int = 1,
     max_batch: int = 32,
     offline_seconds: float = 3.0,
+    server: bool = True,
 ) -> BenchResult:
     os.environ.update(OFFLINE_ENV)
     work = Path(tempfile.mkdtemp(prefix="rf-bench-determinism-"))
@@ -244,20 +245,26 @@ def run(
         "alternating rounds, medians; samples/s default vs --enable-deterministic-inference"
     )
     for kind in build_kinds(work, kinds):
-        default, det = measure(work, kind, requests, rounds, concurrency, threads, max_batch)
-        a, b = statistics.median(default), statistics.median(det)
-        result.notes.append(
-            f"{kind.label}: default {' '.join(f'{x:.0f}' for x in default)} | deterministic "
-            f"{' '.join(f'{x:.0f}' for x in det)} samples/s"
-        )
-        print(result.notes[-1], flush=True)  # a kind's figures as soon as it is done
-        result.rows.append(
-            Row(
-                result.name,
-                f"{kind.name}: deterministic / default throughput",
-                b / a,
-                detail=f"{b:.0f} vs {a:.0f} samples/s ({kind.label})",
+        if server:
+            default, det = measure(work, kind, requests, rounds, concurrency, threads, max_batch)
+            a, b = statistics.median(default), statistics.median(det)
+            result.notes.append(
+                f"{kind.label}: server, default {' '.join(f'{x:.0f}' for x in default)} | deterministic "
+                f"{' '.join(f'{x:.0f}' for x in det)} samples/s"
             )
+            print(result.notes[-1], flush=True)  # a kind's figures as soon as they are measured
+            label = f"{kind.name}: deterministic / default, server (c{concurrency})"
+            detail = f"{b:.0f} vs {a:.0f} samples/s ({kind.label})"
+            result.rows.append(Row(result.name, label, b / a, detail=detail))
+        off_a, off_b = offline(kind, rounds, max_batch, threads, offline_seconds)
+        result.notes.append(
+            f"{kind.label}: batch function offline, batches of {max_batch}: default {off_a:.0f} | "
+            f"deterministic {off_b:.0f} samples/s"
+        )
+        print(result.notes[-1], flush=True)
+        label = f"{kind.name}: deterministic / default, forward offline (bs{max_batch})"
+        result.rows.append(
+            Row(result.name, label, off_b / off_a, detail=f"{off_b:.0f} vs {off_a:.0f} samples/s")
         )
     return result
 
@@ -269,8 +276,18 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--offline-only", action="store_true", help="only the batch function, no servers")
     args = ap.parse_args()
-    print_result(run(args.kinds, args.requests, args.rounds, args.concurrency, args.threads))
+    print_result(
+        run(
+            args.kinds,
+            args.requests,
+            args.rounds,
+            args.concurrency,
+            args.threads,
+            server=not args.offline_only,
+        )
+    )
 
 
 if __name__ == "__main__":
