@@ -49,29 +49,35 @@ class Fleet:
         return str(self.state["gateway"]["url"])
 
 
-@pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
-    tmp = tmp_path_factory.mktemp("det-fleet")
-    judge = build_tiny_qwen2(tmp / "judge", "causal", seed=3, max_position_embeddings=2048)
+def _up(tmp: Path, deterministic: bool, judge: bool) -> Iterator[Fleet]:
+    """`rewardfleet up` with a 2-replica reward-model pool (and a 2-replica judge pool), both
+    `deterministic`; yields once every part is ready, stops the fleet after."""
     rm = build_tiny_qwen2(tmp / "rm", "seq_cls", seed=4)
     router = "{policy: round_robin, health_check_interval_secs: 2, health_check_timeout_secs: 1}"
     args = "{torch-num-threads: 1, max-batch-size: 16, batch-wait-timeout-s: 0.02}"
+    flag = str(deterministic).lower()
+    pools = f"""
+          reward_model: {{kind: reward_model, model_path: {rm}, served_model_name: tiny-rm, replicas: 2,
+                         deterministic: {flag}, server_args: {args}, router: {router}}}"""
+    functions = "reward_model: {reward_kwargs: {model: tiny-rm}}"
+    if judge:
+        lm = build_tiny_qwen2(tmp / "judge", "causal", seed=3, max_position_embeddings=2048)
+        pools += f"""
+          judge: {{kind: judge, model_path: {lm}, served_model_name: tiny-judge, replicas: 2,
+                  deterministic: {flag}, server_args: {args}, router: {router}}}"""
+        functions += """
+            judge: {timeout_s: 120, reward_kwargs: {pool: judge, model: tiny-judge,
+                     generation: {max_tokens: 40, temperature: 1.0}}}"""
     (tmp / "fleet.yaml").write_text(
         textwrap.dedent(f"""
-        pools:
-          judge: {{kind: judge, model_path: {judge}, served_model_name: tiny-judge, replicas: 2,
-                  deterministic: true, server_args: {args}, router: {router}}}
-          reward_model: {{kind: reward_model, model_path: {rm}, served_model_name: tiny-rm, replicas: 2,
-                         deterministic: true, server_args: {args}, router: {router}}}
+        pools:{pools}
         run_dir: {tmp / "run"}
         ready_timeout_s: 180
         restart_max_backoff_s: 2
         gateway:
           workers: 1
           functions:
-            judge: {{timeout_s: 120, reward_kwargs: {{pool: judge, model: tiny-judge,
-                     generation: {{max_tokens: 40, temperature: 1.0}}}}}}
-            reward_model: {{reward_kwargs: {{model: tiny-rm}}}}
+            {functions}
         """)
     )
     port = free_port()
@@ -86,6 +92,11 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         yield Fleet(proc, json.loads(state_file.read_text()), tmp)
     finally:
         proc.stop(timeout_s=60)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    yield from _up(tmp_path_factory.mktemp("det-fleet"), deterministic=True, judge=True)
 
 
 def samples() -> list[dict[str, Any]]:
@@ -246,3 +257,20 @@ def test_the_router_forwards_the_seed_fields(fleet: Fleet) -> None:
         by_seed = {seed: ask(seed) for seed in range(1, 7)}
         assert [ask(seed) for seed in range(1, 7)] == list(by_seed.values()), ask.__name__
         assert len({json.dumps(v) for v in by_seed.values()}) > 1, f"{ask.__name__}: the seed did not arrive"
+
+
+def test_the_default_fleet_is_measured_too(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The control: the same reward-model pool with `deterministic: false`, the same samples alone and mixed
+    through the gateway. Reports how many scores differ (the terminal summary); asserts the comparison ran."""
+    fleet = _up(tmp_path_factory.mktemp("default-fleet"), deterministic=False, judge=False)
+    running = next(fleet)
+    try:
+        data = samples()[:N_RM]
+        scorer = Scorer(running.gateway)
+        reference = alone(scorer, data)
+        runs = [mixed(scorer, data, seed, max_group=24) for seed in (1, 2)]
+        compared, differ, worst = compare(reference, runs)
+        REPORT.append(Comparison("fleet: RM, default pool", False, compared, differ, worst, -1))
+        assert compared == 2 * N_RM
+    finally:
+        fleet.close()
