@@ -10,7 +10,8 @@ Every sample is scored alone first (one post at a time). Then: mixed into random
 shuffles); after a replica of each pool is killed (the router retries the requests it loses on the other
 replica, and the supervisor restarts it); through `rewardfleet score --repeat 3` (0 lines changed per
 function); and a judge A/B, `rewardfleet score` twice with `--compare`, gives identical scores. Every post
-carries a fresh uid, so nothing is answered from the gateway's cache (checked: `cached` is false).
+carries a fresh uid, so nothing is answered from the gateway's cache (checked: `cached` is false). The
+control runs the reward-model pool again with `deterministic: false` and reports how many scores moved.
 """
 
 from __future__ import annotations
