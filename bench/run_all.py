@@ -29,6 +29,7 @@ from bench import (
     code_sandbox,
     cost_growth,
     cpu_heavy,
+    determinism,
     gateway_overhead,
     image_rm_server,
     inflight,
@@ -57,6 +58,7 @@ PRM = "12. process reward model server (/pooling)"
 RESCORE = "14. re-scoring: rewardfleet score vs a bare client"
 IMAGE_RM = "15. image reward model server (CLIP)"
 NOISY = "16. noisy neighbour: tenants sharing one judge pool"
+DETERMINISM = "18. deterministic inference: deterministic / default throughput"
 
 
 def _titled(title: str, plan: Callable[[], BenchResult]) -> Callable[[], BenchResult]:
@@ -96,6 +98,7 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
             15: _titled(IMAGE_RM, lambda: image_rm_server.run(requests=400, offline_seconds=1.0, rounds=1)),
             16: _titled(NOISY, lambda: noisy_neighbour.run(duration_s=5)),
             17: lambda: inflight.plan(quick=True),
+            18: _titled(DETERMINISM, lambda: determinism.run(requests=200, rounds=1)),
         }
     return {
         1: lambda: gateway_overhead.run(duration_s=5, warmup_s=2, rounds=3, sync=True),
@@ -122,6 +125,8 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
         # two tenants on one pool of 16 slots: B at 100% and 80% of its share, alone and beside A at 10x
         16: _titled(NOISY, lambda: noisy_neighbour.run(duration_s=12)),
         17: lambda: inflight.plan(),
+        # each kind's server with and without --enable-deterministic-inference, same load, alternating
+        18: _titled(DETERMINISM, lambda: determinism.run(requests=600, rounds=2)),
     }
 
 
@@ -205,7 +210,7 @@ def write_docs(results: list[BenchResult], header: list[str], plot_ok: bool) -> 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="short, single-round measurements")
-    ap.add_argument("--only", type=int, nargs="+", choices=range(1, 17), help="run only these benchmarks")
+    ap.add_argument("--only", type=int, nargs="+", choices=range(1, 19), help="run only these benchmarks")
     ap.add_argument("--no-docs", action="store_true", help="print only; do not rewrite docs/")
     args = ap.parse_args()
 

@@ -67,6 +67,8 @@ def build_command(cfg: RouterConfig, binary: Path | None = None) -> list[str]:
         "--prometheus-port", str(cfg.prometheus_port),
         "--log-level", cfg.log_level,
     ]  # fmt: skip
+    if cfg.policy == "manual":
+        cmd += ["--assignment-mode", cfg.assignment_mode, "--max-idle-secs", str(cfg.max_idle_secs)]
     if cfg.disable_health_check:
         cmd.append("--disable-health-check")
     if cfg.disable_retries:

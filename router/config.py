@@ -20,7 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from rewardfleet.services.common.api_keys import check_api_keys
 from rewardfleet.services.common.hosts import connect_host, is_wildcard
 
-Policy = Literal["random", "round_robin", "cache_aware", "power_of_two"]
+Policy = Literal["random", "round_robin", "cache_aware", "power_of_two", "manual"]
+# manual: a request's `X-SMG-Routing-Key` header pins it to one worker (a new key goes to a worker chosen by
+# `assignment_mode`; a key idle for `max_idle_secs` is forgotten); requests without the header go at random.
 LogLevel = Literal["debug", "info", "warn", "error"]
 
 
@@ -39,6 +41,8 @@ class RouterConfig(BaseModel):
     worker_startup_check_interval: int = Field(default=30, ge=1)  # seconds, as the binary names it
 
     policy: Policy = "cache_aware"
+    assignment_mode: Literal["random", "min_load", "min_group"] = "random"  # manual policy only
+    max_idle_secs: int = Field(default=14_400, ge=1)  # manual policy: seconds before an idle key is forgotten
     max_payload_size: int = Field(default=512 * 1024 * 1024, ge=1)  # bytes
 
     # Health checks of the workers.

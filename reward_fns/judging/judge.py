@@ -53,6 +53,7 @@ from rewardfleet.reward_fns.judging.answer_match import (
 )
 from rewardfleet.reward_fns.judging.guards import GuardSettings, GuardSettingsError, check_answer
 from rewardfleet.reward_fns.judging.images import image_parts, with_images
+from rewardfleet.reward_fns.judging.seed import routing_headers, sample_seed
 from rewardfleet.reward_fns.judging.settings import (
     GenerationSettings,
     JudgeSettingsError,
@@ -128,6 +129,9 @@ class JudgeEndpoint:
     temperature: float = 0.0
     timeout_s: float = 120.0
     regex: str | None = None  # constrain the output to this regex (SGLang's `regex` sampling parameter)
+    # Seed each call from (seed_key, messages) (`judging/seed.py`); seed_key is the sample's uid, or "".
+    sampling_seed: bool = True
+    seed_key: str | None = None
 
 
 async def ask_judge(endpoint: JudgeEndpoint, messages: list[dict[str, Any]]) -> JudgeReply:
@@ -142,6 +146,9 @@ async def ask_judge(endpoint: JudgeEndpoint, messages: list[dict[str, Any]]) -> 
     }
     if endpoint.regex is not None:
         payload["regex"] = endpoint.regex
+    seed = sample_seed(endpoint.seed_key, messages)
+    if endpoint.sampling_seed:
+        payload["seed"] = seed
     body = await post_json(
         endpoint.session,
         endpoint.address,
@@ -149,6 +156,7 @@ async def ask_judge(endpoint: JudgeEndpoint, messages: list[dict[str, Any]]) -> 
         payload,
         timeout_s=endpoint.timeout_s,
         error_cls=JudgeCallError,
+        headers=routing_headers(seed),
     )
     try:
         choice = body["choices"][0]
@@ -174,6 +182,9 @@ async def _ask_generate(endpoint: JudgeEndpoint, messages: list[dict[str, Any]])
     sampling: dict[str, Any] = {"max_new_tokens": endpoint.max_tokens, "temperature": endpoint.temperature}
     if endpoint.regex is not None:
         sampling["regex"] = endpoint.regex
+    seed = sample_seed(endpoint.seed_key, messages)
+    if endpoint.sampling_seed:
+        sampling["sampling_seed"] = seed
     payload = {"input_ids": input_ids, "sampling_params": sampling}
     body = await post_json(
         endpoint.session,
@@ -182,6 +193,7 @@ async def _ask_generate(endpoint: JudgeEndpoint, messages: list[dict[str, Any]])
         payload,
         timeout_s=endpoint.timeout_s,
         error_cls=JudgeCallError,
+        headers=routing_headers(seed),
     )
     if not isinstance(body, Mapping):
         raise _bad_response(endpoint, "/generate", body, "expected one JSON object")
@@ -366,6 +378,7 @@ async def compute_score(
     reward_model_tokenizer: Any = None,
     prompt: Any = None,
     images: Sequence[str] | None = None,
+    uid: str | None = None,
     pool: str = "judge",
     model: str = "default",
     method: str = "verdict",
@@ -426,6 +439,8 @@ async def compute_score(
         temperature=gen.temperature,
         timeout_s=timeout_s,
         regex=regex,
+        sampling_seed=gen.sampling_seed,
+        seed_key=uid if gen.seed_uid else None,
     )
     values = template_values(solution_str, ground_truth, extra_info, prompt, ver.rubric)
 

@@ -117,6 +117,7 @@ async def compute_score(
     reward_model_tokenizer: Any = None,
     prompt: Any = None,
     images: Sequence[str] | None = None,
+    uid: str | None = None,
     rule: str = "math_dapo",
     rule_kwargs: Mapping[str, Any] | None = None,
     pool: str = "judge",
@@ -182,6 +183,8 @@ async def compute_score(
         )
         if ver.constrain
         else None,
+        sampling_seed=gen.sampling_seed,
+        seed_key=uid if gen.seed_uid else None,
     )  # fmt: skip
     values = template_values(solution_str, ground_truth, extra_info, prompt, None)
     try:

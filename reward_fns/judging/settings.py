@@ -31,6 +31,12 @@ class GenerationSettings:
     max_tokens: int = 1024
     temperature: float = 0.0
     use_generate: bool = False
+    # Send a sampling seed derived from the messages asked (`judging/seed.py`): `seed` on the chat route,
+    # `sampling_params.sampling_seed` on /generate; False for a backend that refuses the field. `seed_uid`
+    # mixes the sample's uid in (identical answers of a group then draw apart; a re-score or `--repeat`,
+    # which send their own uids, then draw anew).
+    sampling_seed: bool = True
+    seed_uid: bool = False
 
 
 @dataclass(frozen=True)

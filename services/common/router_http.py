@@ -111,6 +111,7 @@ async def post_json(
     *,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     error_cls: type[RemoteCallError] = RemoteCallError,
+    headers: Mapping[str, str] | None = None,
 ) -> Any:
     """POST `payload` to `address` + `path` and return the decoded JSON body of a 2xx answer.
 
@@ -120,8 +121,8 @@ async def post_json(
     url = base_url(address) + path
     if session is None:
         async with aiohttp.ClientSession() as own_session:
-            return await _post(own_session, url, payload, timeout_s, error_cls)
-    return await _post(session, url, payload, timeout_s, error_cls)
+            return await _post(own_session, url, payload, timeout_s, error_cls, headers)
+    return await _post(session, url, payload, timeout_s, error_cls, headers)
 
 
 async def _post(
@@ -130,11 +131,12 @@ async def _post(
     payload: Mapping[str, Any],
     timeout_s: float,
     error_cls: type[RemoteCallError],
+    headers: Mapping[str, str] | None = None,
 ) -> Any:
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     for attempt in (1, 2):
         try:
-            async with session.post(url, json=payload, timeout=timeout) as resp:
+            async with session.post(url, json=payload, timeout=timeout, headers=headers) as resp:
                 text = await resp.text(errors="replace")
                 status = resp.status
             break

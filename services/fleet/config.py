@@ -8,6 +8,7 @@ pools:
     model_path: builtin:minilm
     replicas: 1
     server_args: {max-batch-size: 32}
+    deterministic: false     # true: bitwise the same score alone or in any batch (docs/reproducibility.md)
     router: {policy: round_robin}
 default_pool: encoder         # its router is what `reward_router_address` carries
 gateway: {port: 8000, ...}    # gateway.config.GatewayConfig; `routers` is filled in from the pools
@@ -28,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from rewardfleet.router.config import RouterConfig
 from rewardfleet.services.common.api_keys import check_api_keys
+from rewardfleet.services.fleet.determinism import check_deterministic_args
 from rewardfleet.services.gateway.config import GatewayConfig, format_validation_error
 from rewardfleet.services.gateway.pools.config import ExternalPoolConfig
 from rewardfleet.services.model_server.checkpoints import BUILTIN_MODELS, DUAL_ENCODERS
@@ -69,6 +71,11 @@ class PoolConfig(BaseModel):
     server_args: dict[str, Any] = Field(
         default_factory=dict,
         description="Extra flags for serve-model / sglang.launch_server, e.g. {dtype: bf16}.",
+    )
+    deterministic: bool = Field(
+        default=False,
+        description="Bitwise the same score alone, in any batch and on any replica: the CPU server's and "
+        "SGLang's --enable-deterministic-inference (slower; docs/reproducibility.md).",
     )
     load_in_background: bool = Field(
         default=False,
@@ -115,6 +122,8 @@ class PoolConfig(BaseModel):
                 for k in ("model_path", "base_port", "router_port", "router_prometheus_port")
                 if getattr(self, k) is not None
             ) + [k for k in ("server_args", "load_in_background") if k in self.model_fields_set]
+            if self.deterministic:
+                fleet_only.append("deterministic")
             if fleet_only or self.replicas != 1:
                 raise ValueError(f"backend external runs nothing here: remove {fleet_only or ['replicas']}")
             return self
@@ -122,6 +131,8 @@ class PoolConfig(BaseModel):
             raise ValueError("`external:` is only for backend external")
         if self.model_path is None:
             raise ValueError("model_path is required for the cpu and sglang backends")
+        if self.deterministic:
+            check_deterministic_args(self.backend, self.server_args)
         if self.model_path.startswith("builtin:") and self.model_path not in BUILTIN_MODELS:
             raise ValueError(f"model_path {self.model_path!r}: built-in models are {list(BUILTIN_MODELS)}")
         if self.backend == "sglang" and self.model_path.startswith("builtin:"):

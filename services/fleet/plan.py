@@ -22,6 +22,7 @@ from rewardfleet.services.common.cpus import usable_cpus
 from rewardfleet.services.common.hosts import connect_host
 from rewardfleet.services.common.redact import redact_argv, redact_value
 from rewardfleet.services.fleet.config import FleetConfig, PoolConfig
+from rewardfleet.services.fleet.determinism import deterministic_flags
 from rewardfleet.services.fleet.supervisor import ChildSpec
 from rewardfleet.services.model_server.checkpoints import resolve_builtin
 
@@ -77,6 +78,7 @@ class FleetPlan:
                     "router_metrics": f"http://127.0.0.1:{p.router.prometheus_port}/metrics",
                     "replicas": [r.url for r in p.replicas],
                     "load_in_background": p.config.load_in_background,
+                    "deterministic": p.config.deterministic,
                 }
                 for p in self.pools
             },
@@ -136,7 +138,8 @@ def sglang_command(pool: PoolConfig, url: str) -> list[str]:
         cmd += ["--served-model-name", pool.served_model_name]
     if pool.is_embedding:
         cmd.append("--is-embedding")
-    return cmd + _flags(pool.server_args)
+    cmd += _flags(pool.server_args)
+    return cmd + deterministic_flags("sglang", pool.deterministic, pool.server_args)
 
 
 def _cpu_command(pool: PoolConfig, port: int) -> list[str]:
@@ -147,7 +150,8 @@ def _cpu_command(pool: PoolConfig, port: int) -> list[str]:
         cmd += ["--served-model-name", pool.served_model_name]
     if pool.is_embedding:
         cmd.append("--is-embedding")
-    return cmd + _flags(pool.server_args)
+    cmd += _flags(pool.server_args)
+    return cmd + deterministic_flags("cpu", pool.deterministic, pool.server_args)
 
 
 def router_child_spec(

@@ -90,6 +90,13 @@ def serve_model(
     torch_num_threads: Annotated[
         int | None, typer.Option("--torch-num-threads", help="torch intra-op threads (default: torch's).")
     ] = None,
+    deterministic: Annotated[
+        bool,
+        typer.Option(
+            "--enable-deterministic-inference",
+            help="Bitwise the same output alone or in any batch (each sequence its own forward; slower).",
+        ),
+    ] = False,
     engine_process: Annotated[
         bool,
         typer.Option(
@@ -131,6 +138,7 @@ def serve_model(
             max_new_tokens_limit=max_new_tokens_limit,
             torch_num_threads=torch_num_threads,
             engine_process=engine_process,
+            deterministic=deterministic,
             dtype=dtype,
             skip_server_warmup=skip_server_warmup,
             log_level=log_level,

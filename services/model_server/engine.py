@@ -55,11 +55,12 @@ def _engine_main(settings: ModelServerSettings, conn: Connection) -> None:
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s engine %(levelname)s %(message)s"
     )
+    from rewardfleet.services.model_server.runners.deterministic import serving_operations
     from rewardfleet.services.model_server.runners.loader import load_runner
 
     try:
         runner = load_runner(settings)
-        ops = runner.operations()
+        ops = serving_operations(runner, settings.deterministic)
         conn.send(
             (
                 "ok",

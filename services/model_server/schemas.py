@@ -86,7 +86,8 @@ class SamplingParamsBody(_Body):
     skip_special_tokens: bool = True
     no_stop_trim: bool = False
     n: int = Field(default=1, strict=True)
-    sampling_seed: int | None = None
+    # SGLang's range check (sampling_params.py): outside int64 a 400 naming the field, not a torch error.
+    sampling_seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1, strict=True)
     # Constrained decoding (at most one): a regex, a JSON schema (as a JSON string, as SGLang takes it; an
     # object is accepted too) or an EBNF/GBNF grammar the output must match.
     regex: str | None = None
@@ -295,7 +296,7 @@ class _OpenAISampling(_Body):
     min_p: float = Field(default=0.0, ge=0.0, le=1.0)
     stop: str | list[str] | None = None
     stop_token_ids: list[int] | None = None
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1)  # SGLang's sampling_seed
     n: int = 1
     stream: bool = False
     logprobs: bool | int = False

@@ -23,6 +23,7 @@ from rewardfleet.services.model_server.engine import EngineProcess, EngineRunner
 from rewardfleet.services.model_server.errors import ClientGone, InvalidRequest, NotReady, Overloaded
 from rewardfleet.services.model_server.metrics import ModelServerMetrics
 from rewardfleet.services.model_server.runners.base import Runner
+from rewardfleet.services.model_server.runners.deterministic import serving_continuous, serving_operations
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +75,9 @@ class ModelServer:
         loop = asyncio.get_running_loop()
         runner = await loop.run_in_executor(self._executor, self._load)
         self.runner = runner
-        continuous = runner.continuous_operations() if isinstance(runner, Runner) else {}
-        for op, fn in runner.operations().items():
+        deterministic = self.settings.deterministic
+        continuous = serving_continuous(runner, deterministic)
+        for op, fn in serving_operations(runner, deterministic).items():
             kwargs: dict[str, Any] = {
                 "name": op,
                 "max_batch_size": self.settings.max_batch_size,

@@ -233,6 +233,10 @@ def _report(
         figures["repeat"] = repeat_agreement(records.values(), threshold)
         figures["repeat"]["cached_repeats"] = stats.cached_repeats
         console.print(repeat_table(figures["repeat"], repeat, stats.cached_repeats))
+        from rewardfleet.services.rescore.flips import flips_by_function, flips_table
+
+        figures["repeat"]["by_function"] = flips_by_function(records.values(), threshold)
+        console.print(flips_table(figures["repeat"]["by_function"], repeat))
     pairs: list[tuple[float, float]] = []
     if compared is not None:
         try:

@@ -113,6 +113,7 @@ async def server_info(server: ServerDep) -> JSONResponse:
             "tp_size": 1,
             "dp_size": 1,
             "dtype": s.dtype,
+            "enable_deterministic_inference": s.deterministic,
             "internal_states": [server.load()],
             "version": _version(),
             "rewardfleet": {
