@@ -20,9 +20,9 @@ import re
 from difflib import SequenceMatcher
 from typing import Any
 
-from rewardfleet.reward_fns._answers import require_str
-from rewardfleet.reward_fns._options import sample_option
 from rewardfleet.reward_fns._task_text import TaskFieldError, too_long
+from rewardfleet.reward_fns.judging.answers import require_str
+from rewardfleet.reward_fns.judging.options import sample_option
 
 __all__ = ["RULES", "compute_score", "grade"]
 

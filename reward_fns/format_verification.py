@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rewardfleet.reward_fns._answers import require_str
 from rewardfleet.reward_fns._task_text import TaskFieldError, task_patterns, too_long
+from rewardfleet.reward_fns.judging.answers import require_str
 
 __all__ = ["compute_score"]
 

@@ -37,7 +37,7 @@ import referencing.exceptions
 import yaml
 from jsonschema.validators import validator_for
 
-from rewardfleet.reward_fns._answers import require_str
+from rewardfleet.reward_fns.judging.answers import require_str
 from rewardfleet.reward_fns.tool_use import _shape
 
 __all__ = ["SchemaRefused", "compute_score"]

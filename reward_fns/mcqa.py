@@ -26,9 +26,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from rewardfleet.reward_fns._answers import require_str
-from rewardfleet.reward_fns._options import sample_option
 from rewardfleet.reward_fns._task_text import TaskFieldError, task_patterns, too_long
+from rewardfleet.reward_fns.judging.answers import require_str
+from rewardfleet.reward_fns.judging.options import sample_option
 
 __all__ = ["GRADING_MODES", "compute_score", "extract_letter"]
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from rewardfleet.services.gateway.composites.composites import make_composite
-from rewardfleet.services.gateway.config.features import CompositeSpec
+from rewardfleet.services.gateway.composites.config import CompositeSpec
 from rewardfleet.services.gateway.core.registry import RewardFunction
 from rewardfleet.services.gateway.execution.components import MAX_COMPONENTS, checked_components
 from tests.gateway.units import async_function, sample, scorer
