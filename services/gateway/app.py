@@ -214,7 +214,8 @@ def _startup_step() -> Iterator[None]:
         yield
     except (LoadError, TokenizerUnavailable, ValueError) as exc:
         logger.error("gateway start-up failed: %s", exc)
-        raise RuntimeError("gateway start-up failed; see the error above") from None
+        # The message again as the traceback's last line, which is what a log's tail shows.
+        raise RuntimeError(f"gateway start-up failed: {exc}") from None
 
 
 def _spend_meter(

@@ -63,6 +63,8 @@ class Gateway:
         catalog = self.catalog  # one catalog for the whole request, even if a reload swaps it meanwhile
         self.limits.check(sample)
         fn, label = catalog.dispatcher.resolve(sample.reward_fn, sample.data_source)
+        if self.admit is not None:  # tenants: the sample holds its place in its tenant's quotas
+            return await self.score_resolved(sample, fn, label, catalog)
         if sample.group_id is not None:  # as score_resolved, inline: the hot path of one sample
             return await self.groups.submit(sample, fn, label, catalog.group_functions)
         return await self.scorer.score(sample, fn, label)
