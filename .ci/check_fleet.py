@@ -12,6 +12,7 @@ import importlib
 import pkgutil
 import sys
 import tempfile
+from pathlib import Path
 
 # What the fleet's children import: the services `rewardfleet up` starts and what they load at run time.
 FLEET_PACKAGES = (
@@ -61,7 +62,7 @@ def main() -> int:
 
         cfg = load_fleet_config(None)
         with tempfile.TemporaryDirectory() as run_dir:
-            cfg.run_dir = run_dir  # planning writes the gateway's config file there
+            cfg.run_dir = Path(run_dir)  # planning writes the gateway's config file there
             plan = plan_fleet(cfg)
         for pool in plan.pools:
             if not all(r.spec for r in pool.replicas):
