@@ -22,8 +22,9 @@ RETRY_ON: tuple[type[BaseException], ...] = (Exception,)
 class _Poll:
     """The bookkeeping both helpers share: the deadline, the last value and the last exception seen."""
 
-    def __init__(self, what: str, timeout_s: float) -> None:
+    def __init__(self, what: str, timeout_s: float, detail: Callable[[], str] | None) -> None:
         self.what = what
+        self.detail = detail
         self.timeout_s = timeout_s
         self.deadline = time.monotonic() + timeout_s
         self.last_value: Any = None
@@ -35,8 +36,9 @@ class _Poll:
 
     def failure(self) -> AssertionError:
         last = f"last error {self.last_error!r}" if self.last_error else f"last value {self.last_value!r}"
+        more = f"\n{self.detail()}" if self.detail else ""
         return AssertionError(
-            f"timed out after {self.timeout_s:g}s ({self.tries} tries) waiting for {self.what}: {last}"
+            f"timed out after {self.timeout_s:g}s ({self.tries} tries) waiting for {self.what}: {last}{more}"
         )
 
 
@@ -51,13 +53,15 @@ def eventually(
     interval_s: float = 0.02,
     what: str | None = None,
     retry_on: tuple[type[BaseException], ...] = RETRY_ON,
+    detail: Callable[[], str] | None = None,
 ) -> T:
     """Call `check` until it returns a truthy value and return that value.
 
     An exception of a type in `retry_on` counts as "not yet" (a server still starting refuses connections, an
     `assert` inside `check` fails); any other propagates at once. After `timeout_s` it raises AssertionError
-    naming `what` (default: the check's name) with the last value or exception."""
-    poll = _Poll(_name(check, what), timeout_s)
+    naming `what` (default: the check's name) with the last value or exception, and `detail()` (a log tail,
+    say) when given."""
+    poll = _Poll(_name(check, what), timeout_s, detail)
     while True:
         poll.tries += 1
         try:
@@ -80,10 +84,11 @@ async def eventually_async(
     interval_s: float = 0.01,
     what: str | None = None,
     retry_on: tuple[type[BaseException], ...] = RETRY_ON,
+    detail: Callable[[], str] | None = None,
 ) -> T:
     """`eventually` for the event loop: `check` may be sync or return an awaitable; between tries it yields to
     the loop for `interval_s` (0: one scheduler pass, for state the loop's own tasks change)."""
-    poll = _Poll(_name(check, what), timeout_s)
+    poll = _Poll(_name(check, what), timeout_s, detail)
     while True:
         poll.tries += 1
         try:
