@@ -193,7 +193,7 @@ def test_every_panel_expression_returns_data(fleet: dict[str, Any]) -> None:
         empty = [title for title, expr in exprs if not _query(prometheus, expr)["result"]]
         if not empty:
             break
-        time.sleep(1.0)
+        time.sleep(1.0)  # a round of traffic a second (Prometheus scrapes each second): the load, not a wait
     assert empty == [], f"panels without data after {round_no} rounds of traffic: {empty}"
     # Gateway numbers are not just present but plausible.
     scored = _query(prometheus, 'sum(rewardfleet_reward_fn_outcomes_total{reward_fn="gsm8k",outcome="ok"})')

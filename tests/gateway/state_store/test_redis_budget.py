@@ -21,7 +21,7 @@ async def test_max_concurrency_holds_across_replicas(replicas: list[RedisBackend
         async with gate.hold(1):  # type: ignore[attr-defined]
             running += 1
             peak = max(peak, running)
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # the call's own work while it holds the slot
             running -= 1
             done += 1
 

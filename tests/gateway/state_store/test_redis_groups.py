@@ -29,7 +29,7 @@ class LengthScorer:
 
     async def score(self, req: ScoreRequest, fn: Any, label: str) -> ScoreResult:
         self.calls += 1
-        await asyncio.sleep(random.random() * 0.02)
+        await asyncio.sleep(random.random() * 0.02)  # a scorer's varying latency (the behaviour)
         return result(req, float(len(req.solution_str)))
 
 
