@@ -9,6 +9,8 @@ Read it in this order:
     schemas.py      request and response bodies
     errors.py       every gateway exception (the tree is in its docstring) and the one error envelope
     sizes.py        the size of a JSON value, as the input and result limits count it
+    trajectory.py   a sample's `messages` (OpenAI chat format), checked before any work starts
+    collector.py    the garbage collector's settings for the gateway's own process
     metrics.py      the Prometheus metrics
     plain_metrics.py  the per-request and per-call ones: plain attributes, families built at scrape time
     routes/         HTTP: /score, /health /ready /reward_fns /metrics, /graders, /admin, /openrlhf, /slime,

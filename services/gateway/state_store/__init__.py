@@ -6,6 +6,7 @@ redis_client.py   the Redis connection (redis-py asyncio), timed and error-mappe
 redis_scripts.py  the Lua scripts: every read-modify-write runs atomically inside Redis
 redis_cache.py    fleet-wide result cache and in-flight join
 redis_budget.py   fleet-wide max_concurrency, requests_per_minute, tokens_per_minute
+redis_spend.py    fleet-wide spend in dollars (nano-dollar totals per function and pool)
 redis_groups.py   the fleet-wide `GroupStore` (features/group_store.py) under the one group scorer
 redis_backend.py  the Redis `StateBackend` that builds the three
 redis_pipeline.py automatic pipelining: one event-loop turn's script calls in one round trip
