@@ -62,7 +62,7 @@ async def test_wait_timeout_is_measured_from_the_first_item() -> None:
     try:
         started = time.monotonic()
         first = b.submit(1)
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # the gap between two arrivals (the scenario), not a wait
         second = b.submit(2)  # arrives inside the window: same batch
         # Not forever: a bounded wait on the answers, not a stopwatch on them.
         assert await asyncio.wait_for(first, 30) == 10 and await asyncio.wait_for(second, 30) == 20
