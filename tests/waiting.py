@@ -43,7 +43,7 @@ class _Poll:
 
 
 def _name(check: Callable[..., Any], what: str | None) -> str:
-    return what or getattr(check, "__qualname__", repr(check))
+    return what or str(getattr(check, "__qualname__", repr(check)))
 
 
 def eventually(
@@ -99,7 +99,7 @@ async def eventually_async(
             poll.last_error = exc
         else:
             if value:
-                return value  # type: ignore[return-value]
+                return value
             poll.last_value, poll.last_error = value, None
         if poll.expired():
             raise poll.failure() from poll.last_error
