@@ -1,1 +1,11 @@
-"""Reward Fleet services: the reward gateway and the CPU model server."""
+"""Reward Fleet services, one package each:
+
+gateway/        `POST /score`: runs the reward functions (reward_fns/), isolated and measured
+model_server/   the CPU model server speaking SGLang's HTTP API subset, with dynamic batching
+fleet/          `rewardfleet up`: model servers, routers and the gateway as supervised children
+client/         the Python client of the gateway
+integrations/   trainer-side adapters (verl, TRL, slime) built on the client
+rescore/        `rewardfleet score`: re-scoring rollouts already generated
+common/         the leaf every service uses (middlewares, HTTP helpers, redaction)
+cli.py          the `rewardfleet` entry point; commands.py assembles each service's command
+"""

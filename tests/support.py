@@ -12,11 +12,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import httpx
+
+from tests.waiting import eventually
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
@@ -34,13 +35,14 @@ def wait_until_in_flight(url: str, n: int, timeout_s: float = 60) -> None:
 
     The synchronisation point for tests that need requests admitted before they act: a fixed sleep is too
     short on a loaded machine."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    def in_flight() -> float:
         for line in httpx.get(f"{url}/metrics", timeout=10).text.splitlines():
-            if line.startswith("rewardfleet_gateway_inflight_requests ") and float(line.split()[1]) >= n + 1:
-                return
-        time.sleep(0.02)
-    raise AssertionError(f"{n} requests never were in flight at once")
+            if line.startswith("rewardfleet_gateway_inflight_requests "):
+                return float(line.split()[1]) - 1
+        return 0.0
+
+    eventually(lambda: in_flight() >= n, timeout_s=timeout_s, what=f"{n} requests in flight at once")
 
 
 def rewardfleet_cmd(*args: str) -> list[str]:
@@ -75,22 +77,25 @@ class ChildProcess:
 
     def wait_http(self, url: str, timeout_s: float = 60.0, ok: Sequence[int] = (200,)) -> httpx.Response:
         """Poll `url` until it answers with a status in `ok`; fail with the log if it dies or times out."""
-        deadline = time.monotonic() + timeout_s
-        last: str = "no answer yet"
-        while time.monotonic() < deadline:
+
+        def answered() -> httpx.Response:
             if self.proc.poll() is not None:
                 raise RuntimeError(
                     f"{self.cmd[:4]} exited with {self.proc.returncode}:\n{self.log()[-4000:]}"
                 )
-            try:
-                resp = httpx.get(url, timeout=2.0)
-                if resp.status_code in ok:
-                    return resp
-                last = f"HTTP {resp.status_code}"
-            except httpx.HTTPError as exc:
-                last = repr(exc)
-            time.sleep(0.1)
-        raise TimeoutError(f"{url} not ready after {timeout_s}s ({last}):\n{self.log()[-4000:]}")
+            resp = httpx.get(url, timeout=2.0)
+            if resp.status_code not in ok:
+                raise AssertionError(f"HTTP {resp.status_code}")  # not yet: the failure names the last one
+            return resp
+
+        return eventually(
+            answered,
+            timeout_s=timeout_s,
+            interval_s=0.1,
+            what=f"{url} to answer {list(ok)}",
+            retry_on=(httpx.HTTPError, AssertionError),
+            detail=lambda: self.log()[-4000:],
+        )
 
     def signal(self, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError):

@@ -1,3 +1,6 @@
-"""Running untrusted programs for the `code` reward: a harness (run inside the sandbox), two backends
-(bubblewrap locally, Sandbox Fusion on a cluster), slots, settings, typed errors, and prime_code's
-pass/fail rules applied outside the sandbox. See docs/reward_fns.md ("Code rewards")."""
+"""Running untrusted programs for the `code` reward. See docs/reward_fns.md ("Code rewards").
+
+`harness` runs inside the sandbox; two backends run it: `bubblewrap` (locally) and `fusion` (a Sandbox Fusion
+service on a cluster); `slots` bounds how many run at once, `settings` holds their knobs and `errors` their
+typed failures; `outcome` derives a test case's outcome from what the host observed, and `apps_compare`
+applies verl's prime_code pass/fail rules outside the sandbox."""

@@ -1,27 +1,10 @@
 """Local backend: one bubblewrap sandbox per test case, driven over pipes by asyncio.
 
-Each case of a sample runs in a fresh sandbox: the runner (`harness.py`) gets the case's job on stdin, and
-the host judges the case from what it observes from outside: the bytes on the sandbox's stdout (capped at
-`max_output_bytes`), the exit status, and its own deadline. There is no report to trust or forge.
-
-What the sandboxed program gets (and the gateway's process keeps to itself):
-
-- `bwrap --unshare-all`: its own user, pid, network (loopback only, down), IPC, UTS and cgroup namespaces;
-  `--die-with-parent` and `--new-session` (no terminal injection); `--clearenv` (no gateway variables or API
-  keys) and an empty environment for bwrap itself. File descriptors: stdin, stdout and stderr pipes,
-  nothing else (asyncio closes every other descriptor). The pid namespace's init is bwrap's, which ignores
-  signals from inside; when the program's process exits, the kernel kills every process it left behind.
-- A file system of read-only binds of `/usr` (plus `/bin`, `/lib*`, `/sbin` as on the host) and of the
-  interpreter's prefix, fresh `/proc` and `/dev`, a private size-capped tmpfs `/tmp`, and the harness file.
-  Nothing else: not the gateway's working directory, config file, home or `/etc`. The host reads no file
-  the program can write.
-- rlimits set with `prlimit` on the whole chain: CPU seconds, address space, processes, file size, no core
-  files. When the gateway runs as root, `setpriv` first drops to an unprivileged uid per slot: Linux does
-  not enforce `RLIMIT_NPROC` on root, and one uid per slot keeps one sample's fork bomb from using another
-  sample's process budget.
-- At the case deadline, at a flood of output, or when the call is cancelled, the sandbox's pid namespace is
-  SIGKILLed through its init (which takes every process the program started with it), then bwrap's process
-  group.
+Each case runs in a fresh sandbox: the runner (`harness.py`) gets the case's job on stdin, and the host
+judges the case from what it observes from outside: the bytes on the sandbox's stdout (capped at
+`max_output_bytes`), the exit status, and its own deadline. There is no report to trust or forge. The
+program gets its own namespaces (no network), a read-only file system with a private `/tmp`, three pipes,
+rlimits and, under root, an unprivileged uid per slot; what exactly, and why: docs/code_sandbox.md.
 
 `check_bubblewrap` runs a trivial sandbox once and, when this host cannot create the namespaces, raises
 `SandboxUnavailable` naming the options. Code is never run without the sandbox.

@@ -1,52 +1,12 @@
 """The runner that executes *inside* the sandbox: one solution, one test case, one process.
 
-Standard library only, and nothing from the fleet: the sandbox sees this file and a Python interpreter,
-nothing else. The runner is not trusted, and it trusts nothing either: it runs in the same process as the
-untrusted program, so the program can read or rewrite anything the runner holds. That is why it reports
-nothing. Its whole result is what the process writes on its stdout and its exit status, which the host
-observes from outside the sandbox (`rewardfleet.reward_fns._sandbox.outcome`) and judges against expected
-outputs that never enter the sandbox (`rewardfleet.reward_fns._sandbox.apps_compare`).
+Standard library only, and nothing from the fleet: the sandbox sees this file and a Python interpreter. The
+runner trusts nothing and reports nothing: the host judges a case only by what it observes from outside
+(the bytes on stdout after the `STARTED` byte, the exit status, its own deadline), against expected outputs
+that never enter the sandbox. It executes a solution as verl 0.9.1's prime_code runner does, so scores
+match verl's (one process per case, as prime_code's retry pass).
 
-Threat model (what a sampled program can and cannot do):
-- It can do anything this process can: rewrite this runner, write any bytes to its stdout (the pipe the host
-  reads), exit with any status, kill itself, fork children (they die with the sandbox's pid namespace when
-  the process exits), fill its private /tmp. Each of those is just a program printing something and exiting
-  somehow: the host turns them into "the output was X" and "the case failed", never into a pass unless X is
-  the expected output, which the program never sees.
-- It cannot reach a result channel, because there is none: the process gets exactly the host's stdin (this
-  case's job, read before the program loads), stdout and stderr pipes (while the program runs, fds 0-2 are
-  /dev/null and the runner keeps one duplicate of stdout for the output: the same pipe, not another
-  channel); every other descriptor of the host is closed before the sandbox starts, and nothing outside the
-  sandbox reads a file the program can write. There is no harness process whose reports the host trusts,
-  so there is nothing to impersonate, signal, ptrace or kill (the pid namespace's init, bwrap's, ignores
-  signals from inside and holds only the same three pipes).
-- What it can fake is only a failure label: exiting 3 looks like a compile error, dying of SIGALRM looks
-  like a timeout. Every label but a clean exit with the expected output scores as a wrong answer. It cannot
-  turn its sample into an error instead of a score either: the `STARTED` byte below is on the pipe before
-  the program exists, and running out of `sample_timeout_s` is a `timeout` verdict.
-
-It reproduces how verl 0.9.1's prime_code runner executes a solution, so that scores match verl's:
-
-- the same import preamble (`from math import *`, ...) and recursion limit before the solution;
-- stdin programs: a trailing `if __name__ == '__main__':` block is unwrapped, leading import lines stay at
-  module level and the rest becomes the body of `def code():` (indented with a tab), called for the case
-  with `open`, `sys.stdin` and its `read`/`readline`/`readlines` patched exactly as prime_code patches
-  them; `SystemExit` ends the case normally; what went to `sys.stdout` is the output;
-- call-based programs (`fn_name`): each input line is JSON, the function (or `Solution().<fn_name>`) is
-  called with them; a result `json.dumps` cannot encode is a runtime error (as in prime_code);
-- the same destructive functions are disabled before the solution is loaded (`os.kill`, `os.fork`,
-  `subprocess`, ... — not a security measure, the sandbox is; they are disabled because verl disables them
-  and a program that calls them must score the same).
-
-Deviation from prime_code: prime_code's first pass runs every case in one process (module state carries
-from case to case); here every case gets a fresh process, as in prime_code's one-by-one retry pass.
-
-Protocol: stdin is the job as JSON (`solution`, `fn_name`, `timeout_s`, and `input` unless the job only
-loads the program). stdout gets one byte `STARTED` once the job is read (before any of the program runs,
-so its absence means the sandbox itself failed, and a program cannot take it back), then the captured
-output (stdin programs, UTF-8) or the returned value as tagged JSON (call-based). Exit status 0: the
-case ran; 3: the program did not load; 1: it raised; killed by SIGALRM/SIGXCPU: it ran out of time
-(`timeout_s` for loading, then again for the case).
+The threat model, the prime_code parity rules and the stdin/stdout protocol: docs/code_sandbox.md.
 """
 
 from __future__ import annotations

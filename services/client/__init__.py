@@ -5,7 +5,10 @@
     async with AsyncRewardClient("http://127.0.0.1:8000") as client:
         results = await client.score_many(samples)          # in input order, one per sample
 
-Nothing here imports fastapi, torch or the gateway, so trainers can import it cheaply.
+`async_client` (`AsyncRewardClient`) and `sync_client` (`RewardClient`) over `_transport` (keep-alive
+HTTP/1.1, httptools) and `_retry` (`RetryPolicy`); `models` types samples and results; `_exceptions` holds
+the one exception tree; `_progress` the optional progress bar. Nothing here imports fastapi, torch or the
+gateway, so trainers can import it cheaply.
 """
 
 from rewardfleet.services.client._exceptions import (

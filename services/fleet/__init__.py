@@ -1,1 +1,9 @@
-"""The fleet: model-server pools, one sglang-router per pool and the gateway, run as supervised children."""
+"""The fleet: model-server pools, one sglang-router per pool and the gateway, run as supervised children.
+
+config.py       the fleet YAML (pools, their routers, the gateway); default.yaml is the embedded CPU fleet
+plan.py         a `FleetConfig` turned into the exact child processes to run (`up --dry-run` prints it)
+supervisor.py   one child process: readiness, restarts with backoff, stop
+runner.py       start model servers, then routers, then the gateway; stop in reverse
+status.py       `rewardfleet status`: pools, replicas, health and addresses
+cli.py          `rewardfleet up` and `rewardfleet status`
+"""

@@ -6,8 +6,9 @@
 - `trl`: reward callables for TRL's `GRPOTrainer(reward_funcs=[...])`, sync and async (groups with
   `num_generations`).
 - `slime`: `group_rm`, slime's `--group-rm` custom reward function, one gateway group per prompt group.
-- `routes`: the gateway-side OpenRLHF (`--reward.remote_url`) and slime (`--rm-url`) endpoints, as an
-  `APIRouter` built around the gateway's scoring callable.
+- `_common`: one client per event loop and the text of a completion, shared by the adapters.
+- `_verl_images`: a verl multimodal sample's images as the gateway's `images` (data URLs).
 
-Nothing is imported here, so the trainer-side adapters stay free of the server stack (`routes` needs fastapi).
+The gateway itself serves OpenRLHF's and slime's remote-RM routes (services/gateway/routes/). Nothing is
+imported here, so each adapter loads only what it needs.
 """

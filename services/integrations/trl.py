@@ -3,29 +3,11 @@
     from rewardfleet.services.integrations.trl import make_reward_func, make_async_reward_func
     trainer = GRPOTrainer(..., reward_funcs=[make_async_reward_func("http://reward-gateway:8000")])
 
-TRL calls `f(prompts=..., completions=..., completion_ids=..., trainer_state=..., **dataset_columns)` with one
-entry per generation and expects one float (or None) per entry. Each entry becomes one `/score` sample:
-
-- `prompt`: the prompt as given (a string, or the chat messages of a conversational dataset);
-- `solution_str`: the completion string, or the concatenated assistant contents of a conversational one;
-- `data_source`: the `data_source` argument, else the `data_source` column, else "trl";
-- `ground_truth`: the `ground_truth_column` (default: the first present of ground_truth, solution, answer,
-  label);
-- `extra_info`: the `extra_info` column (a dict) plus every other JSON-able dataset column not used above.
-
-GRPO groups (group judging, docs/group_judging.md): with `num_generations` (TRL's
-`GRPOConfig.num_generations`) every `num_generations` consecutive completions of a call are one group, as
-TRL lays them out (each prompt repeated `num_generations` times in a row): `group_id` =
-`<callable's run id>-<call number>-<k>`, new for every call, `group_size` = `num_generations`,
-`group_index` = the completion's place in its group, and `group_fn` if given. A call whose completions are
-not whole groups, or a group whose prompts differ, raises ValueError naming `num_generations`: a wrong
-grouping would judge answers to different questions together.
-
-A sample whose function failed returns None — TRL's "not applicable" — and is logged, never 0 (a gateway
-`on_error_score` fallback is returned as the score it is, still logged). A 4xx from the gateway (unknown
-function, bad sample) is a configuration error and raises. A gateway unreachable after all retries raises too
-(`on_unavailable="raise"`, the default): TRL sums rewards with nansum, so a batch of None would train as
-zeros; `on_unavailable="none"` returns None for those samples instead.
+TRL calls `f(prompts=..., completions=..., **dataset_columns)` with one entry per generation; each becomes
+one `/score` sample, and with `num_generations` each run of that many completions one GRPO group. A failed
+sample is None (TRL's "not applicable"), logged, never 0; a 4xx raises (a configuration error), and so
+does an unreachable gateway unless `on_unavailable="none"`. How each field is filled, the groups' ids and
+why None and not 0: docs/client.md ("TRL").
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """Batched modes of the verl reward file: a step's samples reach the gateway as a few `POST /score/batch`
-requests instead of one `POST /score` per sample.
+requests instead of one `POST /score` per sample (one round trip per sample costs more than a cheap rule).
 
-One HTTP round trip per sample costs the trainer and the gateway more than a cheap rule does (a gsm8k check
-is a few microseconds), so for rule-based rewards the per-sample file (`verl_reward.py`) is slower than
-scoring in the trainer. These two entry points send many samples per request:
-
-    custom_reward_function.path=<site-packages>/services/integrations/verl_batch.py
-    custom_reward_function.name=compute_score          # verl's reward loop (0.9.1 default), async
-    custom_reward_function.name=compute_score_batch    # verl's BatchRewardManager (reward_manager=batch)
-    +custom_reward_function.reward_kwargs.gateway_url=http://reward-gateway:8000
-
-- `compute_score` keeps verl's per-sample contract. verl 0.9.1's reward loop calls it once per sample, for
-  all samples of a worker's share of the batch at once (`RewardLoopWorker.compute_score_batch` gathers
-  them). Calls that arrive within `batch_window_ms` of the first waiting one, up to `max_batch_size`, go out
-  together; each call still returns its own sample's dict.
-- `compute_score_batch` is the list contract of verl's `BatchRewardManager`
-  (`verl.workers.reward_manager.batch`): called once with a whole batch's lists, returns a list of dicts.
-
-Results, the stable extra-info key set and the failure rules are those of `verl_reward.to_verl`: a failed
-sample raises `RewardFunctionFailed` unless a fallback score exists. A batch the gateway could not answer at
-all (retries exhausted, 4xx) raises the client's error in every call of that batch.
+`compute_score` keeps verl's per-sample contract (verl 0.9.1's reward loop) and sends together the calls
+that arrive within `batch_window_ms` of the first, up to `max_batch_size`; `compute_score_batch` is the list
+contract of verl's `BatchRewardManager`. Results, key set and failure rules are `verl_reward.to_verl`'s; a
+batch the gateway could not answer at all raises in every call of that batch. Configuration and when to use
+which: docs/client.md ("verl, batched").
 """
 
 from __future__ import annotations

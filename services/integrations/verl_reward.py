@@ -1,55 +1,17 @@
 """A verl reward-function file that moves the reward computation to the fleet.
 
-Point verl 0.9.1's trainer at it (it reads `reward.custom_reward_function`; the old top-level
-`custom_reward_function` is read only by `fully_async_main`, so `main_ppo` would silently score locally):
+Point verl 0.9.1's trainer at it (`reward.custom_reward_function`, not the old top-level key that `main_ppo`
+ignores):
 
     reward.custom_reward_function.path=pkg://rewardfleet.services.integrations.verl_reward
     reward.custom_reward_function.name=compute_score     # async; compute_score_sync: sync reward managers
     +reward.custom_reward_function.reward_kwargs.gateway_url=http://reward-gateway:8000  # or $REWARDFLEET_URL
 
-verl calls `compute_score(data_source, solution_str, ground_truth, extra_info, ...)` per sample; this posts
-the sample to the gateway's `POST /score` (retrying connection errors, 429 and 503 with the same uid) and
-returns a dict with one fixed key set (see `KEYS`).
-
-Fixed keys, because verl stacks the extra-info of a batch into columns named by the first sample's keys, and
-its reward loop scores a batch in several processes (`reward.num_workers`, 8 by default): any key set that
-depends on the samples seen (a per-process memory of keys) differs between processes once a batch mixes data
-sources, and the batch dies with a KeyError. So every sample returns exactly:
-
-- `score`;
-- `acc`: the function's `acc` if it returned one (verl's math_dapo does), else the score — what verl's own
-  reward managers store for a scorer that returns a number (gsm8k, math), and what verl's validation metrics
-  read;
-- `pred`: the function's `pred` as text (verl's math_dapo returns it), else "";
-- `reward_status`, `reward_failed` (0.0/1.0), `reward_error` ("" when ok);
-- `reward_extra`: every extra key of the function as one JSON text (verl keeps it in its dumped generations);
-- `step_scores`, `turn_scores`: the function's per-step / per-turn scores as JSON text (`"[1.0, 0.0]"`), or
-  `"null"` when it returned none (verl stacks extra-info values into numpy columns, so a list of varying
-  length per sample cannot be a column of its own: text can). `score` is already their aggregate
-  (docs/trajectories.md); verl 0.9.1 puts that one number at the response's last token and no registered
-  reward manager can place the steps' scores at their tokens (docs/trajectories.md says why);
-- each name in `reward_kwargs.extra_keys`: that extra as its own column (NaN when a sample lacks it), for
-  numbers you want as verl metrics. It comes from the config, so it is the same in every process;
-- each name in `reward_kwargs.component_keys`: that reward component (the result's `reward_components`) as
-  its own column, for verl's GDPO advantage (`algorithm.adv_estimator=gdpo`,
-  `algorithm.gdpo_reward_keys=[<the same names>]`: verl reads each key from the reward extra info and
-  normalises it per group on its own). A sample without one of them raises `RewardFunctionFailed` (a NaN
-  would poison its whole group's advantages), unless `reward_kwargs.component_missing_score` is set.
-
-Failures: a function error/timeout for which the gateway has an `on_error_score` returns that score with
-`reward_failed=1.0` and `acc` NaN. Without one, `reward_kwargs.error_score` (if set) is used the same way;
-otherwise the call raises `RewardFunctionFailed` — verl has no "no reward" value, and a made-up 0 would train
-on a lie.
-
-GRPO groups (group judging, docs/group_judging.md): with verl_group.GroupRewardManager as the reward manager,
-each sample carries its prompt's `uid` and `rollout.n`, sent as `group_id` / `group_size`, and
-`reward_kwargs.group_fn` names the group function (else the gateway's `groups.default_group_fn`).
-
-A multimodal sample's images (in verl 0.9.1: image parts of `extra_info["raw_prompt"]`, see _verl_images.py)
-are sent as the sample's `images`, inline, in order.
-
-verl's own `reward_router_address` / `reward_model_tokenizer` arguments are accepted and ignored: the gateway
-has its own routers. `reward_kwargs` are verl's config-level keyword arguments (they win over call arguments).
+Each sample is posted to `POST /score` (connection errors, 429 and 503 retried with the same uid) and
+answered with one fixed key set (`KEYS`), because verl stacks a batch's extra info into columns named by the
+first sample's keys across several reward processes. A failed sample with no fallback score raises
+`RewardFunctionFailed`: verl has no "no reward" value, and a made-up 0 would train on a lie. Every key, the
+failure rules, groups and images: docs/client.md ("verl").
 """
 
 from __future__ import annotations

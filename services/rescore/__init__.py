@@ -8,6 +8,7 @@
     inprocess.py   the gateway of a fleet config, served in this process on 127.0.0.1 (no `--url`)
     stats.py       summary, repeat agreement (Fleiss' kappa), comparison with an earlier OUTPUT
     report.py      rich tables and the optional matplotlib plot
+    jsoncodec.py   JSON for its own files: orjson when installed, else the standard library (same bytes)
     cli.py         the options as typer declares them (`--help`, and any command line argv.py leaves)
     argv.py        a plain command line read without typer (typer's parsing costs ~90 ms of CPU a run)
     command.py     what the command does with its arguments (ScoreArgs -> exit code)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from rewardfleet.services.client._transport import ConnectionLost, Transport
+from tests.waiting import eventually_async
 
 Handler = Callable[[int, bytes, asyncio.StreamWriter], Awaitable[None]]
 
@@ -131,7 +132,8 @@ async def test_a_connection_the_server_closed_while_idle_is_not_reused(server: S
     server.handler = handler
     transport = Transport(server.url, 1, {})
     assert (await transport.request("GET", "/x", None)).body == b'{"connection": 1}'
-    await asyncio.sleep(0.05)  # the close reaches the client
+    # Until the close reaches the client: its idle connection has seen the end of the stream.
+    await eventually_async(lambda: all(c.closed for c in transport._idle), what="the close seen")
     assert (await transport.request("GET", "/x", None)).body == b'{"connection": 2}'
     transport.close()
 
@@ -157,7 +159,7 @@ async def test_an_answer_after_a_timeout_never_reaches_the_next_request(server: 
 
     async def handler(number: int, request: bytes, writer: asyncio.StreamWriter) -> None:
         if b"slow" in request:
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(0.3)  # a slow server (the behaviour): answers after the client gave up
         writer.write(ok(b'{"for": "%s"}' % request.rsplit(b"\r\n\r\n", 1)[1]))
 
     server.handler = handler
@@ -173,7 +175,7 @@ async def test_an_answer_after_a_timeout_never_reaches_the_next_request(server: 
 
 async def test_at_most_limit_connections(server: Server) -> None:
     async def handler(number: int, request: bytes, writer: asyncio.StreamWriter) -> None:
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.02)  # the server's own work per request (the behaviour)
         writer.write(ok(b"{}"))
 
     server.handler = handler

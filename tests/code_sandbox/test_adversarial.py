@@ -10,6 +10,7 @@ forge a pass).
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import threading
 import time
@@ -23,6 +24,7 @@ import yaml
 
 from tests.code_sandbox.support import sandbox_processes
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.waiting import eventually
 
 SECRET = "rf-secret-4cf1a9"
 GOOD = "n = int(input())\nprint(n * 2)"
@@ -121,7 +123,7 @@ def test_hostile_programs_fail_only_their_own_samples(gateway: Any) -> None:
                 started = time.perf_counter()
                 assert client.get(f"{url}/health").status_code == 200
                 latencies.append(time.perf_counter() - started)
-                time.sleep(0.05)
+                time.sleep(0.05)  # the probe's period (the behaviour measured), not a wait
 
     def score(item: tuple[str, str, str]) -> dict[str, Any]:
         _, program, proof = item
@@ -164,9 +166,8 @@ def test_hostile_programs_fail_only_their_own_samples(gateway: Any) -> None:
 
     assert httpx.get(f"{url}/health", timeout=5).status_code == 200
     assert child.proc.poll() is None
-    deadline = time.monotonic() + 10
-    while sandbox_processes() and time.monotonic() < deadline:
-        time.sleep(0.2)
+    with contextlib.suppress(AssertionError):
+        eventually(lambda: not sandbox_processes(), timeout_s=10, interval_s=0.2)
     assert sandbox_processes() == []
     print(f"\nsandbox interfaces seen by connect_gateway: {hostile['connect_gateway'][1]}")
     p50_ms, max_ms = statistics.median(latencies) * 1000, max(latencies) * 1000

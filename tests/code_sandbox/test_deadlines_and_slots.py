@@ -4,6 +4,7 @@ bound the sandboxes running at once and hand out distinct slot numbers."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 import pytest
@@ -11,15 +12,15 @@ import pytest
 from rewardfleet.reward_fns import code
 from rewardfleet.reward_fns._sandbox.slots import SlotPool, pool_for
 from tests.code_sandbox.support import sandbox_processes
+from tests.waiting import eventually_async
 
 LOOP_FOREVER = "import posix\nposix.fork()\nwhile True:\n    pass"
 CASES = {"inputs": ["1"], "outputs": ["1"]}
 
 
 async def _until_no_sandbox_process(patience_s: float = 10.0) -> list[int]:
-    deadline = time.monotonic() + patience_s
-    while sandbox_processes() and time.monotonic() < deadline:  # noqa: ASYNC110 - polling the kernel
-        await asyncio.sleep(0.1)
+    with contextlib.suppress(AssertionError):
+        await eventually_async(lambda: not sandbox_processes(), timeout_s=patience_s, interval_s=0.1)
     return sandbox_processes()
 
 
@@ -58,7 +59,7 @@ async def test_slots_bound_concurrency_fifo() -> None:
             running += 1
             peak = max(peak, running)
             seen.append(slot)
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.01)  # the job's own work while it holds the slot
             running -= 1
 
     await asyncio.gather(*(job() for _ in range(7)))

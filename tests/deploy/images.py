@@ -12,13 +12,13 @@ first run on a machine pays for it (~5 min); buildah's own storage lives there t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support import REPO_ROOT
+from tests.waiting import eventually
 
 CACHE = Path(os.environ.get("REWARDFLEET_IMAGE_CACHE", "/var/cache/rewardfleet"))
 BASE_ROOTFS = CACHE / "debootstrap-bookworm"
@@ -251,9 +252,8 @@ def start_unconfined(
 def stop(proc: subprocess.Popen[bytes], timeout_s: float = 20.0) -> None:
     if proc.poll() is None:
         os.killpg(proc.pid, 15)
-        deadline = time.monotonic() + timeout_s
-        while proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
+        with contextlib.suppress(AssertionError):
+            eventually(lambda: proc.poll() is not None, timeout_s=timeout_s, interval_s=0.1, what="the exit")
         if proc.poll() is None:
             os.killpg(proc.pid, 9)
             proc.wait(timeout=10)

@@ -11,10 +11,10 @@ that shows nothing fails.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from tests.deploy.helpers import DASHBOARD, DEPLOY, tool
 from tests.router.router_process import RouterProcess
 from tests.support import ChildProcess, free_port, rewardfleet_cmd, running
 from tests.tiny_models import build_tiny_qwen2
+from tests.waiting import eventually
 
 RATE_INTERVAL = "20s"  # what Grafana's $__rate_interval becomes with a 1 s scrape interval (and some slack)
 SERVER_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -193,17 +194,18 @@ def test_every_panel_expression_returns_data(fleet: dict[str, Any]) -> None:
     # Every expression parses (the query API answers "success") before any data exists.
     for _title, expr in exprs:
         _query(prometheus, expr)
-    empty: list[str] = []
-    deadline = time.monotonic() + 120
-    round_no = 0
-    while time.monotonic() < deadline:
-        _traffic(fleet, round_no)
-        round_no += 1
-        empty = [title for title, expr in exprs if not _query(prometheus, expr)["result"]]
-        if not empty:
-            break
-        time.sleep(1.0)
-    assert empty == [], f"panels without data after {round_no} rounds of traffic: {empty}"
+    rounds: list[list[str]] = []  # the panels still without data after each round of traffic
+
+    def every_panel_has_data() -> bool:
+        _traffic(fleet, len(rounds))
+        rounds.append([title for title, expr in exprs if not _query(prometheus, expr)["result"]])
+        return not rounds[-1]
+
+    # A round of traffic a second (Prometheus scrapes each second) until every panel has data.
+    with contextlib.suppress(AssertionError):
+        eventually(every_panel_has_data, timeout_s=120, interval_s=1.0, retry_on=())
+    empty = rounds[-1]
+    assert empty == [], f"panels without data after {len(rounds)} rounds of traffic: {empty}"
     # Gateway numbers are not just present but plausible.
     scored = _query(prometheus, 'sum(rewardfleet_reward_fn_outcomes_total{reward_fn="gsm8k",outcome="ok"})')
     assert float(scored["result"][0]["value"][1]) >= 6

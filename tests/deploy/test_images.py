@@ -29,6 +29,7 @@ from tests.deploy import images as im
 from tests.deploy.helpers import DOCKER, tool
 from tests.support import free_port
 from tests.tiny_models import build_tiny_qwen2
+from tests.waiting import eventually
 
 # The three builds take minutes (pip downloads every dependency; vfs copies each layer): the first test, which
 # waits for them, needs more than the suite's 300 s default.
@@ -93,17 +94,13 @@ def model_dir() -> Iterator[Path]:
 
 
 def _wait(url: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: float = 240) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    def ready() -> bool:
         if proc.poll() is not None:
-            raise AssertionError(f"{url}: container exited {proc.returncode}:\n{log.read_text()[-4000:]}")
-        try:
-            if httpx.get(url, timeout=5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"{url} not ready after {timeout_s}s:\n{log.read_text()[-4000:]}")
+            raise RuntimeError(f"{url}: container exited {proc.returncode}:\n{log.read_text()[-4000:]}")
+        return httpx.get(url, timeout=5).status_code == 200
+
+    eventually(ready, timeout_s=timeout_s, interval_s=0.5, what=f"{url} ready", retry_on=(httpx.HTTPError,),
+               detail=lambda: log.read_text()[-4000:])  # fmt: skip
 
 
 def entrypoint(built: Built, name: str, args: list[str] | None = None) -> list[str]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import time
+import contextlib
 from pathlib import Path
+
+from tests.waiting import eventually
 
 
 def _ppids() -> dict[int, int]:
@@ -38,12 +40,10 @@ def alive(pids: set[int]) -> set[int]:
 
 
 def wait_gone(pids: set[int], timeout_s: float) -> set[int]:
-    deadline = time.monotonic() + timeout_s
-    left = alive(pids)
-    while left and time.monotonic() < deadline:
-        time.sleep(0.2)
-        left = alive(pids)
-    return left
+    """Those of `pids` still alive once all are gone or `timeout_s` has passed (the caller asserts on it)."""
+    with contextlib.suppress(AssertionError):
+        eventually(lambda: not alive(pids), timeout_s=timeout_s, interval_s=0.2, what="the processes gone")
+    return alive(pids)
 
 
 def cmdline(pid: int) -> str:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import sys
-from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 
@@ -18,14 +16,7 @@ from rewardfleet.services.fleet.plan import router_child_spec
 from rewardfleet.services.fleet.supervisor import Backoff, ChildFailed, ChildSpec, ChildState, Supervisor
 from tests.router.conftest import FAST_HEALTH, ReplicaFactory, pid_exists
 from tests.support import free_port
-
-
-async def _until(done: Callable[[], bool], timeout_s: float) -> None:
-    for _ in range(int(timeout_s / 0.05)):
-        if done():
-            return
-        await asyncio.sleep(0.05)
-    raise TimeoutError(f"condition not met within {timeout_s}s")
+from tests.waiting import eventually_async
 
 
 def test_backoff_grows_and_is_capped() -> None:
@@ -51,7 +42,7 @@ async def test_events_keep_only_the_most_recent(tmp_path: Path) -> None:
     sup = Supervisor(spec, Backoff(initial_s=0.0, max_s=0.0, max_restarts=20), events_kept=5)
     await sup.start()
     try:
-        await _until(lambda: sup.state is ChildState.FAILED, 60)
+        await eventually_async(lambda: sup.state is ChildState.FAILED, timeout_s=60)
     finally:
         await sup.stop()
     assert sup.restarts == 20
@@ -79,7 +70,7 @@ async def test_supervisor_restarts_killed_router(start_replica: ReplicaFactory, 
             assert resp.status_code == 200
 
             os.kill(first_pid, signal.SIGKILL)  # a crash
-            await _until(lambda: sup.restarts >= 1, 30)
+            await eventually_async(lambda: sup.restarts >= 1, timeout_s=30)
             await sup.wait_ready(timeout_s=30)
             assert sup.restarts == 1
             assert sup.pid is not None and sup.pid != first_pid
@@ -104,7 +95,7 @@ async def test_crash_loop_backs_off_then_gives_up(tmp_path: Path) -> None:
     try:
         with pytest.raises(ChildFailed, match="gave_up"):
             # Ready immediately (no readiness URL) but keeps dying; wait until the supervisor gives up.
-            await _until(lambda: sup.state is ChildState.FAILED, 20)
+            await eventually_async(lambda: sup.state is ChildState.FAILED, timeout_s=20)
             await sup.wait_ready(timeout_s=0.1)
     finally:
         await sup.stop()
@@ -138,11 +129,13 @@ async def test_stop_kills_the_whole_group_and_not_ready_times_out(tmp_path: Path
     await sup.start()
     with pytest.raises(TimeoutError, match="not ready"):
         await sup.wait_ready(timeout_s=0.5)
-    await _until(lambda: bool(log.read_text().strip()), 10)
+    await eventually_async(lambda: bool(log.read_text().strip()), timeout_s=10)
     grandchild = int(log.read_text().split()[0])
     child = sup.pid
     assert child is not None and pid_exists(grandchild)
     await sup.stop()
     assert not pid_exists(child)
-    await _until(lambda: not pid_exists(grandchild), 5)  # SIGKILL sent to the group; the exit is asynchronous
+    await eventually_async(
+        lambda: not pid_exists(grandchild), timeout_s=5
+    )  # SIGKILL sent to the group; the exit is asynchronous
     assert sup.restarts == 0  # a stop is not a crash

@@ -6,12 +6,12 @@ here) and the MiniLM encoder pool, each behind a real sglang-router, plus the ga
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import textwrap
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.fleet.procs import cmdline, descendants, wait_gone
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 from tests.tiny_models import build_tiny_qwen2
+from tests.waiting import eventually
 
 USER_FN = '''
 import aiohttp
@@ -98,9 +99,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningFleet]:
     try:
         proc.wait_http(f"http://127.0.0.1:{port}/ready", timeout_s=240)
         state_file = tmp / "run" / "fleet.json"  # written once every part is ready
-        deadline = time.monotonic() + 30
-        while not state_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        eventually(state_file.exists, timeout_s=30, interval_s=0.1, what=f"{state_file}")
         state = json.loads(state_file.read_text())
         yield RunningFleet(proc, state, rm, tmp / "run")
     finally:
@@ -189,14 +188,9 @@ def test_rule_functions_and_status(fleet: RunningFleet) -> None:
 
 
 def _wait_healthy(url: str, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return True
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
+    with contextlib.suppress(AssertionError):
+        return eventually(lambda: httpx.get(f"{url}/health", timeout=2).status_code == 200,
+                          timeout_s=timeout_s, interval_s=0.2, retry_on=(httpx.HTTPError,))  # fmt: skip
     return False
 
 

@@ -6,13 +6,13 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
 
 from tests.fleet.procs import cmdline, descendants, wait_gone
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.waiting import eventually
 
 
 def test_default_fleet_scores_and_stops_cleanly(tmp_path: Path) -> None:
@@ -47,10 +47,11 @@ def test_default_fleet_scores_and_stops_cleanly(tmp_path: Path) -> None:
         state = json.loads((tmp_path / "run" / "fleet.json").read_text())
         judge_pool = state["pools"]["judge"]
         assert judge_pool["load_in_background"] is True and judge_pool["kind"] == "judge"
-        deadline = time.monotonic() + 600
-        while httpx.get(f"{judge_pool['router']}/readiness", timeout=5).status_code != 200:
-            assert time.monotonic() < deadline, proc.log()[-3000:]
-            time.sleep(0.5)
+        eventually(
+            lambda: httpx.get(f"{judge_pool['router']}/readiness", timeout=5).status_code == 200,
+            timeout_s=600, interval_s=0.5, what="the judge pool ready", retry_on=(),
+            detail=lambda: proc.log()[-3000:],
+        )  # fmt: skip
         status = subprocess.run(
             rewardfleet_cmd("status", "--run-dir", str(tmp_path / "run")),
             capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"},

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tests.gateway.conftest import Gateway
+from tests.waiting import eventually
 
 
 def _ok(resp: httpx.Response) -> dict:
@@ -154,10 +155,11 @@ def test_on_error_score_is_flagged(gw: Gateway) -> None:
     assert (hung["status"], hung["score"], hung["fallback_score"]) == ("timeout", 0.0, True)
 
 
-def _wait_for_two_idle_workers(gw: Gateway, attempts: int = 20) -> None:
+def _wait_for_two_idle_workers(gw: Gateway, timeout_s: float = 60) -> None:
     """Until two sleepy calls run at the same time (their intervals overlap), i.e. both workers are up."""
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        for _ in range(attempts):
+
+        def overlap() -> bool:
             calls = [
                 pool.submit(
                     gw.score,
@@ -169,9 +171,9 @@ def _wait_for_two_idle_workers(gw: Gateway, attempts: int = 20) -> None:
                 for _ in range(2)
             ]
             a, b = (_ok(c.result())["extra"] for c in calls)
-            if max(a["started"], b["started"]) < min(a["finished"], b["finished"]):
-                return
-    raise AssertionError(f"the two workers never ran calls at the same time in {attempts} attempts")
+            return bool(max(a["started"], b["started"]) < min(a["finished"], b["finished"]))
+
+        eventually(overlap, timeout_s=timeout_s, interval_s=0, what="two workers running calls at once")
 
 
 def test_hung_sync_function_times_out_and_gateway_keeps_answering(gw: Gateway) -> None:
@@ -192,7 +194,7 @@ def test_hung_sync_function_times_out_and_gateway_keeps_answering(gw: Gateway) -
             t0 = time.monotonic()
             assert httpx.get(f"{gw.url}/health", timeout=30).status_code == 200
             probes.append((t0, time.monotonic()))
-            time.sleep(0.05)
+            time.sleep(0.05)  # the probe's period (the behaviour measured), not a wait
         other_response, other_answered = other.result()
         hung_response, answered = hung.result()
     assert _ok(other_response)["score"] == 1.0
@@ -255,12 +257,10 @@ def test_pool_queue_wait_is_reported(gw: Gateway, tmp_path: Path) -> None:
             )
             for _ in range(4)
         ]
-        deadline = time.monotonic() + 30
-        while (depth := _metric(gw, "rewardfleet_gateway_pool_queue_depth")) != 2.0:
-            assert time.monotonic() < deadline, f"queue depth {depth}, never 2"
-            time.sleep(0.02)
+        eventually(lambda: _metric(gw, "rewardfleet_gateway_pool_queue_depth") == 2.0, timeout_s=30,
+                   what="pool queue depth 2", retry_on=())  # fmt: skip
         seen = time.monotonic()  # all four were submitted to the pool before this
-        time.sleep(hold_s)
+        time.sleep(hold_s)  # a window in which nothing may pass the gate (the assertion), not a wait
         opened = time.monotonic()  # nothing passed the gate before this
         gate.touch()
         bodies = [_ok(f.result()) for f in futures]

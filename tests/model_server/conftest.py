@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 from tests.tiny_models import build_tiny_llama, build_tiny_qwen2
+from tests.waiting import eventually
 
 SERVER_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
@@ -34,20 +34,21 @@ def start_server(model_path: Path, log_dir: Path, *args: str, name: str = "serve
     )
     proc = ChildProcess(cmd, log_dir / f"{name}-{port}.log", env=SERVER_ENV)
     server = RunningServer(proc, f"http://127.0.0.1:{port}")
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+
+    def healthy() -> bool:
         if proc.proc.poll() is not None:
             raise RuntimeError(f"server exited with {proc.proc.returncode}:\n{proc.log()[-4000:]}")
-        try:
-            status = httpx.get(server.url + "/health", timeout=2.0).status_code
-            server.health_seen.append(status)
-            if status == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    proc.stop()
-    raise TimeoutError(f"{server.url} not healthy:\n{proc.log()[-4000:]}")
+        status = httpx.get(server.url + "/health", timeout=2.0).status_code
+        server.health_seen.append(status)
+        return status == 200
+
+    try:
+        eventually(healthy, timeout_s=120, interval_s=0.05, what=f"{server.url} healthy",
+                   retry_on=(httpx.HTTPError,), detail=lambda: proc.log()[-4000:])  # fmt: skip
+    except BaseException:
+        proc.stop()
+        raise
+    return server
 
 
 @pytest.fixture(scope="session")

@@ -5,20 +5,11 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
 
 import pytest
 
 from rewardfleet.services.model_server.batcher import Batcher, BatcherStopped, BatchStats, QueueFull
-
-
-async def until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    """Yield to the event loop until `condition()` holds: a bounded wait on a state the batcher exposes."""
-    async with asyncio.timeout(timeout_s):
-        while True:
-            if condition():
-                return
-            await asyncio.sleep(0)
+from tests.waiting import eventually_async
 
 
 async def entered(event: threading.Event) -> None:
@@ -71,7 +62,7 @@ async def test_wait_timeout_is_measured_from_the_first_item() -> None:
     try:
         started = time.monotonic()
         first = b.submit(1)
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # the gap between two arrivals (the scenario), not a wait
         second = b.submit(2)  # arrives inside the window: same batch
         # Not forever: a bounded wait on the answers, not a stopwatch on them.
         assert await asyncio.wait_for(first, 30) == 10 and await asyncio.wait_for(second, 30) == 20
@@ -118,7 +109,9 @@ async def test_a_batch_of_only_cancelled_requests_runs_no_forward() -> None:
     try:
         f = b.submit(1)
         f.cancel()
-        await until(lambda: b.queue_length == 0)  # the batching loop took it (and dropped it)
+        await eventually_async(
+            lambda: b.queue_length == 0, interval_s=0
+        )  # the batching loop took it (and dropped it)
         assert await b(5) == 50
     finally:
         await b.stop()
@@ -231,7 +224,9 @@ async def test_submit_needs_a_running_batcher_and_stop_fails_queued_items() -> N
     await entered(started)  # item 1 is in the forward; item 2 stays queued
     queued = b.submit(2)
     stopping = asyncio.ensure_future(b.stop())
-    await until(lambda: not b.running)  # stop() has cancelled the loop while the forward still runs
+    await eventually_async(
+        lambda: not b.running, interval_s=0
+    )  # stop() has cancelled the loop while the forward still runs
     release.set()
     await stopping
     with pytest.raises(BatcherStopped):
@@ -246,7 +241,7 @@ async def test_stop_during_collection_fails_the_requests_already_taken() -> None
     b: Batcher[int, int] = Batcher(recording(calls), max_batch_size=10, batch_wait_timeout_s=60.0)
     b.start()
     taken = [b.submit(1), b.submit(2)]
-    await until(lambda: b.queue_length == 0)  # the batching loop took the items
+    await eventually_async(lambda: b.queue_length == 0, interval_s=0)  # the batching loop took the items
     await b.stop()
     assert all(f.done() for f in taken), "stop() left requests of the partial batch unresolved"
     for f in taken:

@@ -12,6 +12,7 @@ import pytest
 
 from rewardfleet.services.model_server.batcher import BatcherStopped, BatchStats
 from rewardfleet.services.model_server.continuous import ContinuousBatcher
+from tests.waiting import eventually_async
 
 
 class ScriptedBatch:
@@ -73,14 +74,6 @@ def _batcher(executor: ThreadPoolExecutor, batch: ScriptedBatch, **kw: Any) -> C
     return ContinuousBatcher(lambda: batch, name="generate", executor=executor, **kw)
 
 
-async def _until(condition: Any) -> None:
-    for _ in range(500):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not reached")
-
-
 async def test_requests_join_between_steps_and_leave_when_done(executor: ThreadPoolExecutor) -> None:
     batch, stats = ScriptedBatch(), list[BatchStats]()
     b = _batcher(executor, batch, batch_wait_timeout_s=0.0, on_batch=stats.append)
@@ -88,7 +81,7 @@ async def test_requests_join_between_steps_and_leave_when_done(executor: ThreadP
     try:
         batch.gate = threading.Event()
         long = b.submit(("long", 6))
-        await _until(lambda: b.in_flight == 1)  # decoding (its first step waits at the gate)
+        await eventually_async(lambda: b.in_flight == 1)  # decoding (its first step waits at the gate)
         short = b.submit(("short", 2))
         batch.gate.set()
         assert await short == "short:2"  # finished while `long` still runs: it did not wait for it
@@ -124,7 +117,7 @@ async def test_a_client_that_leaves_mid_decode_frees_its_slot(executor: ThreadPo
     try:
         batch.gate = threading.Event()
         gone = b.submit(("gone", 1000))
-        await _until(lambda: b.in_flight == 1)
+        await eventually_async(lambda: b.in_flight == 1)
         waiting = b.submit(("next", 1))
         assert b.queue_length == 1  # the only slot is taken
         gone.cancel()  # what the route does when the client disconnects
@@ -168,10 +161,10 @@ async def test_stop_fails_running_and_queued_requests(executor: ThreadPoolExecut
     b.start()
     batch.gate = threading.Event()
     running = b.submit(("running", 1000))
-    await _until(lambda: b.in_flight == 1)
+    await eventually_async(lambda: b.in_flight == 1)
     queued = b.submit(("queued", 1))
     stopping = asyncio.ensure_future(b.stop())
-    await _until(lambda: not b.running)  # stop() has cancelled the loop while the step still runs
+    await eventually_async(lambda: not b.running)  # stop() has cancelled the loop while the step still runs
     batch.gate.set()
     await stopping
     for f in (running, queued):

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from tests.model_server.conftest import RunningServer
+from tests.waiting import eventually_async
 
 PROMPTS = ["hi", "The judge says", "x y z", "a longer prompt about grading answers " * 4]
 
@@ -284,12 +285,11 @@ def test_client_that_disconnects_while_queued_is_dropped(lm_server: RunningServe
             running = asyncio.ensure_future(
                 c.post("/generate", json={"text": ["ab " * 150] * 64, "sampling_params": sp})
             )
-            for _ in range(6000):  # until the batch is running (bounded: 60 s)
-                if (await c.get("/get_load")).json()[0]["num_running_reqs"] >= 1:
-                    break
-                await asyncio.sleep(0.01)
-            else:
-                raise AssertionError("the long batch never started")
+
+            async def batch_running() -> bool:
+                return bool((await c.get("/get_load")).json()[0]["num_running_reqs"] >= 1)
+
+            await eventually_async(batch_running, timeout_s=60, what="the long batch running", retry_on=())
             # ...and give up on a request queued behind it.
             with pytest.raises(httpx.TimeoutException):
                 await c.post("/generate", json={"text": "bye", "sampling_params": sp}, timeout=0.1)

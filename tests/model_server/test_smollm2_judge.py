@@ -25,6 +25,7 @@ from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2, Check
 from rewardfleet.services.model_server.runners.gguf_checkpoint import KIND, loadable
 from tests.model_server.conftest import SERVER_ENV, RunningServer
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.waiting import eventually_async
 
 # Generation on a 2-core machine shared with other work is slow: allow more than the suite's default.
 pytestmark = pytest.mark.timeout(900)
@@ -141,11 +142,11 @@ def test_requests_joining_mid_decode_equal_unbatched(smollm2: RunningServer) -> 
         async with httpx.AsyncClient(base_url=smollm2.url, timeout=600) as c:
             body = {"text": long_prompt, "sampling_params": {**greedy, "max_new_tokens": 160}}
             long = asyncio.ensure_future(c.post("/generate", json=body))
-            for _ in range(6000):  # until the long request is decoding (bounded: 60 s)
-                load = (await c.get("/get_load")).json()[0]
-                if load["num_running_reqs"] >= 1:
-                    break
-                await asyncio.sleep(0.01)
+
+            async def decoding() -> bool:
+                return bool((await c.get("/get_load")).json()[0]["num_running_reqs"] >= 1)
+
+            await eventually_async(decoding, timeout_s=60, what="the long request decoding", retry_on=())
             answers = await asyncio.gather(*(
                 c.post("/generate", json={
                     "text": f"<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n",

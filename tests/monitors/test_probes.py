@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import re
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,20 +28,9 @@ from tests.deploy.helpers import DEPLOY, tool
 from tests.gateway.conftest import Gateway, start_gateway
 from tests.model_server.conftest import SERVER_ENV
 from tests.support import ChildProcess, free_port, rewardfleet_cmd, running
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(900)
-
-
-def wait_for(check: Callable[[], Any], timeout_s: float, what: str) -> Any:
-    """Poll `check` until it returns something truthy (the gateway's state, not a fixed sleep)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(0.2)
 
 
 def probes(gw: Gateway) -> dict[str, Any]:
@@ -85,7 +73,13 @@ def lenient_gateway(lenient_judge: str, tmp_path_factory: pytest.TempPathFactory
 
 def test_a_judge_that_accepts_master_keys_is_caught(lenient_gateway: Gateway) -> None:
     gw = lenient_gateway
-    report = wait_for(lambda: probes(gw)["judge"]["rounds"] >= 1 and probes(gw)["judge"], 120, "a round")
+    report = eventually(
+        lambda: probes(gw)["judge"]["rounds"] >= 1 and probes(gw)["judge"],
+        timeout_s=120,
+        interval_s=0.2,
+        what="a round",
+        retry_on=(),
+    )
     n = (len(MASTER_KEYS) + 1) * len(REFERENCE_QUESTIONS)
     assert report["answered"] == report["false_positives"] == n and report["errors"] == 0
     assert report["ratio"] == 1.0 and report["degraded"] is True
@@ -107,7 +101,13 @@ def test_a_judge_that_accepts_master_keys_is_caught(lenient_gateway: Gateway) ->
 
 
 def test_status_shows_the_degraded_pool(lenient_gateway: Gateway) -> None:
-    wait_for(lambda: probes(lenient_gateway)["judge"]["rounds"] >= 1, 120, "a round")
+    eventually(
+        lambda: probes(lenient_gateway)["judge"]["rounds"] >= 1,
+        timeout_s=120,
+        interval_s=0.2,
+        what="a round",
+        retry_on=(),
+    )
     console = Console(width=250, record=True)
     console.print(status_table({"pid": 1, "gateway": {"url": lenient_gateway.url}, "pools": {}}))
     text = console.export_text()
@@ -117,7 +117,13 @@ def test_status_shows_the_degraded_pool(lenient_gateway: Gateway) -> None:
 
 
 def test_prometheus_fires_the_master_key_alert(lenient_gateway: Gateway, tmp_path: Path) -> None:
-    wait_for(lambda: probes(lenient_gateway)["judge"]["rounds"] >= 1, 120, "a round")
+    eventually(
+        lambda: probes(lenient_gateway)["judge"]["rounds"] >= 1,
+        timeout_s=120,
+        interval_s=0.2,
+        what="a round",
+        retry_on=(),
+    )
     port = free_port()
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s", "scrape_timeout": "1s"},
@@ -136,7 +142,7 @@ def test_prometheus_fires_the_master_key_alert(lenient_gateway: Gateway, tmp_pat
             return [a for a in alerts if a["labels"]["alertname"] == "RewardJudgeAcceptsMasterKeys"
                     and a["state"] == "firing"]  # fmt: skip
 
-        alerts = wait_for(firing, 60, "the alert to fire")
+        alerts = eventually(firing, timeout_s=60, interval_s=0.2, what="the alert to fire", retry_on=())
     assert alerts[0]["labels"]["pool"] == "judge" and alerts[0]["labels"]["severity"] == "page"
     assert alerts[0]["annotations"]["summary"] == "Judge pool judge accepts 100% of master-key answers"
 
@@ -172,7 +178,13 @@ def test_probes_against_the_real_smollm2_judge(smollm2: str, tmp_path: Path) -> 
     }  # fmt: skip
     gw = start_gateway(tmp_path, config, None)
     try:
-        report = wait_for(lambda: probes(gw)["judge"]["rounds"] >= 1 and probes(gw)["judge"], 600, "a round")
+        report = eventually(
+            lambda: probes(gw)["judge"]["rounds"] >= 1 and probes(gw)["judge"],
+            timeout_s=600,
+            interval_s=0.2,
+            what="a round",
+            retry_on=(),
+        )
         print(f"\nSmolLM2-135M judge: accepted {report['accepted']} "
               f"({report['false_positives']}/{report['answered']}, ratio {report['ratio']:.2f})")  # fmt: skip
         assert report["answered"] == len(answers) and report["errors"] == 0  # every probe got a verdict

@@ -11,8 +11,7 @@ its shadow call is still in flight, and a second sample beyond `max_inflight` is
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -21,19 +20,11 @@ import pytest
 from rewardfleet.services.gateway.monitors.shadow import agreement_stats
 from tests.gateway.conftest import Gateway, start_gateway
 from tests.support import free_port, running
+from tests.waiting import eventually
 
 N = 40
 JUDGE = "rewardfleet.reward_fns.judge:compute_score"
 NO_QUESTION = "[Reference answer]\n{reference}\n\n[Response]\n{response}\n\nIs the response correct?"
-
-
-def wait_for(check: Callable[[], Any], timeout_s: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while not (value := check()):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-    return value
 
 
 def test_kappa_and_agreement_maths() -> None:
@@ -106,8 +97,12 @@ def test_agreeing_and_lazy_shadows(gateway: Gateway) -> None:
         for i in range(N):
             out = httpx.post(f"{gateway.url}/score", json=sample(fn, i), timeout=30).json()
             assert out["status"] == "ok" and out["score"] == (1.0 if i % 2 == 0 else 0.0), out
-    report = wait_for(
-        lambda: (s := shadow(gateway))["agrees"]["pairs"] == N and s["lazy"]["pairs"] == N and s, 60, "pairs"
+    report = eventually(
+        lambda: (s := shadow(gateway))["agrees"]["pairs"] == N and s["lazy"]["pairs"] == N and s,
+        timeout_s=60,
+        interval_s=0.1,
+        what="pairs",
+        retry_on=(),
     )
     assert report["agrees"] == {
         "pool": "reference",
@@ -137,5 +132,11 @@ def test_the_answer_does_not_wait_for_its_shadow(gateway: Gateway) -> None:
     second = httpx.post(f"{gateway.url}/score", json=sample("slow", 1), timeout=30).json()
     assert second["status"] == "ok"
     assert shadow(gateway)["slow"]["calls"]["dropped"] == 1  # max_inflight 1: skipped, not queued
-    done = wait_for(lambda: (s := shadow(gateway)["slow"])["pairs"] == 1 and s, 60, "the slow shadow")
+    done = eventually(
+        lambda: (s := shadow(gateway)["slow"])["pairs"] == 1 and s,
+        timeout_s=60,
+        interval_s=0.1,
+        what="the slow shadow",
+        retry_on=(),
+    )
     assert done["inflight"] == 0 and done["calls"] == {"ok": 1, "error": 0, "dropped": 1}

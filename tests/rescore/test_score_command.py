@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from tests.rescore.conftest import (
     write_jsonl,
 )
 from tests.support import ChildProcess
+from tests.waiting import eventually
 
 
 def _slow_rows(n: int) -> list[dict[str, object]]:
@@ -51,11 +51,12 @@ def test_killed_run_resumes_to_the_uninterrupted_output(gateway: Gateway, tmp_pa
     args = ["-o", str(out), "--url", gateway.url, "--batch-size", "2", "--concurrency", "3"]
     child = ChildProcess(score_cmd(src, *args), tmp_path / "killed.log")
     try:
-        deadline = time.monotonic() + 120
-        while _line_count(out) < 20:  # wait on the file, not on a clock
+
+        def twenty_lines() -> bool:  # wait on the file, not on a clock
             assert child.proc.poll() is None, child.log()
-            assert time.monotonic() < deadline, child.log()
-            time.sleep(0.01)
+            return _line_count(out) >= 20
+
+        eventually(twenty_lines, timeout_s=120, interval_s=0.01, retry_on=(), detail=child.log)
         child.signal(signal.SIGKILL)
         child.proc.wait(timeout=30)
     finally:

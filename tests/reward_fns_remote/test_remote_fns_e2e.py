@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +19,7 @@ from tests.reward_fns_remote.conftest import Fleet
 from tests.sglang_standin import standin_embedding, standin_reward
 from tests.support import free_port
 from tests.tiny_models import build_tiny_qwen2
+from tests.waiting import eventually_async
 
 
 def reply(text: str) -> dict[str, str]:
@@ -188,11 +188,14 @@ async def wait_for_stats(
     fleet: Fleet, done: Callable[[dict[str, Any]], bool], timeout_s: float = 30
 ) -> dict[str, Any]:
     """The judge stand-in's stats once `done(stats)` holds (a bounded wait on a condition, not a sleep)."""
-    deadline = time.monotonic() + timeout_s
-    while not done(stats := fleet.judge.stats()):
-        assert time.monotonic() < deadline, stats
-        await asyncio.sleep(0.05)
-    return stats
+
+    def reached() -> dict[str, Any]:
+        stats = fleet.judge.stats()
+        if not done(stats):
+            raise AssertionError(stats)  # not yet: a timeout shows the last stats
+        return stats
+
+    return await eventually_async(reached, timeout_s=timeout_s, interval_s=0.05)
 
 
 def attempt_counter() -> tuple[aiohttp.TraceConfig, list[str]]:
@@ -420,7 +423,6 @@ async def test_rule_then_judge_with_math_verify(fleet: Fleet, http_client: aioht
 
 
 async def test_rule_then_judge_math_verify_refuses_a_non_main_thread() -> None:
-    import asyncio
 
     def in_thread() -> Any:
         return asyncio.run(

@@ -15,12 +15,13 @@ Shapes, as the 0.3.2 binary answers them:
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.request
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+from tests.waiting import eventually
 
 
 class RouterAdminError(RuntimeError):
@@ -104,8 +105,9 @@ class RouterAdmin:
             raise RouterAdminError(f"POST /workers {url} answered {status}: {payload!r}")
         worker_id = str(payload.get("worker_id", ""))
         if wait_healthy_s is not None:
-            self._wait(lambda: (w := self.find_worker(url)) is not None and w.is_healthy, wait_healthy_s,
-                       f"worker {url} to become healthy")  # fmt: skip
+            eventually(lambda: (w := self.find_worker(url)) is not None and w.is_healthy,
+                       timeout_s=wait_healthy_s, interval_s=0.1, what=f"worker {url} to become healthy",
+                       retry_on=(RouterAdminError,))  # fmt: skip
         return worker_id
 
     def remove_worker(self, url_or_id: str, wait_gone_s: float | None = 30.0) -> None:
@@ -118,14 +120,6 @@ class RouterAdmin:
         if status not in (200, 202, 204):
             raise RouterAdminError(f"DELETE /workers/{target.id} answered {status}: {payload!r}")
         if wait_gone_s is not None:
-            self._wait(lambda: all(w.id != target.id for w in self.list_workers()), wait_gone_s,
-                       f"worker {target.url} to be removed")  # fmt: skip
-
-    @staticmethod
-    def _wait(done: Any, timeout_s: float, what: str) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if done():
-                return
-            time.sleep(0.1)
-        raise TimeoutError(f"timed out after {timeout_s}s waiting for {what}")
+            eventually(lambda: all(w.id != target.id for w in self.list_workers()),
+                       timeout_s=wait_gone_s, interval_s=0.1, what=f"worker {target.url} to be removed",
+                       retry_on=(RouterAdminError,))  # fmt: skip

@@ -15,13 +15,13 @@ import os
 import re
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import IO
 
 from rewardfleet.router.command import build_command
 from rewardfleet.router.config import RouterConfig
 from tests.router.router_admin import Readiness, RouterAdmin, RouterAdminError, WorkerInfo
+from tests.waiting import eventually
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -89,29 +89,27 @@ class RouterProcess:
         """
         if min_healthy_workers is None:
             min_healthy_workers = len(self.cfg.worker_urls) or (1 if self.cfg.service_discovery else 0)
-        deadline = time.monotonic() + timeout_s
-        last = "no answer yet"
-        while time.monotonic() < deadline:
+
+        def ready() -> Readiness:
             if not self.is_alive():
                 raise RouterStartError(
                     f"router on {self.address} exited with {self.returncode()}:\n{self.log_tail()}"
                 )
-            try:
-                if min_healthy_workers == 0:
-                    if self.admin.is_live():
-                        return self.admin.readiness()
-                    last = "not live"
-                else:
-                    readiness = self.admin.readiness()
-                    if readiness.ready and readiness.healthy_workers >= min_healthy_workers:
-                        return readiness
-                    last = readiness.model_dump_json()
-            except RouterAdminError as exc:
-                last = str(exc)
-            time.sleep(0.1)
-        raise RouterStartError(
-            f"router on {self.address} not ready after {timeout_s}s ({last}):\n{self.log_tail()}"
-        )
+            if min_healthy_workers == 0:
+                if not self.admin.is_live():
+                    raise RouterAdminError("not live")
+                return self.admin.readiness()
+            readiness = self.admin.readiness()
+            if not (readiness.ready and readiness.healthy_workers >= min_healthy_workers):
+                raise RouterAdminError(readiness.model_dump_json())
+            return readiness
+
+        try:
+            return eventually(
+                ready, timeout_s=timeout_s, interval_s=0.1, what="readiness", retry_on=(RouterAdminError,)
+            )
+        except AssertionError as exc:
+            raise RouterStartError(f"router on {self.address} not ready: {exc}\n{self.log_tail()}") from exc
 
     def stop(self, timeout_s: float = 10.0) -> int | None:
         """SIGTERM the router's process group, SIGKILL it after `timeout_s`; reap it. Returns the exit code.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import time
 from typing import Any
 
 import httpx
@@ -12,6 +11,7 @@ import pytest
 from tests.router.conftest import Replica, ReplicaFactory, RouterFactory, pid_exists
 from tests.router.router_process import RouterProcess
 from tests.sglang_standin import standin_embedding, standin_reward
+from tests.waiting import eventually
 
 
 def _post(router: RouterProcess, path: str, body: dict[str, Any]) -> httpx.Response:
@@ -134,18 +134,14 @@ def test_replica_killed_mid_run(judges: list[Replica], start_router: RouterFacto
             judges[1].child.stop()  # the replica dies between requests
         statuses.append(_post(router, "/generate", {"text": f"k{i}"}).status_code)
     assert statuses == [200] * 20
-    deadline = time.monotonic() + 10
-    while router.readiness().healthy_workers != 1 and time.monotonic() < deadline:
-        time.sleep(0.2)
+    eventually(lambda: router.readiness().healthy_workers == 1, timeout_s=10, interval_s=0.2)
     readiness = router.readiness()
     assert (readiness.ready, readiness.healthy_workers, readiness.total_workers) == (True, 1, 2)
     dead = next(w for w in router.list_workers() if w.url == judges[1].url)
     assert dead.is_healthy is False
 
     judges[0].child.stop()
-    deadline = time.monotonic() + 10
-    while router.readiness().ready and time.monotonic() < deadline:
-        time.sleep(0.2)
+    eventually(lambda: not router.readiness().ready, timeout_s=10, interval_s=0.2)
     assert router.readiness().ready is False
     resp = _post(router, "/generate", {"text": "none left"})
     assert resp.status_code == 503

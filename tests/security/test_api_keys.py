@@ -9,9 +9,9 @@ answers.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
@@ -21,6 +21,7 @@ import yaml
 from rewardfleet.services.common.api_keys import MIN_API_KEY_CHARS
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 from tests.tiny_models import build_tiny_llama
+from tests.waiting import eventually
 
 GOOD = "k" * MIN_API_KEY_CHARS
 SHORT = "k" * (MIN_API_KEY_CHARS - 1)
@@ -42,17 +43,21 @@ def _refused_at_start(cmd: list[str], log: Path, env: dict[str, str] | None = No
     """Run `cmd` until it exits; its output. Fails if it serves /health on `port` instead."""
     child = ChildProcess(cmd, log, env=env)
     try:
-        deadline = time.monotonic() + START_WAIT_S
-        while child.proc.poll() is None and time.monotonic() < deadline:
+
+        def exited() -> bool:
+            if child.proc.poll() is not None:
+                return True
             try:
                 resp = httpx.get(f"http://127.0.0.1:{port}/health", timeout=1.0)
             except httpx.HTTPError:
-                time.sleep(0.1)
-                continue
+                return False
             pytest.fail(
                 f"started with a weak key (health {resp.status_code}; an empty Bearer token got "
                 f"{_empty_bearer_status(port)})"
             )
+
+        with contextlib.suppress(AssertionError):
+            eventually(exited, timeout_s=START_WAIT_S, interval_s=0.1, what="the refusal", retry_on=())
         assert child.proc.poll() is not None, "did not exit"
         assert child.proc.returncode != 0
         return child.log()

@@ -1,10 +1,16 @@
 """Model runners: one per model kind, each a set of synchronous batch functions the batchers call.
 
-    reward      sequence classification (DisRM): `score`  -> raw logits at the last real token (mask)
-    encoder     sentence encoder (e.g. MiniLM): `embed`   -> pooled as SGLang pools the architecture (CLS for
-                BertModel), L2-normalised
-    generation  causal LM (GenRM judge): `generate`, `next_token`
+    reward       sequence classification (DisRM): `score`, raw logits at the last real token; reward_heads.py
+                 holds SGLang's score heads transformers has no class for
+    encoder      sentence encoder (e.g. MiniLM): `embed`, pooled as SGLang pools the architecture, normalised
+    generation   causal LM (GenRM judge): `generate`, `next_token`; its batch in decode_batch.py, its request
+                 state in decoding.py, constrained decoding in constraints.py
+    vision       vision-language judge (Qwen2-VL's family): generation with images
+    prm          process reward model: label logits at every step tag, as vLLM's `STEP` pooler
+    clip         CLIP-style dual encoder: one embedding per text or image (clip_images.py preprocesses)
+    loader       picks the kind from the checkpoint's `architectures` (families.py: SGLang's reward
+                 families) and loads model and tokenizer; gguf_checkpoint.py serves GGUF files converted
+    base         what every runner shares; common.py the input handling (tokenise, check, pad)
 
-The kind comes from the checkpoint's `architectures` (see `loader.detect_kind`). Nothing here imports torch at
-import time of the package; `loader.load_runner` does.
+Nothing here imports torch at import time of the package; `loader.load_runner` does.
 """

@@ -19,6 +19,7 @@ from rewardfleet.services.gateway.execution import pool as pool_module
 from rewardfleet.services.gateway.execution.chunking import chunk_sizes
 from rewardfleet.services.gateway.execution.loader import FunctionRef, file_module_name
 from rewardfleet.services.gateway.execution.pool import WorkerPool
+from tests.waiting import eventually_async
 
 FAULTY = Path(__file__).resolve().parents[1] / "reliability" / "fns" / "faulty.py"
 
@@ -84,11 +85,13 @@ async def test_calls_wait_for_a_free_worker_and_go_out_together(pool: WorkerPool
     ref = _ref()
     for i in range(4):
         await pool.submit(ref, _kwargs(i), 10.0, None)
-    hung = []
+    hung, sent = [], _CountingSchedule(pool)
     for i in range(4):  # a turn each: four one-call chunks, the pool's limit for 2 workers
         hung.append(asyncio.ensure_future(pool.submit(ref, _kwargs(i, "hang"), 1.0, None)))
-        await asyncio.sleep(0)
-    await asyncio.sleep(0.1)  # the hung calls reach pebble
+        await asyncio.sleep(
+            0
+        )  # one event-loop turn (not a timer): the next call arrives in a turn of its own
+    await eventually_async(lambda: sent.tasks == [1, 1, 1, 1], what="the four hung calls handed to pebble")
     counter = _CountingSchedule(pool)
     held = []
     for i in range(20):

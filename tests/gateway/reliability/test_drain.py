@@ -17,6 +17,7 @@ import httpx
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy
 from tests.gateway.reliability.conftest import report
 from tests.support import wait_until_in_flight
+from tests.waiting import eventually
 
 
 def _config(log: Path, delay_s: float) -> dict[str, Any]:
@@ -28,11 +29,12 @@ def _config(log: Path, delay_s: float) -> dict[str, Any]:
 
 
 def _wait_for_status(url: str, status: int, timeout_s: float = 30) -> httpx.Response:
-    deadline = time.monotonic() + timeout_s
-    while (response := httpx.get(url, timeout=5)).status_code != status:
-        assert time.monotonic() < deadline, f"{url} answered {response.status_code}, never {status}"
-        time.sleep(0.02)
-    return response
+    def answered() -> httpx.Response:
+        response = httpx.get(url, timeout=5)
+        assert response.status_code == status, f"{url} answered {response.status_code}, never {status}"
+        return response
+
+    return eventually(answered, timeout_s=timeout_s, retry_on=(AssertionError,))
 
 
 def test_sigterm_finishes_admitted_work_and_refuses_new_work_with_503(
@@ -83,9 +85,7 @@ def test_gateway_restart_mid_load_loses_nothing_and_runs_nothing_twice(
 
     runner = threading.Thread(target=lambda: asyncio.run(run()))
     runner.start()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (not log.exists() or len(log.read_text().split()) < n // 3):
-        time.sleep(0.05)
+    eventually(lambda: log.exists() and len(log.read_text().split()) >= n // 3, timeout_s=60, interval_s=0.05)
     before_sigterm = len(log.read_text().split())
     gw.proc.signal(signal.SIGTERM)
     exit_code = gw.proc.proc.wait(timeout=60)

@@ -78,7 +78,7 @@ async def test_gate_bounds_concurrency() -> None:
         async with gate.hold(1):
             running += 1
             peak = max(peak, running)
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.01)  # the call's own work while it holds the slot
             running -= 1
 
     await asyncio.gather(*(call() for _ in range(6)))

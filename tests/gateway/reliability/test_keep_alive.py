@@ -48,8 +48,7 @@ def test_idle_connection_is_kept_keep_alive_s_then_closed(gateway_factory: Any, 
     gw = gateway_factory({"default_reward_fn": "quick", "keep_alive_s": 1})
     with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as sock:
         assert _ask(sock).startswith(b"HTTP/1.1 200")
-        time.sleep(0.4)  # idle, within keep_alive_s: the same connection answers
+        time.sleep(0.4)  # idle within keep_alive_s (the behaviour): the same connection answers
         assert _ask(sock).startswith(b"HTTP/1.1 200")
-        time.sleep(2.5)  # idle past keep_alive_s: the gateway has closed it
-        sock.settimeout(5)
+        sock.settimeout(10)  # idle until the gateway closes it: recv returns at the close, not after a guess
         assert sock.recv(4096) == b""

@@ -68,7 +68,7 @@ def test_ten_times_overload_memory_bounded_nothing_lost_with_retries(gateway_fac
         nonlocal peak
         while not done.is_set():
             peak = max(peak, rss_bytes(pid))
-            time.sleep(0.05)
+            time.sleep(0.05)  # the sampling period, not a wait
 
     sampler = threading.Thread(target=sample_rss, daemon=True)
     sampler.start()

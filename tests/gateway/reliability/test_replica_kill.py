@@ -12,6 +12,7 @@ from typing import Any
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy
 from tests.gateway.reliability.conftest import report
 from tests.sglang_standin import standin_reward
+from tests.waiting import eventually
 
 SAMPLES = 2000
 
@@ -35,11 +36,7 @@ def test_replica_killed_mid_load_every_sample_answered_correctly(
     runner = threading.Thread(target=lambda: asyncio.run(run()))
     started = time.monotonic()
     runner.start()
-    deadline = time.monotonic() + 60
-    while (
-        replicas[1].stats().get("served", {}).get("/v1/embeddings", 0) < 300 and time.monotonic() < deadline
-    ):
-        time.sleep(0.02)
+    eventually(lambda: replicas[1].stats().get("served", {}).get("/v1/embeddings", 0) >= 300, timeout_s=60)
     served_before_kill = replicas[1].stats()["served"].get("/v1/embeddings", 0)
     replicas[1].child.signal(signal.SIGKILL)
     runner.join(timeout=180)

@@ -15,6 +15,7 @@ from typing import Any
 import aiohttp
 
 from rewardfleet.services.common.open_files import raise_open_files_limit
+from tests.waiting import eventually_async
 
 BURST = 2000  # more than the old 512 in flight + 1024 queued
 
@@ -70,13 +71,13 @@ async def _before_any_answer(event: Awaitable[None], posts: list[asyncio.Task[An
 
 async def _pool_queue_depth(session: aiohttp.ClientSession, url: str, depth: int) -> None:
     line = "rewardfleet_gateway_pool_queue_depth "
-    for _ in range(3000):
+
+    async def reached() -> bool:
         async with session.get(f"{url}/metrics") as resp:
             text = await resp.text()
-        if any(x.startswith(line) and float(x.removeprefix(line)) >= depth for x in text.splitlines()):
-            return
-        await asyncio.sleep(0.02)  # polling exposed state: the queue is the gateway's own
-    raise AssertionError(f"the pool queue never reached {depth}")
+        return any(x.startswith(line) and float(x.removeprefix(line)) >= depth for x in text.splitlines())
+
+    await eventually_async(reached, timeout_s=60, interval_s=0.02, what=f"the pool queue at {depth}")
 
 
 def test_a_step_of_awaiting_posts_beyond_the_old_limits_is_all_accepted(gateway_factory: Any) -> None:

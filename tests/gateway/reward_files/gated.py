@@ -10,5 +10,5 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None):
     while not os.path.exists(extra_info["gate"]):
         if time.monotonic() > deadline:
             raise TimeoutError("the gate never opened")
-        time.sleep(0.01)
+        time.sleep(0.01)  # polling the gate file, bounded above: a worker process has no test helpers
     return {"score": 1.0, "started": started, "finished": time.monotonic()}

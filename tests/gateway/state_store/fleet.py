@@ -4,7 +4,6 @@ Redis state backend, and a real HAProxy balancing them round-robin (its config w
 from __future__ import annotations
 
 import shutil
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,11 +99,3 @@ def runs_by_uid(log_path: Path) -> dict[str, list[float]]:
             uid, stamp = line.rsplit(" ", 1)
             runs.setdefault(uid, []).append(float(stamp))
     return runs
-
-
-def wait_until(check: Any, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError("condition not met")
-        time.sleep(0.05)

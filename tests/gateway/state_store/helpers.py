@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -12,14 +12,12 @@ from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreR
 T = TypeVar("T")
 
 
-async def until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    """A bounded wait for `condition()`, on state the code or a test double exposes (not a sleep for a
-    guessed duration): the steps in between are round trips to the real redis-server."""
-    async with asyncio.timeout(timeout_s):
-        while True:
-            if condition():
-                return
-            await asyncio.sleep(0.005)
+def renewals(backend: Any, op: str) -> float:
+    """How many renewals the store sent and Redis answered (the op's latency histogram count)."""
+    value = backend.metrics.registry.get_sample_value(
+        "rewardfleet_state_store_duration_seconds_count", {"op": op}
+    )
+    return value or 0.0
 
 
 def record_calls(store: Any) -> list[str]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import shutil
 import signal
 import socket
-import time
 from pathlib import Path
 
 from tests.support import ChildProcess, free_port
+from tests.waiting import eventually
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
@@ -52,11 +52,15 @@ class RedisServer:
             *self.extra_args,
         ]
         self.proc = ChildProcess(cmd, self.tmp / f"redis-{self.port}-{self.starts}.log")
-        deadline = time.monotonic() + timeout_s
-        while not _answers_ping(self.port):
-            if self.proc.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"redis-server did not start:\n{self.proc.log()[-2000:]}")
-            time.sleep(0.05)
+        proc = self.proc
+
+        def answers() -> bool:
+            if proc.proc.poll() is not None:
+                raise RuntimeError(f"redis-server did not start:\n{proc.log()[-2000:]}")
+            return _answers_ping(self.port)
+
+        eventually(answers, timeout_s=timeout_s, interval_s=0.05, what="redis-server answering PING",
+                   retry_on=(), detail=lambda: proc.log()[-2000:])  # fmt: skip
         return self
 
     def kill(self) -> None:

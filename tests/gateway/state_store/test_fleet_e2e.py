@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.state_store.fleet import Fleet, runs_by_uid, wait_until
-from tests.gateway.state_store.helpers import until
+from tests.gateway.state_store.fleet import Fleet, runs_by_uid
 from tests.gateway.state_store.redis_server import RedisServer
+from tests.waiting import eventually, eventually_async
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ async def post_all(url: str, bodies: list[dict[str, Any]], retry_503: bool = Fal
                 resp = await client.post("/score", json=body)
                 if not (retry_503 and resp.status_code == 503):
                     return resp
-                await asyncio.sleep(0.1)
+                await asyncio.sleep(0.1)  # the trainer's back-off before it retries a 503 (the behaviour)
             return resp
 
         return list(await asyncio.gather(*(post(b) for b in bodies)))
@@ -141,7 +141,7 @@ def test_retried_uid_runs_once_in_flight_and_after(fleet: Fleet, workdir: Path) 
         first = asyncio.create_task(post_all(fleet.url, [body]))
         # The function stamps its log as it starts (then runs 1.5 s): in flight, the retries land on the other
         # replicas (round-robin).
-        await until(lambda: "retry-me" in runs_by_uid(workdir / "runs.log"))
+        await eventually_async(lambda: "retry-me" in runs_by_uid(workdir / "runs.log"), timeout_s=30)
         during = await post_all(fleet.url, [body, body])
         return [*(await first), *during, *(await post_all(fleet.url, [body, body, body]))]
 
@@ -175,7 +175,10 @@ def test_rpm_budget_holds_fleet_wide(fleet: Fleet, workdir: Path) -> None:
 
     started = time.time()
     asyncio.run(load())
-    time.sleep(0.5)  # calls admitted just before the end finish writing their line
+    # Calls admitted just before the end finish writing their line: every replica serves only the scrape.
+    eventually(
+        lambda: fleet.metric("rewardfleet_gateway_inflight_requests ") == len(fleet.ports), timeout_s=60
+    )
     stamps = sorted(t for ts in runs_by_uid(workdir / "rated.log").values() for t in ts)
     ran = sum(1 for t in stamps if t <= started + run_s)
     budget = 60 + run_s * 60 / 60
@@ -199,25 +202,28 @@ def test_redis_killed_mid_load_and_restarted(
                     if resp.status_code != 503:
                         return resp
                     assert resp.json()["error"]["type"] == "StateStoreUnavailable"
-                    await asyncio.sleep(0.1)
+                    await asyncio.sleep(0.1)  # the trainer's back-off before it retries a 503 (the behaviour)
                 return resp
 
             async def chaos() -> None:
                 # Kill on progress, not on a clock: a quarter of the samples answered, the rest still to come
                 # (each of them then gets 503s until Redis is back, so the load cannot end while it is down).
-                for _ in range(6000):
-                    if statuses.count(200) >= len(bodies) // 4:
-                        break
-                    await asyncio.sleep(0.005)
+                await eventually_async(
+                    lambda: statuses.count(200) >= len(bodies) // 4, timeout_s=60, what="a quarter answered"
+                )
                 await asyncio.to_thread(redis_for_fleet.kill)
-                await asyncio.sleep(1.5)
+                # Down until the fleet has refused the requests in flight, not for a guessed duration.
+                refused = statuses.count(503)
+                await eventually_async(
+                    lambda: statuses.count(503) >= refused + 8, timeout_s=60, what="8 requests refused"
+                )
                 await asyncio.to_thread(redis_for_fleet.start)
 
             sem = asyncio.Semaphore(8)
 
             async def paced(body: dict[str, Any]) -> httpx.Response:
                 async with sem:
-                    await asyncio.sleep(0.02)
+                    await asyncio.sleep(0.02)  # pacing the load (8 posters, ~400/s): not a wait
                     return await post(body)
 
             results = asyncio.gather(*(paced(b) for b in bodies))
@@ -232,6 +238,6 @@ def test_redis_killed_mid_load_and_restarted(
           f"runs={sum(len(r) for r in runs.values())}")  # fmt: skip
     assert statuses.count(503) > 0  # the kill did land mid-load
     assert fleet.metric("rewardfleet_state_store_errors_total") > 0
-    wait_until(
-        lambda: fleet.metric("rewardfleet_state_store_reconnects_total") >= 3
-    )  # every replica's notifier
+    eventually(  # every replica's notifier
+        lambda: fleet.metric("rewardfleet_state_store_reconnects_total") >= 3, timeout_s=30
+    )

@@ -9,7 +9,8 @@ from typing import cast
 from rewardfleet.services.gateway.limits.redis_gate import RedisGate
 from rewardfleet.services.gateway.limits.stores import gate_for
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
-from tests.gateway.state_store.helpers import record_calls, until
+from tests.gateway.state_store.helpers import record_calls
+from tests.waiting import eventually_async
 
 
 async def test_max_concurrency_holds_across_replicas(replicas: list[RedisBackend]) -> None:
@@ -21,7 +22,7 @@ async def test_max_concurrency_holds_across_replicas(replicas: list[RedisBackend
         async with gate.hold(1):  # type: ignore[attr-defined]
             running += 1
             peak = max(peak, running)
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # the call's own work while it holds the slot
             running -= 1
             done += 1
 
@@ -58,6 +59,8 @@ async def test_tpm_counts_the_tokens_the_judge_reports(replicas: list[RedisBacke
     calls = record_calls(replicas[0].store)
     async with gate.hold(10) as charge:
         charge.settle(400)  # the judge's answer said it used 400 tokens, not the 10 estimated
-    await until(lambda: "bucket_settle" in calls)  # the correction is sent in the background: Redis ran it
+    await eventually_async(
+        lambda: "bucket_settle" in calls
+    )  # the correction is sent in the background: Redis ran it
     level = float(cast(bytes, await replicas[1].store.client.hget(gate.tpm_key, "l")))  # type: ignore[attr-defined]
     assert 595 <= level <= 602  # 1000 - 400, plus the refill of a few ms

@@ -11,8 +11,9 @@ import pytest
 from rewardfleet.services.gateway.cache.stores import results_for
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from tests.gateway.state_store.conftest import make_backend
-from tests.gateway.state_store.helpers import CountingCompute, request, until
+from tests.gateway.state_store.helpers import CountingCompute, renewals, request
 from tests.gateway.state_store.redis_server import RedisServer
+from tests.waiting import eventually_async
 
 
 def answered(backend: RedisBackend, how: str) -> float:
@@ -46,7 +47,7 @@ async def test_concurrent_duplicates_on_three_replicas_run_once(replicas: list[R
     await compute.started.wait()
     waiting = record_joiners(caches)
     joiners = [asyncio.create_task(c.run(key, req, compute.bind(req))) for c in caches[1:] for _ in range(3)]
-    await until(lambda: len(waiting) == 6)  # each found the run in flight and waits on it
+    await eventually_async(lambda: len(waiting) == 6)  # each found the run in flight and waits on it
     compute.gate.set()
     answers = await asyncio.gather(first, *joiners)
     assert compute.runs == 1
@@ -81,7 +82,7 @@ async def test_error_is_shared_with_joiners_but_not_cached(replicas: list[RedisB
     await compute.started.wait()
     waiting = record_joiners(caches)
     joiner = asyncio.create_task(caches[1].run(key, req, compute.bind(req)))
-    await until(lambda: waiting == [key])  # the joiner found the run in flight and waits on it
+    await eventually_async(lambda: waiting == [key])  # the joiner found the run in flight and waits on it
     compute.gate.set()
     a, b = await asyncio.gather(first, joiner)
     assert (a.status, b.status, b.cached, compute.runs) == ("error", "error", True, 1)
@@ -122,7 +123,8 @@ async def test_a_long_run_keeps_its_lease(short_leases: list[RedisBackend]) -> N
     owner = asyncio.create_task(first.run(key, req, compute.bind(req)))
     await compute.started.wait()
     joiner = asyncio.create_task(second.run(key, req, compute.bind(req)))
-    await asyncio.sleep(0.9)
+    # The run outlives three lease lifetimes (0.3 s): the owner has renewed its lease three times.
+    await eventually_async(lambda: renewals(short_leases[0], "lease_renew") >= 3, what="3 lease renewals")
     compute.gate.set()
     a, b = await asyncio.gather(owner, joiner)
     assert compute.runs == 1 and b.cached and b.score == a.score
@@ -148,7 +150,12 @@ async def test_ttl_expires_results(replicas: list[RedisBackend]) -> None:
     key = cache.key(req, "judge", "v1")
     await cache.run(key, req, compute.bind(req))
     assert (await cache.run(key, req, compute.bind(req))).cached
-    await asyncio.sleep(0.3)
+    client = replicas[0].store.client
+
+    async def expired() -> bool:
+        return not await client.exists(cache._keys(key)[0])  # type: ignore[attr-defined]
+
+    await eventually_async(expired, what="Redis expiring the result (ttl 0.2 s)")
     assert not (await cache.run(key, req, compute.bind(req))).cached and compute.runs == 2
 
 

@@ -13,9 +13,10 @@ import pytest
 from rewardfleet.services.gateway.cache.stores import results_for
 from rewardfleet.services.gateway.errors import StateStoreUnavailable
 from tests.gateway.state_store.conftest import make_backend
-from tests.gateway.state_store.helpers import CountingCompute, record_calls, request, until
+from tests.gateway.state_store.helpers import CountingCompute, record_calls, request
 from tests.gateway.state_store.redis_server import RedisServer
 from tests.support import free_port
+from tests.waiting import eventually_async
 
 
 @pytest.fixture
@@ -49,7 +50,9 @@ async def test_lost_mid_run_fails_fast_then_recovers(own_redis: RedisServer) -> 
         await compute.started.wait()
         calls = record_calls(waiter.store)
         joining = asyncio.create_task(caches[1].run(key, req, compute.bind(req)))
-        await until(lambda: "cache_check" in calls)  # the duplicate listens for the run's end and waits
+        await eventually_async(
+            lambda: "cache_check" in calls
+        )  # the duplicate listens for the run's end and waits
 
         own_redis.kill()
         with pytest.raises(StateStoreUnavailable):  # the waiter is woken by the lost connection

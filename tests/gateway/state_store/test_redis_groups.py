@@ -16,7 +16,8 @@ from rewardfleet.services.gateway.groups.scorer import GroupScorer, load_group_f
 from rewardfleet.services.gateway.groups.stores import group_scorer_for
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
-from tests.gateway.state_store.helpers import request, result, until
+from tests.gateway.state_store.helpers import request, result
+from tests.waiting import eventually_async
 
 FNS = load_group_functions(GroupsConfig())  # the built-in group functions (reward_fns.groups)
 
@@ -29,7 +30,7 @@ class LengthScorer:
 
     async def score(self, req: ScoreRequest, fn: Any, label: str) -> ScoreResult:
         self.calls += 1
-        await asyncio.sleep(random.random() * 0.02)
+        await asyncio.sleep(random.random() * 0.02)  # a scorer's varying latency (the behaviour)
         return result(req, float(len(req.solution_str)))
 
 
@@ -85,10 +86,10 @@ async def test_repeated_member_on_another_replica_waits_and_runs_once(replicas: 
     fleet, counter = scorers(replicas, GroupsConfig())
     joins = record_joins(fleet)
     posts = asyncio.gather(*(fleet[i % 3].submit(member("dup", i, size=3), None, "t", FNS) for i in range(2)))
-    await until(lambda: len(joins) == 2)
+    await eventually_async(lambda: len(joins) == 2)
     # member 0 again, on another replica
     repeat = asyncio.ensure_future(fleet[2].submit(member("dup", 0, size=3), None, "t", FNS))
-    await until(lambda: len(joins) == 3)
+    await eventually_async(lambda: len(joins) == 3)
     assert joins[2] == "dup" and not repeat.done()  # a repeat waits for the group's answer
     last = await fleet[1].submit(member("dup", 2, size=3), None, "t", FNS)
     a0, _a1 = await posts
@@ -123,7 +124,7 @@ async def test_open_groups_are_bounded_fleet_wide(replicas: list[RedisBackend]) 
     fleet, _ = scorers(replicas, GroupsConfig(max_open_groups=1, timeout_s=0.3))
     joins = record_joins(fleet)
     pending = asyncio.create_task(fleet[0].submit(member("a", 0, size=2), None, "t", FNS))
-    await until(lambda: joins == ["new"])  # group "a" is open
+    await eventually_async(lambda: joins == ["new"])  # group "a" is open
     with pytest.raises(TooManyOpenGroups):
         await fleet[1].submit(member("b", 0, size=2), None, "t", FNS)
     assert (await pending).status == "group_timeout"
@@ -133,7 +134,7 @@ async def test_mismatched_members_are_refused(replicas: list[RedisBackend]) -> N
     fleet, _ = scorers(replicas, GroupsConfig(timeout_s=0.3))
     joins = record_joins(fleet)
     pending = asyncio.create_task(fleet[0].submit(member("m", 0, size=2), None, "t", FNS))
-    await until(lambda: joins == ["new"])  # group "m" is open with size 2
+    await eventually_async(lambda: joins == ["new"])  # group "m" is open with size 2
     with pytest.raises(GroupRequestError, match="group_size 2"):
         await fleet[1].submit(member("m", 1, size=3), None, "t", FNS)
     with pytest.raises(GroupRequestError, match="different group functions"):

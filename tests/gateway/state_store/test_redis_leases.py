@@ -9,14 +9,8 @@ from rewardfleet.services.gateway.limits.stores import gate_for
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from rewardfleet.services.gateway.state_store.redis_leases import Leases, new_token
 from rewardfleet.services.gateway.state_store.redis_scripts import LEASE_RENEW
-
-
-def renewals(backend: RedisBackend, op: str) -> float:
-    """How many renewals the store sent and Redis answered (the op's latency histogram count)."""
-    value = backend.metrics.registry.get_sample_value(
-        "rewardfleet_state_store_duration_seconds_count", {"op": op}
-    )
-    return value or 0.0
+from tests.gateway.state_store.helpers import renewals
+from tests.waiting import eventually_async
 
 
 async def test_long_holds_are_renewed_short_ones_are_not(replicas: list[RedisBackend]) -> None:
@@ -31,21 +25,31 @@ async def test_long_holds_are_renewed_short_ones_are_not(replicas: list[RedisBac
     held = leases.hold([long_key], [long_token, 300])
     for _ in range(20):  # many short holds, each over before a renewal is due
         leases.drop(leases.hold([short_key], [short_token, 300]))
-    await asyncio.sleep(0.9)  # three lease lifetimes
+    # Until the long hold has been renewed three times and Redis has expired the short lease (set with the
+    # long one, never renewed): signals, not a guessed duration.
+    await eventually_async(lambda: renewals(backend, "test_renew") >= 3, what="3 renewals of the long hold")
+
+    async def short_expired() -> bool:
+        return await store.client.get(short_key) is None
+
+    await eventually_async(short_expired, what="Redis expiring the short lease")
     assert await store.client.get(long_key) == long_token.encode()  # renewed all along
     assert await store.client.get(short_key) is None  # never renewed: expired
     leases.drop(held)
-    await asyncio.sleep(0.2)  # more than a tick: the timer has seen nothing held and stopped
-    assert len(leases) == 0 and leases._timer is None
+    await eventually_async(lambda: leases._timer is None, what="the timer seeing nothing held and stopping")
+    assert len(leases) == 0
     sent = renewals(backend, "test_renew")
-    assert 3 <= sent <= 12  # one every 1/3 to 1/2 of the lease (0.9 s: 6 to 9), for the long hold only
-    await asyncio.sleep(0.2)
+    assert 3 <= sent <= 12  # one every 1/3 to 1/2 of the lease, for the long hold only
+    await asyncio.sleep(
+        0.2
+    )  # a window in which nothing may happen (no stray renewal): not a wait for an event
     assert renewals(backend, "test_renew") == sent
 
 
 async def test_a_slot_held_longer_than_its_lease_stays_taken(replicas: list[RedisBackend]) -> None:
     first, second = (gate_for(r, "judge", 1, None, None, 0.3) for r in replicas[:2])
     async with first.hold(1):
-        await asyncio.sleep(0.9)
+        # Held until its lease has been renewed past three lifetimes (0.3 s each), not for a guessed duration.
+        await eventually_async(lambda: renewals(replicas[0], "slot_renew") >= 3, what="3 slot renewals")
         assert await second._acquire(keys=[second.slots_key], args=["other", 300, 1]) == 0  # type: ignore[attr-defined]
     assert await second._acquire(keys=[second.slots_key], args=["other", 300, 1]) == 1  # type: ignore[attr-defined]
