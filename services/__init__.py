@@ -7,5 +7,5 @@ client/         the Python client of the gateway
 integrations/   trainer-side adapters (verl, TRL, slime) built on the client
 rescore/        `rewardfleet score`: re-scoring rollouts already generated
 common/         the leaf every service uses (middlewares, HTTP helpers, redaction)
-cli.py          the `rewardfleet` entry point; commands.py assembles each service's command
+cli.py          the `rewardfleet` entry point; cli_app.py assembles each service's command
 """

@@ -2,14 +2,16 @@
 
 Read it in this order (top to bottom is the direction of every import; import-linter checks it):
 
+    processes/      `--processes N`: N gateway processes on one port, their state server, merged /metrics
     app.py          create_app(): the composition root; each feature contributes its start and stop
     cli.py          `rewardfleet gateway` / `python -m rewardfleet.services.gateway`
+    tenants/        one fleet shared by many runs: keys -> tenants, quotas, fair queues (docs/tenants.md)
     routes/         HTTP: /score, /health /ready /reward_fns /metrics, /graders, /admin, /openrlhf,
-                    /slime, /pools
+                    /slime, /pools, /nemo_gym
     facade.py       `Gateway`: what the routes call (resolve, score)
     catalog/        what is served: functions + composites, fallbacks, graders, groups; hot reload
     config/         GatewayConfig, assembled from the features' own section models
-    groups/ composites/ graders/ monitors/     features built over the scorer
+    groups/ composites/ graders/ monitors/ nemo_gym/     features built over the scorer
     core/           the scoring path: dispatch -> registry -> scoring; `functions.<name>` (core/config.py)
     pools/          external pools (OpenAI-compatible endpoints outside the fleet)
     limits/ cache/ spend/ admission/           per-sample and per-function limits, result cache, judge spend,

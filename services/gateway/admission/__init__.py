@@ -1,2 +1,2 @@
 """Bounded work: `admission` (in-flight and queued requests, 429/503) and `drain` (SIGTERM: stop taking
-work, finish what was taken)."""
+work, finish what was taken), `config` (their section, `admission:`)."""

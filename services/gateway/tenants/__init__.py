@@ -10,6 +10,7 @@
     metrics.py     per-tenant Prometheus series (configured tenants only)
     routes.py      `GET /tenants/self`
     runtime.py     `Tenancy`: builds the above and wires them into the gateway
+    errors.py      `TenantQuotaExceeded` (429 naming the quota) and the tenant-only refusals
 
 The config sections `tenants:` and `tenancy:` are config/tenants.py's (the config layer sits below this
 package). With no tenant configured nothing here is built: the gateway is as before.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rewardfleet.services.gateway.reliability.idempotency import TTLCache
+from rewardfleet.services.gateway.cache.idempotency import TTLCache
 
 
 class Clock:
