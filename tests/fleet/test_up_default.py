@@ -67,6 +67,21 @@ def test_default_fleet_scores_and_stops_cleanly(tmp_path: Path) -> None:
             "ground_truth": "4", "extra_info": {"question": "What is 2 + 2?"},
         }).json()  # fmt: skip
         assert flaw["status"] == "ok" and flaw["score"] in (0.0, 1.0), flaw
+        # Master-key probes are on by default for the judge pool: status shows its false-positive ratio.
+        deadline = time.monotonic() + 300
+        while True:
+            status = subprocess.run(
+                rewardfleet_cmd("status", "--run-dir", str(tmp_path / "run")),
+                capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"},
+            )  # fmt: skip
+            probe = [line for line in status.stdout.splitlines() if "judge probes" in line]
+            if probe and "false-positive ratio" in probe[0]:
+                break
+            assert time.monotonic() < deadline, status.stdout + proc.log()[-2000:]
+            time.sleep(2)
+        assert "master keys accepted" in probe[0], probe
+        judge_row = next(line for line in status.stdout.splitlines() if "judge-0" in line)
+        assert "ready" in judge_row and "not routed" not in judge_row, status.stdout
         tree = descendants(proc.pid)
         # sglang-router retitles itself `sglang::router`.
         assert any("sglang::router" in cmdline(p) for p in tree), [cmdline(p) for p in tree]
