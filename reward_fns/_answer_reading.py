@@ -118,7 +118,7 @@ _HEDGE_RE = re.compile(
     re.IGNORECASE,
 )
 _WORD_HEDGE_RE = re.compile(
-    r"\b(?:yes\s+or\s+no|no\s+or\s+yes|either\b.*\bor\b|maybe\b.*\bmaybe\b|not\s+sure|unsure|"
+    r"\b(?:yes\s+(?:or|and)\s+no|no\s+(?:or|and)\s+yes|either\b.*\bor\b|maybe\b.*\bmaybe\b|not\s+sure|unsure|"
     r"I\s+(?:don't|do\s+not)\s+know|can't\s+(?:tell|decide)|cannot\s+(?:tell|decide))",
     re.IGNORECASE,
 )

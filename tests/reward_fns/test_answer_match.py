@@ -119,6 +119,7 @@ def test_compound_number_words_read_as_one_number(text: str, digits: str) -> Non
         ("The answer is 25. Let me double check: 12 + 13 = 25. Yes.", "25", "match"),
         ("No, 17 is not prime.", "Yes", "mismatch"),
         ("Yes or no, hard to say.", "No", "mismatch"),
+        ("Yes and no.", "Yes", "mismatch"),
     ],
 )
 def test_negations_hedges_and_corrections_are_read(response: str, reference: str, decision: str) -> None:
