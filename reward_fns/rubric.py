@@ -229,10 +229,10 @@ async def compute_score(
     answers = await asyncio.gather(*(judge_chunk(c) for c in chunks))
     verdicts = [v for judged, _ in answers for v in judged]
     met = [m for m, _ in verdicts]
-    reasons = [r for _, r in verdicts]
+    said = [r for _, r in verdicts]
     score = rubric_score(criteria, met, essential_gate=settings.essential_gate)
     usage = total_usage([reply for _, reply in answers])
-    return _result(score, names, met, reasons, source, len(chunks), pool, usage, "", settings.reasons)
+    return _result(score, names, met, said, source, len(chunks), pool, usage, "", settings.reasons)
 
 
 def _result(
