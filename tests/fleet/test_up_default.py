@@ -57,16 +57,6 @@ def test_default_fleet_scores_and_stops_cleanly(tmp_path: Path) -> None:
         )  # fmt: skip
         assert status.returncode == 0 and "judge router" in status.stdout, status.stdout + status.stderr
         assert "pool ready" in status.stdout.split("judge router", 1)[1].splitlines()[0], status.stdout
-        verdict = httpx.post(f"{gateway}/score", timeout=120, json={
-            "data_source": "x", "reward_fn": "judge", "solution_str": "2 + 2 = 4, so the answer is 4.",
-            "ground_truth": "4", "extra_info": {"question": "What is 2 + 2?"},
-        }).json()  # fmt: skip
-        assert verdict["status"] == "ok" and verdict["score"] in (0.0, 1.0), verdict
-        flaw = httpx.post(f"{gateway}/score", timeout=120, json={
-            "data_source": "x", "reward_fn": "rule_then_judge", "solution_str": "2 + 2 = 4.\n\nAnswer: 4",
-            "ground_truth": "4", "extra_info": {"question": "What is 2 + 2?"},
-        }).json()  # fmt: skip
-        assert flaw["status"] == "ok" and flaw["score"] in (0.0, 1.0), flaw
         # Master-key probes are on by default for the judge pool: status shows its false-positive ratio.
         deadline = time.monotonic() + 300
         while True:
@@ -82,6 +72,16 @@ def test_default_fleet_scores_and_stops_cleanly(tmp_path: Path) -> None:
         assert "master keys accepted" in probe[0], probe
         judge_row = next(line for line in status.stdout.splitlines() if "judge-0" in line)
         assert "ready" in judge_row and "not routed" not in judge_row, status.stdout
+        verdict = httpx.post(f"{gateway}/score", timeout=120, json={
+            "data_source": "x", "reward_fn": "judge", "solution_str": "2 + 2 = 4, so the answer is 4.",
+            "ground_truth": "4", "extra_info": {"question": "What is 2 + 2?"},
+        }).json()  # fmt: skip
+        assert verdict["status"] == "ok" and verdict["score"] in (0.0, 1.0), verdict
+        flaw = httpx.post(f"{gateway}/score", timeout=120, json={
+            "data_source": "x", "reward_fn": "rule_then_judge", "solution_str": "2 + 2 = 4.\n\nAnswer: 4",
+            "ground_truth": "4", "extra_info": {"question": "What is 2 + 2?"},
+        }).json()  # fmt: skip
+        assert flaw["status"] == "ok" and flaw["score"] in (0.0, 1.0), flaw
         tree = descendants(proc.pid)
         # sglang-router retitles itself `sglang::router`.
         assert any("sglang::router" in cmdline(p) for p in tree), [cmdline(p) for p in tree]
