@@ -28,19 +28,19 @@ from fractions import Fraction
 from typing import Literal
 
 from rewardfleet.reward_fns.judging.answers import normalize_text
+from rewardfleet.reward_fns.judging.reading import (
+    after_correction,
+    is_hedged,
+    is_negated,
+    is_text_hedged,
+    words_to_digits,
+)
 
 Decision = Literal["match", "mismatch", "ask_number", "ask_verdict"]
 
 # The most numbers an unmarked response may hold for the model to pick its final answer among.
 MAX_NUMBER_CHOICES = 8
 
-_NUMBER_WORDS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
-    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
-    "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
-}  # fmt: skip
-_WORD_RE = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
 _FRAC_RE = re.compile(r"\\[dt]?frac\s*\{\s*(-?[\d.]+)\s*\}\s*\{\s*(-?[\d.]+)\s*\}")
 # A number as written: sign, thousands commas, decimals, an optional /denominator.
 _NUM_RE = re.compile(
@@ -50,7 +50,8 @@ _MARKERS = (
     re.compile(r"####"),
     re.compile(r"\banswer\s*(?:is|:|=)\s*:?", re.IGNORECASE),
 )
-_EQUALS = re.compile(r"=|\b(?:is|equals?|makes?|gives?|get|got)\b", re.IGNORECASE)
+_EQUALS = re.compile(r"=|\b(?:is|are|was|equals?|makes?|gives?|get|got)\b", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[^\s\d])[.!?]\s+(?=[A-Z])|(?<=\d)[.!?]\s+(?=[A-Z])")
 _STOPWORDS = frozenset(
     {"a", "an", "the", "of", "is", "are", "was", "were", "it", "its", "it's", "this", "that", "in", "on",
      "at", "to", "by", "for", "and", "or", "be", "as", "with", "from"}
@@ -75,25 +76,48 @@ def _last_boxed(text: str) -> str | None:
     return None
 
 
-def marked_answer(response: str) -> str | None:
-    """The answer the response marks as final (boxed, `####`, "answer is"), or None."""
+def _marked(response: str) -> tuple[str, int] | None:
+    """The marked final answer (boxed, `####`, "answer is") and where its marker ends, or None."""
     boxed = _last_boxed(response)
     if boxed is not None:
-        return boxed.strip()
+        return boxed.strip(), response.rfind("\\boxed")
     for pattern in _MARKERS:
         found = list(pattern.finditer(response))
         if found:
             line = response[found[-1].end() :].strip().split("\n", 1)[0]
-            return line.strip()
+            # The answer ends with its sentence: "The answer is 25. Let me check: 12 + 13 = 25."
+            line = _SENTENCE_END.split(line, 1)[0]
+            return line.strip(), found[-1].end()
     return None
 
 
-def numbers(text: str) -> list[Fraction]:
-    """Every number in `text`, in order (number words and `\\frac{a}{b}` included)."""
-    text = _WORD_RE.sub(lambda m: str(_NUMBER_WORDS[m.group(1).lower()]), text)
-    text = _FRAC_RE.sub(r"\1/\2", text)
+def marked_answer(response: str) -> str | None:
+    """The answer the response marks as final (boxed, `####`, "answer is"), or None."""
+    marked = _marked(response)
+    return None if marked is None else marked[0]
+
+
+def final_segment(response: str, *, needs_number: bool) -> tuple[str, bool]:
+    """(the text holding the final answer, whether a marker or a self-correction names it): a correction
+    ("Wait, it is 17") after the marker wins when it holds an answer; else the marked answer; else what
+    follows the response's last `=` / "is" (or the whole response)."""
+    marked = _marked(response)
+    corrected = after_correction(response, 0 if marked is None else marked[1])
+    if corrected is not None and (numbers(corrected) if needs_number else _words(corrected)):
+        return _after_last_equals(corrected), True
+    if marked is not None:
+        return marked[0], True
+    return _after_last_equals(response), False
+
+
+def numbers(text: str, *, affirmed_only: bool = False) -> list[Fraction]:
+    """Every number in `text`, in order (number words and `\\frac{a}{b}` included); with `affirmed_only`,
+    not those the text denies ("not 17")."""
+    text = _FRAC_RE.sub(r"\1/\2", words_to_digits(text))
     out = []
     for m in _NUM_RE.finditer(text):
+        if affirmed_only and is_negated(text, m.start()):
+            continue
         try:
             value = Fraction(m.group(1).replace(",", ""))
             if m.group(2) is not None:
@@ -108,11 +132,13 @@ def numbers(text: str) -> list[Fraction]:
 
 
 def number_strings(text: str) -> list[str]:
-    """The distinct numbers of `text` as written (for the model to choose from), in order of appearance."""
-    text = _WORD_RE.sub(lambda m: str(_NUMBER_WORDS[m.group(1).lower()]), text)
-    text = _FRAC_RE.sub(r"\1/\2", text)
+    """The distinct numbers of `text` as written (for the model to choose from), in order of appearance; a
+    number the text denies ("5 legs, not 4") is not offered."""
+    text = _FRAC_RE.sub(r"\1/\2", words_to_digits(text))
     seen: list[str] = []
     for m in _NUM_RE.finditer(text):
+        if is_negated(text, m.start()):
+            continue
         shown = re.sub(r"\s+", "", m.group(0))
         if shown not in seen:
             seen.append(shown)
@@ -147,34 +173,83 @@ class Judgment:
     answer: str  # the answer the rule read ("" when it found none)
 
 
+_POLARITY = {"yes": "yes", "true": "yes", "no": "no", "false": "no"}
+_POLARITY_RE = re.compile(r"\b(yes|no|true|false)\b", re.IGNORECASE)
+
+
 def decide(response: str, reference: str) -> Judgment:
     """Match or mismatch by rule, or which question to put to the model."""
-    marked = marked_answer(response)
     target = reference_number(reference)
     if target is not None:
-        segment = marked if marked is not None else _after_last_equals(response)
-        values = set(numbers(segment))
-        if len(values) == 1:
-            value = next(iter(values))
-            return Judgment("match" if value == target else "mismatch", segment.strip())
-        if marked is not None or not numbers(response):
-            return Judgment("mismatch", segment.strip())  # a hedge, or no number at all
-        if len(number_strings(response)) > MAX_NUMBER_CHOICES:
-            # A response that lists many numbers and marks none would let the model's pick land on the
-            # reference by chance (a policy can spray numbers): no single final answer, no match.
-            return Judgment("mismatch", "")
-        return Judgment("ask_number", "")
-    answer = marked if marked is not None else response
+        return _decide_number(words_to_digits(response), target)
+    segment, marked = final_segment(response, needs_number=False)
+    answer = segment if marked else response
+    ref_norm = normalize_text(reference, ignore_punctuation=True, remove_articles=True)
+    if ref_norm in _POLARITY:
+        found = _marked(response)
+        corrected = after_correction(response, 0 if found is None else found[1])
+        read = corrected or (found[0] if found is not None else response)
+        return _decide_polarity(read, _POLARITY[ref_norm])
     ref_words, answer_words = _words(reference), _words(answer)
     if not ref_words:
         return Judgment("ask_verdict", answer.strip())
-    if normalize_text(answer, ignore_punctuation=True, remove_articles=True) == normalize_text(
-        reference, ignore_punctuation=True, remove_articles=True
-    ) or (set(ref_words) <= set(answer_words) and len(answer_words) <= len(ref_words) + 12):
+    if is_text_hedged(answer) or _offers_alternative(answer, ref_words):
+        return Judgment("mismatch", answer.strip())
+    if _all_denied(answer, ref_words):
+        return Judgment("mismatch", answer.strip())  # "it is not Paris"
+    if normalize_text(answer, ignore_punctuation=True, remove_articles=True) == ref_norm or (
+        set(ref_words) <= set(answer_words) and len(answer_words) <= len(ref_words) + 12
+    ):
         return Judgment("match", answer.strip())
     if not set(ref_words) & set(answer_words):
         return Judgment("mismatch", answer.strip())
     return Judgment("ask_verdict", answer.strip())
+
+
+def _decide_number(response: str, target: Fraction) -> Judgment:
+    segment, marked = final_segment(response, needs_number=True)
+    if is_hedged(segment):
+        return Judgment("mismatch", segment.strip())  # "4 or 5", "between 4 and 5"
+    values = set(numbers(segment, affirmed_only=True))
+    if len(values) == 1:
+        value = next(iter(values))
+        return Judgment("match" if value == target else "mismatch", segment.strip())
+    if not values and numbers(segment):
+        return Judgment("mismatch", segment.strip())  # every number there denied: "certainly not 17"
+    if marked or not numbers(response, affirmed_only=True):
+        return Judgment("mismatch", segment.strip())  # several after a marker, or no number at all
+    if is_hedged(response):
+        return Judgment("mismatch", "")
+    if len(number_strings(response)) > MAX_NUMBER_CHOICES:
+        # A response that lists many numbers and marks none would let the model's pick land on the
+        # reference by chance (a policy can spray numbers): no single final answer, no match.
+        return Judgment("mismatch", "")
+    return Judgment("ask_number", "")
+
+
+def _decide_polarity(answer: str, expected: str) -> Judgment:
+    """A yes/no reference: the answer's first yes/no word (after any self-correction), never a hedge."""
+    if is_text_hedged(answer):
+        return Judgment("mismatch", answer.strip())
+    for m in _POLARITY_RE.finditer(answer):
+        if is_negated(answer, m.start()):
+            continue
+        return Judgment("match" if _POLARITY[m.group(1).lower()] == expected else "mismatch", answer.strip())
+    return Judgment("ask_verdict", answer.strip())
+
+
+def _offers_alternative(answer: str, ref_words: list[str]) -> bool:
+    """ "Paris or Lyon": the reference offered next to another answer."""
+    last = re.escape(ref_words[-1])
+    first = re.escape(ref_words[0])
+    pattern = rf"\b{last}\b\W*\s+or\s+\w|\w\W*\s+or\s+(?:maybe\s+|perhaps\s+)?{first}\b"
+    return bool(re.search(pattern, answer, re.IGNORECASE))
+
+
+def _all_denied(answer: str, ref_words: list[str]) -> bool:
+    """Every mention of the reference's first word is denied ("not Paris", "isn't Paris")."""
+    found = list(re.finditer(rf"\b{re.escape(ref_words[0])}\b", answer, re.IGNORECASE))
+    return bool(found) and all(is_negated(answer, m.start()) for m in found)
 
 
 def number_choice_messages(problem: str | None, response: str) -> list[dict[str, str]]:
@@ -197,5 +272,5 @@ def number_choice_regex(choices: list[str]) -> str:
 
 
 def pick_value(text: str) -> Fraction | None:
-    found = numbers(text)
+    found = numbers(text, affirmed_only=True)
     return found[0] if len(found) == 1 else None

@@ -23,6 +23,7 @@ from rewardfleet.services.common.hosts import connect_host
 from rewardfleet.services.common.redact import redact_argv, redact_value
 from rewardfleet.services.fleet.config import FleetConfig, PoolConfig
 from rewardfleet.services.fleet.determinism import deterministic_flags
+from rewardfleet.services.fleet.default_probes import default_probe_functions
 from rewardfleet.services.fleet.supervisor import ChildSpec
 from rewardfleet.services.model_server.checkpoints import resolve_builtin
 
@@ -255,6 +256,9 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
     gateway.external_pools = {**gateway.external_pools, **external}
     if config.default_pool is not None:
         gateway.default_router = config.default_pool
+    if "judge_probes" not in config.gateway.model_fields_set:
+        judge_pools = {p.name for p in pools if p.config.kind == "judge"}
+        gateway.judge_probes.functions = default_probe_functions(judge_pools, dict(gateway.functions))
     if gateway.reward_model_tokenizer is None:
         # The reward model's tokenizer; without a reward model, the judge's (its probability mode and
         # use_generate need it): a CPU pool's checkpoint is on this host.

@@ -20,6 +20,7 @@ from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElaps
 from rich.table import Table
 
 from rewardfleet.services.fleet.plan import FleetPlan, write_gateway_config
+from rewardfleet.services.fleet.routable import wait_routable
 from rewardfleet.services.fleet.supervisor import Backoff, ChildFailed, ChildSpec, Supervisor
 
 STATE_FILE = "fleet.json"
@@ -58,6 +59,18 @@ class Fleet:
         ]
         self.supervisors: list[list[Supervisor]] = []
         self._watchers: list[asyncio.Task[None]] = []
+        # Replica name -> (its router's URL, its URL, the router's API key): a replica is announced ready
+        # only once that router routes to it (routable.py).
+        self.routes: dict[str, tuple[str, str, str | None]] = {
+            r.spec.name: (
+                p.router.url,
+                r.url,
+                p.router.api_key.get_secret_value() if p.router.api_key else None,
+            )
+            for p in plan.pools
+            for r in p.replicas
+            if r.spec is not None
+        }
 
     async def start(self) -> None:
         write_gateway_config(self.plan)
@@ -69,15 +82,21 @@ class Fleet:
             self.console.print(f"[yellow]{note}[/yellow]")
         columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
         with Progress(*columns, console=self.console, transient=False) as progress:
-            for stage in self.stages:
+            loaded: list[tuple[Supervisor, TaskID]] = []
+            for index, stage in enumerate(self.stages):
                 sups = [Supervisor(spec, self.backoff) for spec in stage]
                 self.supervisors.append(sups)
                 tasks = [progress.add_task(f"{s.spec.name}: starting", total=1) for s in sups]
                 for sup in sups:
                     await sup.start()
+                # Replicas (stage 0) are only loaded until their routers (stage 1) route to them.
                 await asyncio.gather(
-                    *(self._await_ready(s, t, progress) for s, t in zip(sups, tasks, strict=True))
+                    *(self._await_ready(s, t, progress, index == 0) for s, t in zip(sups, tasks, strict=True))
                 )
+                if index == 0:
+                    loaded = list(zip(sups, tasks, strict=True))
+                elif index == 1:
+                    await asyncio.gather(*(self._await_routable(s, t, progress) for s, t in loaded))
         for spec in self.background:
             sup = Supervisor(spec, self.backoff)
             self.supervisors[0].append(sup)  # stopped with the other model servers, after the gateway
@@ -85,12 +104,28 @@ class Fleet:
             self.console.print(f"{spec.name}: loading in the background")
             self._watchers.append(asyncio.create_task(self._announce_ready(sup)))
 
-    async def _await_ready(self, sup: Supervisor, task: TaskID, progress: Progress) -> None:
+    async def _await_ready(
+        self, sup: Supervisor, task: TaskID, progress: Progress, routed: bool = False
+    ) -> None:
         try:
             await sup.wait_ready(self.ready_timeout_s)
         except (ChildFailed, TimeoutError) as exc:
             progress.update(task, description=f"[red]{sup.spec.name}: failed[/red]")
             raise FleetStartError(f"{exc}\n--- end of {sup.spec.log_path} ---\n{_tail(sup)}") from exc
+        if routed and sup.spec.name in self.routes:
+            progress.update(task, description=f"{sup.spec.name}: loaded, waiting for its router")
+            return
+        progress.update(task, description=f"[green]{sup.spec.name}: ready[/green]", completed=1)
+
+    async def _await_routable(self, sup: Supervisor, task: TaskID, progress: Progress) -> None:
+        if sup.spec.name not in self.routes:
+            return
+        router, url, api_key = self.routes[sup.spec.name]
+        try:
+            await wait_routable(router, url, timeout_s=self.ready_timeout_s, api_key=api_key)
+        except TimeoutError as exc:
+            progress.update(task, description=f"[red]{sup.spec.name}: not routable[/red]")
+            raise FleetStartError(str(exc)) from exc
         progress.update(task, description=f"[green]{sup.spec.name}: ready[/green]", completed=1)
 
     async def _announce_ready(self, sup: Supervisor) -> None:
@@ -101,6 +136,15 @@ class Fleet:
         except (ChildFailed, TimeoutError) as exc:
             self.console.print(f"[red]{sup.spec.name} did not start:[/red] {exc}\n{_tail(sup)}")
             return
+        if sup.spec.name in self.routes:
+            router, url, api_key = self.routes[sup.spec.name]
+            try:
+                await wait_routable(router, url, timeout_s=self.ready_timeout_s, api_key=api_key)
+            except TimeoutError as exc:
+                self.console.print(
+                    f"[red]{sup.spec.name} loaded but its router does not route to it:[/red] {exc}"
+                )
+                return
         took = asyncio.get_running_loop().time() - started
         self.console.print(
             f"[green]{sup.spec.name}: ready[/green] (loaded in the background in {took:.0f} s)"

@@ -18,6 +18,7 @@ from typing import Any
 
 from rich.table import Table
 
+from rewardfleet.services.fleet.routable import is_routable, router_workers
 from rewardfleet.services.fleet.runner import STATE_FILE
 
 API_KEY_ENV = "REWARDFLEET_API_KEY"
@@ -197,10 +198,15 @@ def status_table(state: dict[str, Any], timeout_s: float = 2.0) -> Table:
         # The pool is ready when its router has a healthy worker to send work to.
         pool_state = "ready" if health == "healthy" else "not ready"
         table.add_row(f"{name} router", pool["router"], health, f"pool {pool_state}: {detail}")
+        workers = router_workers(pool["router"], timeout_s=timeout_s)
         for i, url in enumerate(pool["replicas"]):
             health, _ = _probe(f"{url}/health", timeout_s)
             if health == "HTTP 503":  # model servers answer 503 while they load and warm up
                 health = "loading"
+            elif health == "healthy" and workers is not None:
+                # Ready means routable: loaded is not enough until the router sends it work (routable.py).
+                # (A router that does not list its workers, e.g. one behind an API key, leaves "healthy".)
+                health = "ready" if is_routable(workers, url) else "loaded, not routed yet"
             table.add_row(f"  {name}-{i}", url, health, pool["model_path"])
     return table
 

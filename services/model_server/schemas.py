@@ -75,7 +75,7 @@ class EmbedRequest(_Body):
 
 class SamplingParamsBody(_Body):
     # Numbers are strict, as SGLang's JSON-contract gate is: "5", 4.0 (for an int) and true are refused.
-    max_new_tokens: int = Field(default=128, ge=1, strict=True)
+    max_new_tokens: int = Field(default=128, ge=0, strict=True)  # 0: prompt logprobs only (return_logprob)
     temperature: float = Field(default=1.0, ge=0.0, strict=True)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0, strict=True)
     top_k: int = Field(default=-1, strict=True)
@@ -123,6 +123,11 @@ class GenerateRequest(_Body):
     sampling_params: SamplingParamsBody | list[SamplingParamsBody] = Field(default_factory=SamplingParamsBody)
     stream: bool = False
     return_logprob: bool = False
+    # SGLang's prompt-logprob fields (io_struct.GenerateReqInput); only input logprobs are served here.
+    logprob_start_len: int = Field(default=-1, ge=-1, strict=True)
+    top_logprobs_num: int = Field(default=0, ge=0, strict=True)
+    token_ids_logprob: list[int] | None = None
+    return_text_in_logprobs: bool = False
     rid: str | list[str] | None = None
 
     @model_validator(mode="after")
@@ -135,8 +140,19 @@ class GenerateRequest(_Body):
             _check_ids(self.input_ids, "input_ids")
         if self.stream:
             raise ValueError("stream=true is not supported by this CPU server; send stream=false")
-        if self.return_logprob:
-            raise ValueError("return_logprob is not supported by this CPU server")
+        if self.return_logprob and (self.top_logprobs_num or self.token_ids_logprob):
+            raise ValueError("top_logprobs_num and token_ids_logprob are not supported by this CPU server")
+        params = self.sampling_params if isinstance(self.sampling_params, list) else [self.sampling_params]
+        zero = [p.max_new_tokens == 0 for p in params]
+        if any(zero) and not all(zero):
+            raise ValueError(
+                "sampling_params.max_new_tokens: 0 for some inputs and not others is not supported"
+            )
+        if self.return_logprob and not all(zero):
+            raise ValueError(
+                "return_logprob with max_new_tokens > 0 (output token logprobs) is not supported by this CPU "
+                "server; send sampling_params.max_new_tokens 0 for prompt logprobs (input_token_logprobs)"
+            )
         return self
 
 

@@ -58,6 +58,21 @@ def test_default_fleet_scores_and_stops_cleanly(tmp_path: Path) -> None:
         )  # fmt: skip
         assert status.returncode == 0 and "judge router" in status.stdout, status.stdout + status.stderr
         assert "pool ready" in status.stdout.split("judge router", 1)[1].splitlines()[0], status.stdout
+        # Master-key probes are on by default for the judge pool: status shows its false-positive ratio.
+        deadline = time.monotonic() + 300
+        while True:
+            status = subprocess.run(
+                rewardfleet_cmd("status", "--run-dir", str(tmp_path / "run")),
+                capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"},
+            )  # fmt: skip
+            probe = [line for line in status.stdout.splitlines() if "judge probes" in line]
+            if probe and "false-positive ratio" in probe[0]:
+                break
+            assert time.monotonic() < deadline, status.stdout + proc.log()[-2000:]
+            time.sleep(2)
+        assert "master keys accepted" in probe[0], probe
+        judge_row = next(line for line in status.stdout.splitlines() if "judge-0" in line)
+        assert "ready" in judge_row and "not routed" not in judge_row, status.stdout
         verdict = httpx.post(f"{gateway}/score", timeout=120, json={
             "data_source": "x", "reward_fn": "judge", "solution_str": "2 + 2 = 4, so the answer is 4.",
             "ground_truth": "4", "extra_info": {"question": "What is 2 + 2?"},

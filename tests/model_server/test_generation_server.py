@@ -218,7 +218,8 @@ def test_generation_server_registration_info(lm_server: RunningServer) -> None:
     ("path", "body", "needle"),
     [
         ("/generate", {"text": ""}, "text must not be empty"),
-        ("/generate", {"text": "hi", "sampling_params": {"max_new_tokens": 0}}, "max_new_tokens"),
+        # SGLang refuses only max_new_tokens < 0 (0 is a prefill, tests/model_server/test_prompt_logprobs.py).
+        ("/generate", {"text": "hi", "sampling_params": {"max_new_tokens": -1}}, "max_new_tokens"),
         (
             "/generate",
             {"text": "hi", "sampling_params": {"max_new_tokens": 65}},

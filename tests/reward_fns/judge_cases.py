@@ -5,7 +5,9 @@ in sentences, boxed, with reasoning (right reasoning, and reasoning that ends in
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -108,3 +110,20 @@ def small_subset() -> list[JudgeCase]:
     right = [c for c in cases if c.correct][::5][:6]
     wrong = [c for c in cases if not c.correct][::5][:6]
     return right + wrong
+
+
+ANSWER_MATCH_CASES = Path(__file__).parent / "data" / "answer_match_cases.jsonl"
+
+
+def answer_match_cases() -> list[JudgeCase]:
+    """The labelled set of issue 41 (data/answer_match_cases.jsonl): short facts, yes/no, equivalent forms,
+    number words, chains whose intermediate numbers include the reference, negations, self-corrections,
+    hedges."""
+    cases = []
+    for line in ANSWER_MATCH_CASES.read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            cases.append(
+                JudgeCase(row["problem"], row["reference"], row["response"], row["correct"], row["kind"])
+            )
+    return cases

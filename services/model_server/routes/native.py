@@ -12,6 +12,7 @@ from rewardfleet.services.common.json_body import parse_json_body
 from rewardfleet.services.model_server.deps import get_server
 from rewardfleet.services.model_server.errors import InvalidRequest
 from rewardfleet.services.model_server.responses import generation_meta, pooled_meta, request_ids
+from rewardfleet.services.model_server.routes.prompt_logprobs import prompt_only
 from rewardfleet.services.model_server.runners.common import TextInput
 from rewardfleet.services.model_server.runners.constraints import pick_constraint
 from rewardfleet.services.model_server.runners.generation import GenerationInput, SamplingParams
@@ -103,6 +104,9 @@ async def generate(request: Request) -> JSONResponse:
         params = [to_sampling_params(p, limit) for p in body.sampling_params]
     else:
         params = [to_sampling_params(body.sampling_params, limit)] * len(inputs)
+    if params[0].max_new_tokens == 0:  # the schema allows 0 only for every input at once
+        out = await prompt_only(server, body, inputs, request, started)
+        return JSONResponse(out if is_list else out[0])
     items = [GenerationInput(x, p) for x, p in zip(inputs, params, strict=True)]
     results = await server.run_many("generate", items, request)
     rids = request_ids(body.rid, len(results))

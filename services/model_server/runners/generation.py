@@ -25,6 +25,7 @@ from rewardfleet.services.model_server.runners.decoding import (
     Row,
     SamplingParams,
 )
+from rewardfleet.services.model_server.runners.prompt_logprobs import prompt_logprobs
 
 
 class GenerationRunner(Runner):
@@ -49,7 +50,11 @@ class GenerationRunner(Runner):
         self._mask = MaskBuffer(self.logits_width)
 
     def operations(self) -> dict[str, BatchFn]:
-        return {"generate": self.generate, "next_token": self.next_token}
+        return {
+            "generate": self.generate,
+            "next_token": self.next_token,
+            "prompt_logprobs": lambda inputs: prompt_logprobs(self, inputs),
+        }
 
     def continuous_operations(self) -> dict[str, Callable[[], DecodeBatch]]:
         """Operations served by continuous batching: a factory of the running batch they step through."""
