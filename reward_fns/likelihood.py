@@ -33,8 +33,8 @@ from typing import Any
 
 import aiohttp
 
-from rewardfleet.reward_fns.judging.templates import as_text, problem_text
 from rewardfleet.reward_fns.judging.guards import GuardSettings, check_answer
+from rewardfleet.reward_fns.judging.templates import as_text, problem_text
 from rewardfleet.services.common.router_http import RemoteCallError, post_json, resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()

@@ -27,7 +27,6 @@ from typing import Any
 
 import aiohttp
 
-from rewardfleet.reward_fns.judging.templates import as_text, problem_text
 from rewardfleet.reward_fns._rubric_prompt import (
     RubricParseError,
     parse_rubric_reply,
@@ -45,6 +44,7 @@ from rewardfleet.reward_fns._rubric_spec import (
 )
 from rewardfleet.reward_fns.judging.guards import GuardSettings, GuardSettingsError, check_answer
 from rewardfleet.reward_fns.judging.judge import JudgeConfigError, JudgeEndpoint, ask_judge, total_usage
+from rewardfleet.reward_fns.judging.templates import as_text, problem_text
 from rewardfleet.services.common.router_http import resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()

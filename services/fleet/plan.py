@@ -22,8 +22,8 @@ from rewardfleet.services.common.cpus import usable_cpus
 from rewardfleet.services.common.hosts import connect_host
 from rewardfleet.services.common.redact import redact_argv, redact_value
 from rewardfleet.services.fleet.config import FleetConfig, PoolConfig
-from rewardfleet.services.fleet.determinism import deterministic_flags
 from rewardfleet.services.fleet.default_probes import default_probe_functions
+from rewardfleet.services.fleet.determinism import deterministic_flags
 from rewardfleet.services.fleet.supervisor import ChildSpec
 from rewardfleet.services.model_server.checkpoints import resolve_builtin
 

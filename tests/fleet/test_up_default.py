@@ -58,18 +58,20 @@ def test_default_fleet_scores_and_stops_cleanly(tmp_path: Path) -> None:
         )  # fmt: skip
         assert status.returncode == 0 and "judge router" in status.stdout, status.stdout + status.stderr
         assert "pool ready" in status.stdout.split("judge router", 1)[1].splitlines()[0], status.stdout
+
         # Master-key probes are on by default for the judge pool: status shows its false-positive ratio.
-        deadline = time.monotonic() + 300
-        while True:
+        def probed() -> tuple[subprocess.CompletedProcess[str], list[str]] | None:
             status = subprocess.run(
                 rewardfleet_cmd("status", "--run-dir", str(tmp_path / "run")),
                 capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"},
             )  # fmt: skip
             probe = [line for line in status.stdout.splitlines() if "judge probes" in line]
-            if probe and "false-positive ratio" in probe[0]:
-                break
-            assert time.monotonic() < deadline, status.stdout + proc.log()[-2000:]
-            time.sleep(2)
+            return (status, probe) if probe and "false-positive ratio" in probe[0] else None
+
+        status, probe = eventually(
+            probed, timeout_s=300, interval_s=2, what="the judge pool's probe line in rewardfleet status",
+            detail=lambda: proc.log()[-2000:],
+        )  # fmt: skip
         assert "master keys accepted" in probe[0], probe
         judge_row = next(line for line in status.stdout.splitlines() if "judge-0" in line)
         assert "ready" in judge_row and "not routed" not in judge_row, status.stdout
