@@ -1,16 +1,28 @@
 """Built-in reward functions. Every module here that defines `compute_score` is a reward function, named
 after its file, with verl's signature; the gateway discovers them (docs/reward_fns.md).
 
-At the top level, only reward functions, and:
+The reward functions at the top level:
+
+- Rules, as verl scores them: `gsm8k`, `math`, `math_dapo`, `prime_math`, `geo3k`, `search_r1`; and
+  `math_verify`, `exact_match`, `regex_match`, `format_check`. `code` runs programs in `_sandbox`.
+- Verifiable tasks: `instruction_following`, `sql`, and NeMo Gym's `mcqa`, `json_schema`, `equivalence_rule`,
+  `format_verification` (docs/verifiable_tasks.md, docs/nemo_gym.md).
+- Models behind a pool: `judge` (GenRM), `rule_then_judge` (both thin: judging/ holds them), `rubric`,
+  `likelihood` (docs/rubric.md), `reward_model` (DisRM), `prm` (process reward model), `similarity`
+  (encoder), `image_text_score` (CLIP-style).
+- Trajectories: `tool_use`, `step_judge` (docs/trajectories.md).
+
+Besides them:
 
     contract.py  what a server relies on (injected keywords, step aggregation, score checks): the one module
                  the gateway imports besides the functions
     overlong.py  the DAPO overlong penalty, a wrapper for a function (no `compute_score` of its own)
     judging/     the judge family: templates, verdicts, settings, guards, answer matching, steps; public API
     groups/      group functions (`groups.builtin_package`)
-    _sandbox/, _prime_math_*.py, _similarity_baseline.py, _instructions/, _sql/, _task_text.py
+    _sandbox/, _prime_math_grade.py, _prime_math_equal.py, _similarity_baseline.py, _instructions/, _sql/,
+    _task_text.py, _rubric_spec.py, _rubric_prompt.py
                  private helpers of `code` (and `sql`), `prime_math`, `similarity`, `instruction_following`,
-                 `sql`, and the NeMo Gym task built-ins (`mcqa`, `json_schema`, ...)
+                 `sql`, the NeMo Gym task built-ins (`mcqa`, `json_schema`, ...) and `rubric`
 
 A built-in may declare `DATA_SOURCES: tuple[str, ...]`: verl `data_source` names (exact, or fnmatch
 globs such as `"aime*"`) it answers for in the gateway's dispatch table.

@@ -3,4 +3,5 @@
 `harness` runs inside the sandbox; two backends run it: `bubblewrap` (locally) and `fusion` (a Sandbox Fusion
 service on a cluster); `slots` bounds how many run at once, `settings` holds their knobs and `errors` their
 typed failures; `outcome` derives a test case's outcome from what the host observed, and `apps_compare`
-applies verl's prime_code pass/fail rules outside the sandbox."""
+applies verl's prime_code pass/fail rules outside the sandbox; `host_check` names the host setting that keeps
+bubblewrap from working (seccomp, user namespaces, AppArmor, a masked /proc)."""

@@ -1,2 +1,3 @@
 """The `sql` reward's parts: the runner that executes queries inside the sandbox, the database's path under
-the configured root, SQL extraction from a response, and result-set comparison (docs/verifiable_tasks.md)."""
+the configured root, SQL extraction from a response, and result-set comparison (docs/verifiable_tasks.md):
+`runner`, `sandbox`, `database`, `compare`, `errors` (its typed errors)."""

@@ -9,6 +9,8 @@ verdicts         verdict kinds and their parsing; verdict_grammar: the constrain
 guards           checks against answers crafted for the judge
 images           images of a sample in the judge's chat
 answer_match     comparing an extracted answer with the reference
+reading          what the final answer says: number words, denials, hedges, self-corrections
+seed             a judge call's sampling seed and routing key, from the question asked
 answers          answer extraction and normalisation, shared with the rule built-ins; options: a sample's
                  per-call options
 steps            step splitting, per-step scores and their aggregation

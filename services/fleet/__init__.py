@@ -6,5 +6,7 @@ determinism.py  `deterministic: true` on a pool: the server flags that make its 
 supervisor.py   one child process: readiness, restarts with backoff, stop
 runner.py       start model servers, then routers, then the gateway; stop in reverse
 status.py       `rewardfleet status`: pools, replicas, health and addresses
+routable.py     a replica is ready once its router lists it healthy (not merely when it answers /health)
+default_probes.py  master-key probes on by default for every judge pool the fleet runs
 cli.py          `rewardfleet up` and `rewardfleet status`
 """

@@ -7,6 +7,7 @@
     runner.py      send the lines to a gateway (`/score/batch`, bounded, retried) and write as results arrive
     inprocess.py   the gateway of a fleet config, served in this process on 127.0.0.1 (no `--url`)
     stats.py       summary, repeat agreement (Fleiss' kappa), comparison with an earlier OUTPUT
+    flips.py       `--repeat`: per function, lines whose score changed or flipped across the pass threshold
     report.py      rich tables and the optional matplotlib plot
     jsoncodec.py   JSON for its own files: orjson when installed, else the standard library (same bytes)
     cli.py         the options as typer declares them (`--help`, and any command line argv.py leaves)

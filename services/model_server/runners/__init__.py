@@ -11,6 +11,7 @@
     loader       picks the kind from the checkpoint's `architectures` (families.py: SGLang's reward
                  families) and loads model and tokenizer; gguf_checkpoint.py serves GGUF files converted
     base         what every runner shares; common.py the input handling (tokenise, check, pad)
+    prompt_logprobs  the log-probabilities of a prompt's own tokens (`/generate` with `return_logprob`)
     deterministic  `--enable-deterministic-inference`: every sequence its own forward (batch invariant)
 
 Nothing here imports torch at import time of the package; `loader.load_runner` does.
