@@ -37,6 +37,15 @@ SERVERS = {
         # LibraryJudgeMathVerifyResponse's fields, from math_verify's extras
         "answer_fields": {"extracted_answer": "pred", "library_reward": "reward", "judge_evaluations": None},
     },
+    # instruction following reads instruction_id_list and kwargs (and ifbench its grading_mode) from the task
+    "instruction_following": {
+        "reward_fn": "instruction_following",
+        "extra_info": ["instruction_id_list", "kwargs", "prompt"],
+    },
+    "ifbench": {
+        "reward_fn": "instruction_following",
+        "extra_info": ["instruction_id_list", "kwargs", "prompt", "grading_mode"],
+    },
     "sync_components": {"reward_fn": "components_sync", "extra_info": ["components"]},
     "multi": {"reward_fn": "multi", "ground_truth": "expected_answer", "extra_info": []},
     "fallback": {"reward_fn": "format_verification", "ground_truth": "verifier", "error_score": -1.0},

@@ -4,7 +4,8 @@ gets the reward NeMo Gym recorded; and NeMo Gym's own response models accept our
 
 Rows are generic: a `ParityCase` names the rollouts file, the task file its rows are joined to (by prompt
 text: recorded rollouts keep only some task fields), the server (gateway mapping), and the recorded keys to
-compare. A server whose built-in lands later (instruction following, SQL) is enabled by adding its case.
+compare. SQL is not here: bird_sql's databases are not shipped and text_to_sql's rows are judged by an LLM
+(docs/nemo_gym.md).
 """
 
 from __future__ import annotations
@@ -70,6 +71,25 @@ CASES = [
         None,
         ("reward", "match_details"),
         "FormatVerificationVerifyResponse",
+    ),
+    ParityCase(
+        "instruction_following",
+        "example_rollouts.jsonl",
+        None,
+        ("reward", "follow_all_instructions", "follow_instruction_list"),
+        "InstructionFollowingVerifyResponse",
+    ),
+    ParityCase(
+        "ifbench",
+        "example_rollouts.jsonl",
+        None,
+        ("reward", "follow_all_instructions", "follow_instruction_list"),
+        "IFBenchVerifyResponse",
+        skip_rows={
+            0: "ratio:stop_words needs NLTK's stopwords data, which no PyPI package ships",
+            1: "words:start_verb needs NLTK's part-of-speech tagger data",
+            4: "words:start_verb needs NLTK's part-of-speech tagger data",
+        },
     ),
     # math_with_judge as NeMo Gym ships it (configs/math_with_judge.yaml: should_use_judge false): the reward
     # is math-verify's. Rows 0 and 4 were recorded with a judge on, which agreed with the library's 0.
