@@ -36,12 +36,12 @@ from typing import Any, Protocol
 import aiohttp
 
 from rewardfleet.reward_fns._sandbox.apps_compare import case_passes
-from rewardfleet.reward_fns._sandbox.bubblewrap import check_bubblewrap
+from rewardfleet.reward_fns._sandbox.bubblewrap import BubblewrapRun, check_bubblewrap
 from rewardfleet.reward_fns._sandbox.errors import SandboxNotStarted, SandboxTimeout
 from rewardfleet.reward_fns._sandbox.fusion import FusionRun
 from rewardfleet.reward_fns._sandbox.settings import SandboxSettings, settings_from_kwargs
 from rewardfleet.reward_fns._sandbox.slots import pool_for
-from rewardfleet.reward_fns._sandbox.zygote_run import ZygoteRun
+from rewardfleet.reward_fns._sandbox.zygote_run import ZygoteRun, check_zygote
 
 DATA_SOURCES: tuple[str, ...] = ("codecontests", "apps", "codeforces", "taco")
 # Past sample_timeout_s the running case is killed (a verdict); this much more and the sample is an error.
@@ -92,6 +92,8 @@ def startup_check(reward_kwargs: dict[str, Any]) -> None:
     )
     if settings.chosen_backend == "bubblewrap":
         check_bubblewrap(settings)
+        if settings.warm:
+            check_zygote(settings)
 
 
 def _verdict(result: dict[str, Any], expected: Any, call_based: bool) -> str:
@@ -104,7 +106,7 @@ def _verdict(result: dict[str, Any], expected: Any, call_based: bool) -> str:
 def _start(settings: SandboxSettings, slot: int, http_client: aiohttp.ClientSession | None) -> _Run:
     if settings.chosen_backend == "sandbox_fusion":
         return FusionRun(settings, http_client)
-    return ZygoteRun(settings, slot)
+    return ZygoteRun(settings, slot) if settings.warm else BubblewrapRun(settings, slot)
 
 
 async def compute_score(

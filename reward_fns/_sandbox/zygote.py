@@ -36,6 +36,7 @@ import os
 import socket
 import sys
 import traceback
+import types
 
 CASE_RUNNER = "/sandbox/case_runner.py"
 _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWIPC = 0x20000, 0x10000000, 0x20000000, 0x08000000
@@ -51,7 +52,7 @@ EXIT_SETUP_FAILED = 70
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def _load_runner():  # noqa: ANN202 - a module object
+def _load_runner() -> types.ModuleType:
     spec = importlib.util.spec_from_file_location("case_runner", CASE_RUNNER)
     if spec is None or spec.loader is None:
         raise ImportError(CASE_RUNNER)
@@ -122,6 +123,7 @@ def _exit_code(status: int) -> int:
 
 def _run_case(job_fd: int, out_fd: int) -> None:
     """The runner's process: fds 0-2 are the job, the output pipe and /dev/null, nothing else."""
+    _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # as a fresh process is (its init stays non-dumpable)
     os.dup2(job_fd, 0)
     os.dup2(out_fd, 1)
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -138,6 +140,8 @@ def _case_init(job_fd: int, out_fd: int, tmp_bytes: int) -> None:
     try:
         _fresh_mounts(tmp_bytes)
         _drop_privileges()
+        # Non-dumpable: the program (same uid, no capability) cannot ptrace its init or open its /proc files.
+        _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
         child = os.fork()
     except BaseException:
         traceback.print_exc()  # on the sandbox's stderr: the host reports it as a sandbox failure
@@ -164,7 +168,11 @@ def _case_parent(job_fd: int, out_fd: int, status_fd: int, tmp_bytes: int) -> No
         _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # its own /proc/self/*_map must stay writable
         uid, gid = os.getuid(), os.getgid()
         _check(_libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWIPC), "unshare")
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        for name, text in (
+            ("setgroups", "deny"),
+            ("uid_map", f"{uid} {uid} 1"),
+            ("gid_map", f"{gid} {gid} 1"),
+        ):
             with open(f"/proc/self/{name}", "w") as file:
                 file.write(text)
         init = os.fork()

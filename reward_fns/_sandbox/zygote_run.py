@@ -28,6 +28,7 @@ import contextlib
 import json
 import os
 import socket
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -38,14 +39,16 @@ from rewardfleet.reward_fns._sandbox.bubblewrap import (
     _keep,
     bwrap_command,
 )
-from rewardfleet.reward_fns._sandbox.errors import SandboxCrashed, SandboxUnavailable
+from rewardfleet.reward_fns._sandbox.errors import SandboxCrashed, SandboxError, SandboxUnavailable
 from rewardfleet.reward_fns._sandbox.outcome import STARTED, case_outcome, started_output
+from rewardfleet.reward_fns._sandbox.settings import SandboxSettings
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 CASE_RUNNER = "/sandbox/case_runner.py"
 # The case's parent and its pid-namespace init: two processes of the slot's uid besides bwrap's.
 _CASE_OVERHEAD_PROCESSES = 2
 _GRACE_S = 2.0
+_PROBE = {"solution": "print(input())", "fn_name": None, "timeout_s": 10.0, "input": "zygote-ok"}
 
 
 def zygote_command(base: list[str], control_fd: int, tmp_bytes: int) -> list[str]:
@@ -61,6 +64,29 @@ def zygote_command(base: list[str], control_fd: int, tmp_bytes: int) -> list[str
     return [*argv[:-1], "-S", argv[-1], str(control_fd), str(tmp_bytes)]
 
 
+def check_zygote(settings: SandboxSettings) -> None:
+    """Runs one trivial case through a zygote (after `check_bubblewrap`): raises SandboxUnavailable when
+    this host lets bwrap create namespaces but not the zygote's nested ones for each case."""
+
+    async def probe() -> dict[str, Any]:
+        run = ZygoteRun(settings, slot=0)
+        try:
+            return await run.run_case(dict(_PROBE), False, 30.0)
+        finally:
+            await run.close()
+
+    try:
+        with ThreadPoolExecutor(1) as pool:  # its own event loop, whether or not the caller runs one
+            outcome = pool.submit(asyncio.run, probe()).result()
+    except SandboxError as exc:
+        outcome = {"verdict": f"{type(exc).__name__}: {exc}"}
+    if outcome != {"verdict": "ok", "output": "zygote-ok\n"}:
+        reason = f"the zygote could not run a case: {str(outcome.get('verdict'))[:300]}"
+        raise SandboxUnavailable(
+            UNAVAILABLE_HELP.format(reason=reason) + " Or set sandbox.warm: false (one sandbox per case)."
+        )
+
+
 class ZygoteRun(BubblewrapRun):
     """The test cases of one sample: one sandbox per pass, one fresh forked process per case."""
 
@@ -71,7 +97,9 @@ class ZygoteRun(BubblewrapRun):
         self._stderr_task: asyncio.Task[None] | None = None
 
     def command(self) -> list[str]:
-        return bwrap_command(self._settings, self._slot, runner=ZYGOTE, ro_binds=[(str(HARNESS), CASE_RUNNER)])
+        return bwrap_command(
+            self._settings, self._slot, runner=ZYGOTE, ro_binds=[(str(HARNESS), CASE_RUNNER)]
+        )
 
     async def start_pass(self) -> None:
         """The next cases run in a new sandbox: nothing of the previous pass's is left to observe."""
@@ -95,7 +123,7 @@ class ZygoteRun(BubblewrapRun):
                         over_limit = True
                         break
                 if not over_limit:
-                    status += await exit_status.read(64)
+                    status += await exit_status.read()
             clean = not over_limit
         except TimeoutError:
             timed_out = True
@@ -173,11 +201,11 @@ class ZygoteRun(BubblewrapRun):
         for fd in (out_r, status_r):
             reader = asyncio.StreamReader(limit=1 << 20)
             transport, _ = await loop.connect_read_pipe(
-                lambda r=reader: asyncio.StreamReaderProtocol(r), open(fd, "rb", buffering=0)  # noqa: SIM115
+                lambda r=reader: asyncio.StreamReaderProtocol(r), _pipe_file(fd, "rb")
             )
             transports.append(transport)
             readers.append(reader)
-        writer, _ = await loop.connect_write_pipe(asyncio.Protocol, open(job_w, "wb", buffering=0))  # noqa: SIM115
+        writer, _ = await loop.connect_write_pipe(asyncio.Protocol, _pipe_file(job_w, "wb"))
         transports.append(writer)
         writer.write(json.dumps(job).encode())  # type: ignore[attr-defined]
         writer.close()  # after the buffer is flushed: EOF for the runner
@@ -190,3 +218,8 @@ class ZygoteRun(BubblewrapRun):
         if not text and not timed_out:
             raise SandboxCrashed(f"the sandbox's zygote gave no case status (exit status {returncode})")
         self._raise_setup_failure(bytes(self._stderr), returncode, timed_out)
+
+
+def _pipe_file(fd: int, mode: str) -> Any:
+    """A file object owning a pipe's descriptor, for asyncio's pipe transports (no I/O happens here)."""
+    return os.fdopen(fd, mode, buffering=0)
