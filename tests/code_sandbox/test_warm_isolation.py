@@ -134,7 +134,7 @@ if getattr(json, 'rf_mark', None) or getattr(sys, 'rf_mark', None) or 'rf_mark' 
 if json.dumps(1) != '1':
     dirty.append('json patched')
 kids = []
-for _ in range(16):
+for _ in range(32):  # the case's own process budget is whole again (max_processes 64)
     pid = posix.fork()
     if pid == 0:
         posix._exit(0)
@@ -170,6 +170,13 @@ for _ in range(8):
                     pass
             time.sleep(0.01)
         posix._exit(0)
+for _ in range(200):  # a fork bomb's worth of sleeping children, up to the process limit
+    try:
+        if posix.fork() == 0:
+            time.sleep(30)
+            posix._exit(0)
+    except OSError:
+        break
 print('clean' if not dirty else 'dirty ' + ' '.join(dirty))
 """
 
