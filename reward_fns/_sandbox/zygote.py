@@ -30,6 +30,7 @@ Argv: the control socket's fd number, then the per-case tmpfs size in bytes.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib.util
 import os
@@ -193,25 +194,19 @@ def main() -> None:
     tmp_bytes = int(sys.argv[2])
     _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     while True:
-        try:
-            message, fds, _, _ = socket.recv_fds(control, 16, 3)
-        except InterruptedError:
-            continue
+        message, fds, _, _ = socket.recv_fds(control, 16, 3)
         if not message:
             return  # the host closed the socket: the sample is done
-        if message == b"case" and len(fds) == 3:
-            pid = os.fork()
-            if pid == 0:
-                control.close()
-                _case_parent(fds[0], fds[1], fds[2], tmp_bytes)
+        # The previous case's parent wrote its status (the host sends a case only after reading it) and is
+        # exiting: reaped first, so it never counts against the next case's process limit.
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, 0):
+                pass
+        if message == b"case" and len(fds) == 3 and os.fork() == 0:
+            control.close()
+            _case_parent(fds[0], fds[1], fds[2], tmp_bytes)
         for fd in fds:
             os.close(fd)
-        while True:  # reap finished case parents
-            try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    break
-            except ChildProcessError:
-                break
 
 
 if __name__ == "__main__":

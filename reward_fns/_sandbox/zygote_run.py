@@ -116,7 +116,8 @@ class ZygoteRun(BubblewrapRun):
         transports: list[asyncio.BaseTransport] = []
         try:
             async with asyncio.timeout(deadline_s):
-                if self._control is None:
+                if self._control is None or (self._proc is not None and self._proc.returncode is not None):
+                    await self.close()  # none yet, or it died (a fresh one is as good): start one
                     await self._start()
                 out, exit_status = await self._send_case(job, transports)
                 while chunk := await out.read(1 << 16):

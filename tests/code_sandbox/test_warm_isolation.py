@@ -294,3 +294,31 @@ def test_zygote_fds_are_closed_in_the_host() -> None:
     for _ in range(3):
         asyncio.run(_score("print(1)", {"inputs": ["0\n"], "outputs": ["1\n"]}))
     assert len(os.listdir("/proc/self/fd")) <= before
+
+
+async def test_each_pass_gets_its_own_sandbox() -> None:
+    """The retry pass re-runs first-pass cases: it must not share the first pass's zygote, whose history
+    (how many cases it ran) would say which of the program's answers failed."""
+    zygotes: list[int] = []
+
+    class Watched(ZygoteRun):
+        async def _start(self) -> None:
+            await super()._start()
+            if self._proc is not None:
+                zygotes.append(self._proc.pid)
+
+    run = Watched(SandboxSettings(**{k: v for k, v in SANDBOX.items() if k != "slots"}), slot=0)
+    job = {
+        "solution": "print(input())",
+        "fn_name": None,
+        "inputs": ["a\n", "b\n", "c\n"],
+        "case_timeout_s": 5.0,
+        "retry_case_timeout_s": 5.0,
+        "each_cases": 3,
+    }
+    try:
+        result = await code.judge(run, job, ["a\n", "x\n", "c\n"], True, 60.0)
+    finally:
+        await run.close()
+    assert result["verdicts"] == ["pass", "wrong_answer", "pass"]
+    assert len(zygotes) == len(set(zygotes)) == 2  # the first pass's two cases shared one, the retry its own
