@@ -5,7 +5,8 @@ Runs *inside* the bubblewrap sandbox (standard library only, like `harness.py`, 
 fork instead of an interpreter start). The host (`zygote_run.py`) talks to it over one Unix socket, and
 sends per case only three descriptors, never data: the case's stdin pipe (the job: program and input,
 never the expected output), its stdout pipe and a status pipe. Nothing the zygote receives or keeps depends
-on what a program did, so a case has nothing to read in it and nothing to leave in it.
+on what a program did (but process ids: see docs/reward_fns.md), so a case has nothing to read in it
+and nothing to leave in it.
 
 Per case (`_case_parent`, a fork of the zygote):
 

@@ -12,8 +12,8 @@ program cannot reach (see `zygote.py`).
 
 What stays shared between the cases of one pass, and why that gives a program nothing:
 
-- The zygote: it receives only descriptors, never a job or a result, and its own state does not depend on
-  what any case did. A program cannot name it (other pid namespace), so cannot signal or ptrace it.
+- The zygote: it receives only descriptors, never a job or a result, and reads nothing a case wrote. A
+  program cannot name it (other pid namespace), so cannot signal or ptrace it.
 - The pass itself: each pass (first pass, retry pass) gets a fresh sandbox (`start_pass`). In the first
   pass case k+1 runs only when case k passed; a sandbox shared with the retry pass (which runs case k
   again) would let a program count how many cases ran before and so learn which guess failed.
