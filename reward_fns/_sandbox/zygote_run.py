@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import socket
@@ -203,14 +204,14 @@ class ZygoteRun(BubblewrapRun):
         readers = []
         for fd in (out_r, status_r):
             reader = asyncio.StreamReader(limit=1 << 20)
-            transport, _ = await loop.connect_read_pipe(
-                lambda r=reader: asyncio.StreamReaderProtocol(r), _pipe_file(fd, "rb")
-            )
+            protocol = asyncio.StreamReaderProtocol(reader)
+            factory = functools.partial(_same, protocol)
+            transport, _ = await loop.connect_read_pipe(factory, _pipe_file(fd, "rb"))
             transports.append(transport)
             readers.append(reader)
         writer, _ = await loop.connect_write_pipe(asyncio.Protocol, _pipe_file(job_w, "wb"))
         transports.append(writer)
-        writer.write(json.dumps(job).encode())  # type: ignore[attr-defined]
+        writer.write(json.dumps(job).encode())
         writer.close()  # after the buffer is flushed: EOF for the runner
         return readers[0], readers[1]
 
@@ -226,3 +227,7 @@ class ZygoteRun(BubblewrapRun):
 def _pipe_file(fd: int, mode: str) -> Any:
     """A file object owning a pipe's descriptor, for asyncio's pipe transports (no I/O happens here)."""
     return os.fdopen(fd, mode, buffering=0)
+
+
+def _same(protocol: asyncio.StreamReaderProtocol) -> asyncio.StreamReaderProtocol:
+    return protocol
