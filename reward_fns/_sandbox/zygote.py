@@ -35,6 +35,7 @@ import contextlib
 import ctypes
 import importlib.util
 import os
+import re
 import socket
 import sys
 import traceback
@@ -50,6 +51,7 @@ _LOCKABLE |= {"nodiratime": _MS_NODIRATIME, "relatime": _MS_RELATIME}
 _PR_SET_DUMPABLE, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 4, 24, 38
 _CAPABILITY_VERSION_3 = 0x20080522
 EXIT_SETUP_FAILED = 70
+_OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")  # mountinfo writes space, tab, newline, backslash so
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -92,7 +94,7 @@ def _read_only_everywhere() -> None:
             fields = line.split()
             options = fields[5].split(",")
             flags = sum(flag for name, flag in _LOCKABLE.items() if name in options)
-            targets.append((fields[4].replace("\\040", " "), flags))
+            targets.append((_OCTAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), fields[4]), flags))
     for target, flags in targets:
         if target == "/proc" or target.startswith("/proc/"):
             continue
