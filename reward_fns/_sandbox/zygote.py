@@ -13,7 +13,8 @@ Per case (`_case_parent`, a fork of the zygote):
 1. it unshares a new user, mount, pid and IPC namespace (the sandbox's network namespace, with no
    interfaces, is shared: it holds nothing once the case's processes are gone);
 2. its child is the case's pid-namespace init (`_case_init`): it mounts a fresh `/proc` (this case's
-   processes only: not the zygote, not the sandbox's init), a fresh size-capped tmpfs on `/tmp` and
+   processes only: not the zygote, not the sandbox's init; an empty read-only one where the kernel
+   refuses a new proc, as inside another runtime's masked /proc), a fresh size-capped tmpfs on `/tmp` and
    `/dev/shm`, remounts every other mount read-only (the sandbox's tmpfs root, `/dev`, `/sandbox`), drops
    every capability (bounding set included) and sets no_new_privs;
 3. the init forks the runner (`harness.main`, pid 2, so `kill(getppid())` hits an init that ignores it, as
@@ -108,7 +109,13 @@ def _fresh_mounts(tmp_bytes: int) -> None:
     _mount("tmpfs", "/tmp", "tmpfs", secure, f"size={tmp_bytes},mode=1777")
     if os.path.isdir("/dev/shm"):
         _mount("tmpfs", "/dev/shm", "tmpfs", secure | _MS_NOEXEC, f"size={tmp_bytes},mode=1777")
-    _mount("proc", "/proc", "proc", secure | _MS_NOEXEC)
+    try:
+        _mount("proc", "/proc", "proc", secure | _MS_NOEXEC)
+    except PermissionError:
+        # The kernel refuses a new proc where the sandbox's own /proc has locked mounts over it (a
+        # container's masked paths, bwrap's read-only /proc/sys inside another runtime): then the case
+        # gets no /proc at all rather than one showing the zygote's pid namespace.
+        _mount("tmpfs", "/proc", "tmpfs", _MS_RDONLY | secure | _MS_NOEXEC, "size=4096,mode=555")
 
 
 def _drop_privileges() -> None:
