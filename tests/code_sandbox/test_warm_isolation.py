@@ -16,6 +16,8 @@ import contextlib
 import json
 import os
 import secrets
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -322,3 +324,28 @@ async def test_each_pass_gets_its_own_sandbox() -> None:
         await run.close()
     assert result["verdicts"] == ["pass", "wrong_answer", "pass"]
     assert len(zygotes) == len(set(zygotes)) == 2  # the first pass's two cases shared one, the retry its own
+
+
+NESTED_SCRIPT = """
+import asyncio, json
+from rewardfleet.reward_fns import code
+from tests.code_sandbox.test_warm_isolation import LITTERBUG
+code.startup_check({})
+clean = {"inputs": ["0\\n", "1\\n", "2\\n"], "outputs": ["clean\\n"] * 3}
+print(json.dumps(asyncio.run(code.compute_score("apps", LITTERBUG, clean, sandbox={"slots": 1}))))
+"""
+
+
+def test_the_warm_sandbox_inside_another_runtime() -> None:
+    """The gateway itself in a user namespace (uid 10001) under an outer bwrap, as in a container: the
+    kernel refuses the case a new /proc there, so the case gets an empty one, and still nothing leaks."""
+    repo = Path(__file__).resolve().parents[2]
+    outer = ["bwrap", "--unshare-user", "--uid", "10001", "--gid", "10001", "--ro-bind", "/", "/"]
+    outer += ["--bind", "/proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", str(repo)]
+    outer += ["--setenv", "PYTHONPATH", f"{os.environ.get('PYTHONPATH', '')}:{repo}"]
+    done = subprocess.run(
+        [*outer, "--", sys.executable, "-c", NESTED_SCRIPT], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"score": 1.0, "all_passed": True, "verdicts": ["pass"] * 3}, result
