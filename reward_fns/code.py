@@ -41,6 +41,7 @@ from rewardfleet.reward_fns._sandbox.errors import SandboxNotStarted, SandboxTim
 from rewardfleet.reward_fns._sandbox.fusion import FusionRun
 from rewardfleet.reward_fns._sandbox.settings import SandboxSettings, settings_from_kwargs
 from rewardfleet.reward_fns._sandbox.slots import pool_for
+from rewardfleet.reward_fns._sandbox.zygote_run import ZygoteRun, check_zygote
 
 DATA_SOURCES: tuple[str, ...] = ("codecontests", "apps", "codeforces", "taco")
 # Past sample_timeout_s the running case is killed (a verdict); this much more and the sample is an error.
@@ -93,6 +94,9 @@ def startup_check(reward_kwargs: dict[str, Any]) -> str:
     if settings.chosen_backend == "sandbox_fusion":
         return f"sandbox backend: Sandbox Fusion at {settings.sandbox_fusion_url} (checked per call)"
     check_bubblewrap(settings)
+    if settings.warm:
+        check_zygote(settings)
+        return "sandbox backend: bubblewrap, warm (a trial case ran in a zygote's fresh namespaces)"
     return "sandbox backend: bubblewrap, a trial sandbox ran (user, pid, net, IPC, UTS, cgroup namespaces)"
 
 
@@ -106,7 +110,7 @@ def _verdict(result: dict[str, Any], expected: Any, call_based: bool) -> str:
 def _start(settings: SandboxSettings, slot: int, http_client: aiohttp.ClientSession | None) -> _Run:
     if settings.chosen_backend == "sandbox_fusion":
         return FusionRun(settings, http_client)
-    return BubblewrapRun(settings, slot)
+    return ZygoteRun(settings, slot) if settings.warm else BubblewrapRun(settings, slot)
 
 
 async def compute_score(
@@ -214,6 +218,11 @@ async def judge(
         return {"score": 1.0, "all_passed": True, "verdicts": verdicts if cases else []}
     if not continuous:
         return {"score": 0.0, "all_passed": False, "verdicts": verdicts}
+    # A fresh sandbox for the retry pass when the backend keeps one across cases (`ZygoteRun`): which first-
+    # pass cases ran would tell a program which of its answers failed.
+    start_pass = getattr(run, "start_pass", None)
+    if start_pass is not None:
+        await start_pass()
     # The retry pass runs every program as a stdin program (prime_code's one-by-one cases carry no fn_name).
     retry_indices = list(range(min(cases, int(job["each_cases"]))))
     retry = await _run_cases(

@@ -47,6 +47,11 @@ class SandboxSettings(BaseModel):
     python: str | None = Field(
         default=None, description="Interpreter inside the sandbox; default: the gateway's."
     )
+    warm: bool = Field(
+        default=True,
+        description="One sandbox per pass whose zygote forks a fresh process per case (zygote.py); "
+        "false: one sandbox and one interpreter start per case.",
+    )
     fusion_request_timeout_s: float = Field(default=30.0, gt=0, description="Extra HTTP slack over the run.")
 
     @model_validator(mode="after")

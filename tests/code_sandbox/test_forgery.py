@@ -101,10 +101,13 @@ def _truth(call: bool) -> dict[str, Any]:
     return {"inputs": ["1\n", "2\n", "3\n"], "outputs": [s + "\n" for s in secret]}
 
 
-@pytest.fixture(params=["bubblewrap", "sandbox_fusion"])
+@pytest.fixture(params=["bubblewrap", "bubblewrap_per_case", "sandbox_fusion"])
 async def backend(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, Any]]:
-    if request.param == "bubblewrap":
+    if request.param == "bubblewrap":  # warm: a sandbox per pass, a zygote forks each case
         yield {"sandbox": SANDBOX}
+        return
+    if request.param == "bubblewrap_per_case":  # sandbox.warm: false
+        yield {"sandbox": {**SANDBOX, "warm": False}}
         return
     async with serving(SandboxSettings()) as (url, _, _):
         yield {"sandbox": SANDBOX, "sandbox_fusion_url": url}
