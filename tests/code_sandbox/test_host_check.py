@@ -131,7 +131,7 @@ def test_under_our_profile_the_gateway_reports_and_scores_code(tmp_path: Path) -
     finally:
         child.stop()
     assert ready["startup_checks"]["code"]["ok"] is True, ready
-    assert "bubblewrap, warm (a trial case ran" in ready["startup_checks"]["code"]["detail"]  # the default: warm
+    assert "bubblewrap, warm (a trial case ran" in ready["startup_checks"]["code"]["detail"]
     assert "code: start-up check passed: sandbox backend: bubblewrap" in log
     assert right.json()["score"] == 1.0 and right.json()["extra"]["verdicts"] == ["pass"], right.text
 
