@@ -153,7 +153,8 @@ def tenant_rows(summary: Any) -> list[tuple[str, str, str, str]]:
 def _new_table(title: str) -> Table:
     table = Table(title=title)
     for col in ("part", "address", "health", "detail"):
-        table.add_column(col, overflow="fold")
+        # A health word is never broken across lines, however narrow the terminal.
+        table.add_column(col, overflow="fold", no_wrap=col == "health")
     return table
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from rewardfleet.services.gateway.admission.config import AdmissionConfig
 from rewardfleet.services.gateway.config import GatewaySettings
 from tests.deploy.helpers import DEPLOY, K8S, tool
 from tests.deploy.test_k8s import by_kind, container, matches
@@ -194,10 +195,10 @@ def test_gateway_scale_down_drains_the_longest_call(
                     m.setenv(e["name"], e["value"])
             settings = GatewaySettings(config_file=K8S / "config" / "gateway.yaml")
         longest_call_s = max(f.timeout_s for f in settings.functions.values())
-        assert settings.shutdown_grace_s != GatewaySettings.model_fields["shutdown_grace_s"].default
+        assert settings.admission.shutdown_grace_s != AdmissionConfig.model_fields["shutdown_grace_s"].default
         grace_s, prestop_s = _grace_and_prestop(gateway)
-        assert settings.shutdown_grace_s > longest_call_s
-        assert grace_s > prestop_s + settings.shutdown_grace_s
+        assert settings.admission.shutdown_grace_s > longest_call_s
+        assert grace_s > prestop_s + settings.admission.shutdown_grace_s
         pdb = by_kind(docs, "PodDisruptionBudget")["gateway"]
         assert matches(
             pdb["spec"]["selector"]["matchLabels"], gateway["spec"]["template"]["metadata"]["labels"]

@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import textwrap
-import time
 from pathlib import Path
 
 import httpx
@@ -17,6 +16,7 @@ import httpx
 from rewardfleet.services.fleet.routable import router_workers
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 from tests.tiny_models import build_tiny_qwen2
+from tests.waiting import eventually
 
 
 def test_a_replica_is_ready_only_once_its_router_routes_to_it(tmp_path: Path) -> None:
@@ -34,7 +34,9 @@ def test_a_replica_is_ready_only_once_its_router_routes_to_it(tmp_path: Path) ->
                          server_args: {{torch-num-threads: 1}}, router: {slow_router}}}
         run_dir: {tmp_path / "run"}
         ready_timeout_s: 180
-        gateway: {{workers: 1}}
+        # No master-key probes here: the tiny judge refuses their max_tokens (above its limit of 16), and a
+        # pool whose every call fails has its router's circuits opened: this test is about routability.
+        gateway: {{workers: 1, judge_probes: {{functions: []}}}}
         """)
     )
     port = free_port()
@@ -47,14 +49,19 @@ def test_a_replica_is_ready_only_once_its_router_routes_to_it(tmp_path: Path) ->
         # Start-up waited for the reward model's replicas to be routable: both are healthy in its router.
         workers = router_workers(rm_router)
         assert workers is not None and all(workers.get(u) for u in state["pools"]["reward_model"]["replicas"])
-        assert re.search(r"reward_model-1: ready", proc.log()), proc.log()[-3000:]
+        # The fleet's console lines reach the log file when its stdout is flushed: wait for the line.
+        eventually(
+            lambda: re.search(r"reward_model-1: ready", proc.log()),
+            timeout_s=60, what="reward_model-1: ready in the log", detail=lambda: proc.log()[-3000:],
+        )  # fmt: skip
         # The judge loads in the background: the moment `judge-0: ready` is printed, its router routes to it.
         judge_router = state["pools"]["judge"]["router"]
         judge_url = state["pools"]["judge"]["replicas"][0]
-        deadline = time.monotonic() + 240
-        while "judge-0: ready" not in proc.log():
-            assert time.monotonic() < deadline and proc.proc.poll() is None, proc.log()[-3000:]
-            time.sleep(0.05)
+        eventually(
+            lambda: proc.proc.poll() is None and "judge-0: ready" in proc.log(),
+            timeout_s=240, interval_s=0.05, what="judge-0: ready in the log",
+            detail=lambda: proc.log()[-3000:],
+        )  # fmt: skip
         assert (router_workers(judge_router) or {}).get(judge_url) is True
         routed = httpx.post(
             f"{judge_router}/generate",

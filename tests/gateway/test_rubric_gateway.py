@@ -1,5 +1,5 @@
 """The `rubric` built-in through the gateway, with the stand-in rubric judge as the judge pool: a scored
-sample carries its per-criterion verdicts in `extra.reward_components`; an oversized or malformed rubric is
+sample carries its per-criterion verdicts in its `reward_components`; an oversized or malformed rubric is
 the sample's typed error naming the field, never a score."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _score(gw: Gateway, rubric: object, response: str = "Paris, on the Seine.") 
 def test_a_scored_sample_carries_its_criteria(gateway: Gateway) -> None:
     body = _score(gateway, RUBRIC)
     assert body["status"] == "ok" and body["score"] == pytest.approx(4 / 5), body
-    assert body["extra"]["reward_components"] == {
+    assert body["reward_components"] == {
         "capital": 1.0,
         "river": 1.0,
         "country": 0.0,
