@@ -27,6 +27,8 @@ FLEET_PACKAGES = (
     "rewardfleet.router",
     "rewardfleet.reward_fns",
 )
+# Run only inside the code sandbox, where they load /sandbox/case_runner.py at import: never in a fleet process.
+SANDBOX_ONLY = ("rewardfleet.reward_fns._sandbox.zygote",)
 # Imported lazily by the model server's runners for the default pools (MiniLM encoder, SmolLM2 GGUF judge).
 MODEL_BACKENDS = ("torch", "transformers", "safetensors", "gguf", "accelerate", "llguidance", "pybase64")
 
@@ -67,7 +69,7 @@ def main() -> int:
         except Exception as exc:  # a failing package import is the finding, whatever it raises
             failures.append(f"{package}: {type(exc).__name__}: {exc}")
             continue
-        for name in [*names]:
+        for name in [n for n in names if n not in SANDBOX_ONLY]:
             count += 1
             try:
                 importlib.import_module(name)
