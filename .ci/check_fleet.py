@@ -27,7 +27,7 @@ FLEET_PACKAGES = (
     "rewardfleet.router",
     "rewardfleet.reward_fns",
 )
-# Run only inside the code sandbox, where they load /sandbox/case_runner.py at import: never in a fleet process.
+# Run only inside the code sandbox (they load /sandbox/case_runner.py at import): never in a fleet process.
 SANDBOX_ONLY = ("rewardfleet.reward_fns._sandbox.zygote",)
 # Imported lazily by the model server's runners for the default pools (MiniLM encoder, SmolLM2 GGUF judge).
 MODEL_BACKENDS = ("torch", "transformers", "safetensors", "gguf", "accelerate", "llguidance", "pybase64")

@@ -153,8 +153,9 @@ def tenant_rows(summary: Any) -> list[tuple[str, str, str, str]]:
 def _new_table(title: str) -> Table:
     table = Table(title=title)
     for col in ("part", "address", "health", "detail"):
-        # A health word is never broken across lines, however narrow the terminal.
-        table.add_column(col, overflow="fold", no_wrap=col == "health")
+        # An address (a URL to copy) and a health word are never broken across lines, however narrow the
+        # terminal: the part and detail columns wrap instead.
+        table.add_column(col, overflow="fold", no_wrap=col in ("address", "health"))
     return table
 
 
