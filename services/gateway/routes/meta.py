@@ -7,6 +7,7 @@ import asyncio
 import aiohttp
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from rewardfleet.services.common.router_http import base_url
 from rewardfleet.services.gateway.facade import Gateway
@@ -86,8 +87,9 @@ async def reward_fns(gateway: GatewayDep) -> RewardFunctionList:
 @router.get("/metrics", response_class=Response)
 async def metrics(request: Request, gateway: GatewayDep) -> Response:
     """Prometheus exposition of the gateway's own registry; under `--processes N`, of all N merged."""
-    body, content_type = gateway.metrics.exposition()  # its own, also what the merge starts from
     siblings = getattr(request.app.state, "siblings", None)
-    if siblings is not None:
+    if siblings is not None:  # the merge renders this process's own exposition itself
         body, _ = await siblings.exposition()
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+    body, content_type = gateway.metrics.exposition()
     return Response(body, media_type=content_type)
