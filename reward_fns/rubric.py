@@ -42,8 +42,9 @@ from rewardfleet.reward_fns._rubric_spec import (
     reference_rubric,
     rubric_score,
 )
+from rewardfleet.reward_fns.judging.endpoint import JudgeEndpoint, ask_judge, total_usage
+from rewardfleet.reward_fns.judging.errors import JudgeConfigError
 from rewardfleet.reward_fns.judging.guards import GuardSettings, GuardSettingsError, check_answer
-from rewardfleet.reward_fns.judging.judge import JudgeConfigError, JudgeEndpoint, ask_judge, total_usage
 from rewardfleet.reward_fns.judging.templates import as_text, problem_text
 from rewardfleet.services.common.router_http import resolve_address
 

@@ -27,13 +27,9 @@ from typing import Any
 
 import aiohttp
 
-from rewardfleet.reward_fns.judging.judge import (
-    JudgeConfigError,
-    JudgeEndpoint,
-    ask_judge,
-    read_verdict,
-    template_values,
-)
+from rewardfleet.reward_fns.judging.endpoint import JudgeEndpoint, ask_judge, read_verdict
+from rewardfleet.reward_fns.judging.errors import JudgeConfigError
+from rewardfleet.reward_fns.judging.judge import template_values
 from rewardfleet.reward_fns.judging.steps import DEFAULT_STEP_RULE, aggregate, check_rule, split_steps
 from rewardfleet.reward_fns.judging.templates import get_template
 from rewardfleet.reward_fns.judging.verdict_grammar import verdict_regex

@@ -9,9 +9,9 @@ from typing import Any
 
 import aiohttp
 
+from rewardfleet.reward_fns.judging.endpoint import JudgeEndpoint
 from rewardfleet.reward_fns.judging.guards import GuardSettings, check_answer
 from rewardfleet.reward_fns.judging.images import image_parts, with_images
-from rewardfleet.reward_fns.judging.judge import JudgeEndpoint
 from rewardfleet.reward_fns.judging.templates import problem_text
 from rewardfleet.services.common.router_http import resolve_address
 

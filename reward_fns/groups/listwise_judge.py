@@ -32,7 +32,7 @@ from rewardfleet.reward_fns.groups._group_judging import (
     member_texts,
     question_messages,
 )
-from rewardfleet.reward_fns.judging.judge import ask_judge
+from rewardfleet.reward_fns.judging.endpoint import ask_judge
 from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.services.common.router_http import RemoteCallError
 

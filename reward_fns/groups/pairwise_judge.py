@@ -51,7 +51,7 @@ from rewardfleet.reward_fns.groups._pairwise import (
     swiss_rounds,
     win_rates,
 )
-from rewardfleet.reward_fns.judging.judge import ask_judge
+from rewardfleet.reward_fns.judging.endpoint import ask_judge
 from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.services.common.router_http import RemoteCallError
 

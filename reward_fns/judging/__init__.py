@@ -1,9 +1,16 @@
 """The judge family: how a response is judged, shared by the judge built-ins (`judge`, `rule_then_judge`,
 `step_judge`, `prm`, `reward_model`, ...).
 
-judge            the LLM judge's `compute_score` (verdict, probability; guards, images)
+judge            the LLM judge's `compute_score` (verdict, probability, answer_match; guards, images)
+judge_settings   its reward_kwargs as given (`JudgeKwargs`) and checked together (`JudgeSettings`)
+probability      probability mode: P(Yes) from the model servers' /v1/score
 rule_then_judge  a rule first, the judge only for a rule-verified answer (FAPO)
-settings         the judge's settings objects (generation, verdict)
+rule_gate        the rule step of rule_then_judge: its settings (`RuleGate`) and running the rule
+endpoint         asking a judge: `JudgeEndpoint`, `ask_judge` (chat or /generate), reading its verdict
+context          what a server passes with each call (`JudgeContext`), made into an endpoint
+keywords         flat reward_kwargs declared by settings dataclasses: the signature, the reading, the checks
+errors           the family's errors (call failed, verdict truncated, bad settings)
+settings         the judge's settings groups (generation, verdict, probability)
 templates        judge prompt templates and chat rendering
 verdicts         verdict kinds and their parsing; verdict_grammar: the constrained-decoding regex
 guards           checks against answers crafted for the judge

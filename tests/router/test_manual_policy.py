@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import httpx
 
-from rewardfleet.reward_fns.judging.judge import JudgeEndpoint, ask_judge
+from rewardfleet.reward_fns.judging.endpoint import JudgeEndpoint, ask_judge
 from rewardfleet.reward_fns.judging.seed import ROUTING_KEY_HEADER
 from rewardfleet.router.command import build_command
 from rewardfleet.router.config import RouterConfig

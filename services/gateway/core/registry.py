@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from rewardfleet.reward_fns.contract import ASYNC_ONLY_PARAMS, INJECTABLE_PARAMS
+from rewardfleet.reward_fns.contract import ASYNC_ONLY_PARAMS, INJECTABLE_PARAMS, check_reward_kwargs
 from rewardfleet.services.gateway.core.config import BASE_PARAMS, FunctionConfig, FunctionSources
 from rewardfleet.services.gateway.core.versioning import digest, function_version
 from rewardfleet.services.gateway.errors import LoadError
@@ -164,11 +164,10 @@ def check_signature(
             problems.append(
                 f"does not accept {missing} (every call passes {list(BASE_PARAMS)}; add **kwargs)"
             )
-        unknown = sorted(set(cfg.reward_kwargs) - keyword_names)
-        if unknown:
-            problems.append(
-                f"reward_kwargs {unknown} are not parameters of the function and it has no **kwargs"
-            )
+    try:
+        check_reward_kwargs(fn, cfg.reward_kwargs)  # unknown keys; declared keywords: also wrong types
+    except ValueError as exc:
+        problems.append(str(exc))
     if problems:
         raise ValueError("; ".join(problems))
     return frozenset(keyword_names & injectable), var_kwargs
