@@ -34,9 +34,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 # The attribute `declare` sets on a function: how `contract.check_reward_kwargs` finds its keywords.
 ATTRIBUTE = "reward_keywords"
 
+_SHOWN_CHARS = 200  # of a refused value's repr in the message
+
 
 @dataclasses.dataclass(frozen=True)
 class Keyword:
+    """One flat keyword: the field of `group` it fills, and what the signature and the check know of it."""
+
     name: str
     group: type
     default: Any
@@ -108,8 +112,10 @@ class Keywords:
         for name, value in kwargs.items():
             keyword = self.by_name[name]
             if keyword.checked and not fits(value, keyword.hint):
+                shown = repr(value)
+                shown = shown if len(shown) <= _SHOWN_CHARS else f"{shown[:_SHOWN_CHARS]}..."
                 raise JudgeConfigError(
-                    f"{prefix}{name}: {value!r} is not a valid value (expected {keyword.annotation})"
+                    f"{prefix}{name}: {shown} is not a valid value (expected {keyword.annotation})"
                 )
 
 
