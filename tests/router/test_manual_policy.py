@@ -1,8 +1,8 @@
 """sglang-router 0.3.2's `--policy manual`: the `X-SMG-Routing-Key` header pins a request to one worker.
 
 Checked with the real binary over two stand-in replicas (each answer names its replica): every request with
-one key lands on one replica, keys spread over both, and a judge call (`reward_fns.judge.ask_judge`) sends
-the same key for the same question, so a repeated question is answered by the same replica.
+one key lands on one replica, keys spread over both, and a judge call (`ask_judge`, reward_fns/judging/
+endpoint.py) sends the same key for the same question, so a repeated question is answered by the same replica.
 """
 
 from __future__ import annotations
