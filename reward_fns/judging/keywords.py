@@ -45,7 +45,7 @@ class Keyword:
     group: type
     default: Any
     annotation: str  # as written in the group, for the signature and the messages
-    hint: Any  # evaluated, for the type check
+    test: Callable[[Any], bool]  # of a value against the evaluated annotation
     checked: bool
 
 
@@ -64,7 +64,7 @@ class Keywords:
                     raise TypeError(f"{group.__name__}.{f.name} needs a default: every keyword is optional")
                 annotation = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
                 self.by_name[f.name] = Keyword(
-                    f.name, group, f.default, annotation, hints[f.name], checked=group is not context
+                    f.name, group, f.default, annotation, checker(hints[f.name]), checked=group is not context
                 )
 
     def declare(self, fn: F) -> F:
@@ -111,7 +111,7 @@ class Keywords:
     def _check_values(self, kwargs: Mapping[str, Any], prefix: str) -> None:
         for name, value in kwargs.items():
             keyword = self.by_name[name]
-            if keyword.checked and not fits(value, keyword.hint):
+            if keyword.checked and not keyword.test(value):
                 shown = repr(value)
                 shown = shown if len(shown) <= _SHOWN_CHARS else f"{shown[:_SHOWN_CHARS]}..."
                 raise JudgeConfigError(
@@ -120,28 +120,40 @@ class Keywords:
 
 
 def fits(value: Any, hint: Any) -> bool:
-    """Whether `value` is of the annotated type: unions, None, bool apart from numbers (an int is a float),
-    mappings, sequences of a type (never a bare string) and classes. Anything else is accepted."""
+    """Whether `value` is of the annotated type (see `checker`)."""
+    return checker(hint)(value)
+
+
+def checker(hint: Any) -> Callable[[Any], bool]:
+    """A test of a value against the annotation `hint`, built once per keyword: unions, None, bool apart from
+    numbers (an int is a float), mappings, sequences of a type (never a bare string) and classes. Anything
+    else is accepted."""
     if hint is Any:
-        return True
+        return lambda value: True
     if hint is None or hint is type(None):
-        return value is None
+        return lambda value: value is None
     origin = typing.get_origin(hint)
     if origin is typing.Union or origin is types.UnionType:
-        return any(fits(value, h) for h in typing.get_args(hint))
+        tests = [checker(h) for h in typing.get_args(hint)]
+        return lambda value: any(test(value) for test in tests)
     if hint is bool:
-        return isinstance(value, bool)
+        return lambda value: isinstance(value, bool)
     if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+        return lambda value: isinstance(value, int) and not isinstance(value, bool)
     if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
+        return lambda value: isinstance(value, int | float) and not isinstance(value, bool)
     if origin is collections.abc.Mapping or origin is dict:
-        return isinstance(value, Mapping)
+        return lambda value: isinstance(value, Mapping)
     if origin is collections.abc.Sequence or origin in (list, tuple):
         args = typing.get_args(hint)
-        if not isinstance(value, collections.abc.Sequence) or isinstance(value, str | bytes):
-            return False
-        return not args or args[0] is Ellipsis or all(fits(v, args[0]) for v in value)
+        item = checker(args[0]) if args and args[0] is not Ellipsis else checker(Any)
+
+        def sequence(value: Any) -> bool:
+            if not isinstance(value, collections.abc.Sequence) or isinstance(value, str | bytes):
+                return False
+            return all(item(v) for v in value)
+
+        return sequence
     if isinstance(hint, type):
-        return isinstance(value, hint)
-    return True
+        return lambda value: isinstance(value, hint)
+    return lambda value: True
