@@ -55,9 +55,14 @@ class Keywords:
     def __init__(self, context: type, *groups: type) -> None:
         self.groups = (context, *groups)
         self.by_name: dict[str, Keyword] = {}
+        self.nested: dict[str, str] = {}  # a field of a settings object a keyword takes -> "keyword.field"
         for group in self.groups:
             hints = typing.get_type_hints(group)
             for f in dataclasses.fields(group):
+                for inner in typing.get_args(hints[f.name]):
+                    if dataclasses.is_dataclass(inner) and group is not context:
+                        for g in dataclasses.fields(inner):
+                            self.nested.setdefault(g.name, f"{f.name}.{g.name}")
                 if f.name in self.by_name:
                     raise TypeError(f"keyword {f.name!r} is in two groups of {self.groups}")
                 if f.default is dataclasses.MISSING:
@@ -101,6 +106,8 @@ class Keywords:
         if unknown:
             settings = sorted(k.name for k in self.by_name.values() if k.checked)
             close = difflib.get_close_matches(unknown[0], self.by_name, n=1)
+            if unknown[0] in self.nested:  # a setting of a group, given flat (as before the groups)
+                close = [self.nested[unknown[0]]]
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise JudgeConfigError(
                 f"reward_kwargs {unknown} are not parameters of the function{hint}; "

@@ -67,6 +67,13 @@ def test_the_server_injects_what_the_functions_declared() -> None:
         (judge.compute_score, {"flaw_penalty": 1.0}, r"\['flaw_penalty'\] are not parameters"),
         (
             judge.compute_score,
+            {"max_tokens": 64},
+            r"\['max_tokens'\] are not .*did you mean 'generation.max_tokens'",
+        ),
+        (judge.compute_score, {"rubric": "Be strict."}, r"did you mean 'verdict.rubric'"),
+        (rule_then_judge.compute_score, {"max_answer_chars": 9}, r"did you mean 'guards.max_answer_chars'"),
+        (
+            judge.compute_score,
             {"timeout_s": "soon"},
             r"reward_kwargs\.timeout_s: 'soon' is not a valid value",
         ),
