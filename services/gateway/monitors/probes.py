@@ -37,7 +37,7 @@ import dataclasses
 import inspect
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,6 +143,8 @@ class JudgeProber:
         registry: CollectorRegistry,
         board: JobBoard | None = None,
         renew_s: float = 3.0,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         loaded = functions()
         unknown = [name for name in config.functions if name not in loaded]
@@ -161,6 +163,8 @@ class JudgeProber:
         self._tasks: list[asyncio.Task[None]] = []
         self.board: JobBoard = board if board is not None else MemoryJobBoard()
         self.renew_s = renew_s
+        self.clock = clock  # wall time: a round's end is compared across processes (`finished_unix_s`)
+        self.sleep = sleep
         self.leading = False
         self._decided = asyncio.Event()  # set once the first lease attempt has answered
         for pool in self.reports:
@@ -194,7 +198,7 @@ class JudgeProber:
                 logger.warning("judge probes: lease not renewed: %s", exc.message)
                 self.leading = False
             self._decided.set()
-            await asyncio.sleep(self.renew_s)
+            await self.sleep(self.renew_s)
 
     async def _loop(self, name: str) -> None:
         await self._decided.wait()
@@ -207,7 +211,7 @@ class JudgeProber:
             except Exception:  # a bug here must not end the monitor silently
                 logger.exception("judge probes of %s: the round failed", name)
                 wait = self.config.retry_s
-            await asyncio.sleep(wait)
+            await self.sleep(wait)
 
     async def _lead(self, name: str) -> float:
         """Run a round when one is due (the last, by whichever process ran it, is `interval_s` old)."""
@@ -217,7 +221,7 @@ class JudgeProber:
         if fn is not None and board is not None:
             shared = board["reports"].get(probe_pool(fn), {}).get("finished_unix_s")
             last = max(last or 0.0, shared or 0.0) or None
-        if last is not None and (remaining := last + self.config.interval_s - time.time()) > 0:
+        if last is not None and (remaining := last + self.config.interval_s - self.clock()) > 0:
             return min(remaining, self.config.retry_s)
         answered = await self.run_round(name)
         refused = {p: self.scorer.refused_pools[p] for p in self.reports if p in self.scorer.refused_pools}
@@ -271,7 +275,7 @@ class JudgeProber:
         report.false_positives = false_positives
         report.ratio = false_positives / len(answered)
         report.accepted = tuple(sorted({key for key, fp in answered if fp}))
-        report.finished_unix_s = time.time()
+        report.finished_unix_s = self.clock()
         self.metrics.ratio.labels(pool).set(report.ratio)
         self._judge_health(pool, report)
         logger.info(
