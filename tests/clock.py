@@ -1,9 +1,10 @@
 """A clock a test moves by hand, for code that takes `clock=` (and `sleep=`) instead of reading the time.
 
-`FakeClock()` is the clock (`clock()` reads it); `clock.sleep` is the matching `asyncio.sleep`: a sleeper
-wakes when `advance` moves the time to or past its end, never on its own, so a test of a lease, a window, a
-drain or a backoff runs in no wall time and says exactly how much time passed. With `autojump=True` a sleep
-moves the clock itself (for a loop whose waits the test only records, in `slept`).
+`FakeClock()` is the clock (`clock()` reads it); `clock.sleep` is the matching `asyncio.sleep` and
+`clock.call_later` the loop's: a sleeper wakes (a timer runs) when `advance` moves the time to or past its
+end, never on its own, so a test of a lease, a window, a drain or a backoff runs in no wall time and says
+exactly how much time passed. With `autojump=True` a sleep moves the clock itself (for a loop whose waits
+the test only records, in `slept`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,21 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+from collections.abc import Callable
+
+
+class Timer:
+    """What `FakeClock.call_later` returns: cancellable, as an `asyncio.TimerHandle` is."""
+
+    def __init__(self, callback: Callable[[], object]) -> None:
+        self.callback = callback
+        self._cancelled = False
+
+    def cancel(self) -> None:
+        self._cancelled = True
+
+    def cancelled(self) -> bool:
+        return self._cancelled
 
 
 class FakeClock:
@@ -20,17 +36,35 @@ class FakeClock:
         self.slept: list[float] = []  # every sleep asked for, in order
         self.reads = 0  # how often the code read the time: a loop that re-checks it shows here
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._timers: list[tuple[float, int, Timer]] = []
         self._order = itertools.count()
 
     def __call__(self) -> float:
         self.reads += 1
         return self.now
 
+    def time(self) -> float:
+        """The event loop's spelling of the clock (for code that takes a loop-like `timer`)."""
+        return self()
+
+    def call_later(self, delay: float, callback: Callable[[], object]) -> Timer:
+        """`loop.call_later` on this clock: `callback` runs inside the `advance` that reaches its time."""
+        handle = Timer(callback)
+        heapq.heappush(self._timers, (self.now + delay, next(self._order), handle))
+        return handle
+
     def advance(self, seconds: float) -> None:
-        """Move the time on by `seconds` and wake every sleeper whose end is now reached."""
+        """Move the time on by `seconds`: run every timer and wake every sleeper whose time is reached, in
+        order of their time (a timer scheduled by a timer runs too, if it falls within `seconds`)."""
         if seconds < 0:
             raise ValueError("time does not go back")
-        self.now += seconds
+        end = self.now + seconds
+        while self._timers and self._timers[0][0] <= end:
+            at, _, handle = heapq.heappop(self._timers)
+            self.now = max(self.now, at)
+            if not handle.cancelled():
+                handle.callback()
+        self.now = end
         while self._sleepers and self._sleepers[0][0] <= self.now:
             _, _, future = heapq.heappop(self._sleepers)
             if not future.done():
