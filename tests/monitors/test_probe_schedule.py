@@ -58,7 +58,7 @@ def rounds(prober: JudgeProber) -> int:
     return prober.reports["judge"].rounds
 
 
-async def asleep(clock: FakeClock) -> None:
+async def parked(clock: FakeClock) -> None:
     """Until both loops (the lease's and the function's) wait on the clock again."""
     await eventually_async(lambda: clock.sleeping == 2, what="the probe loops waiting on the clock")
 
@@ -68,10 +68,10 @@ async def test_the_next_round_is_due_interval_s_after_the_last(probes: tuple[Jud
     await eventually_async(lambda: rounds(prober) == 1, what="the first round, at start")
     report = prober.reports["judge"]
     assert report.finished_unix_s == clock.now and report.ratio == 1.0  # a judge that accepts ':'
-    await asleep(clock)
+    await parked(clock)
     for _ in range(int((INTERVAL_S - 1) // RENEW_S)):  # the lease renewed every renew_s meanwhile
         clock.advance(RENEW_S)
-        await asleep(clock)
+        await parked(clock)
     assert rounds(prober) == 1 and clock.next_wake() == pytest.approx(RENEW_S)
     clock.advance(INTERVAL_S - RENEW_S * int((INTERVAL_S - 1) // RENEW_S))
     await eventually_async(lambda: rounds(prober) == 2, what="the second round, interval_s after the first")
@@ -83,12 +83,12 @@ async def test_a_round_with_no_answer_is_retried_after_retry_s(
     judge: Judge, probes: tuple[JudgeProber, FakeClock]
 ) -> None:
     prober, clock = probes
-    await asleep(clock)
+    await parked(clock)
     assert judge.calls == 1 and rounds(prober) == 0 and prober.reports["judge"].errors == 1
     assert clock.slept[-2:] in ([RENEW_S, RETRY_S], [RETRY_S, RENEW_S])  # the function's loop: retry_s
     judge.ready = True
     clock.advance(RETRY_S - 0.001)
-    await asleep(clock)
+    await parked(clock)
     assert rounds(prober) == 0 and judge.calls == 1  # not before retry_s
     clock.advance(0.001)
     await eventually_async(lambda: rounds(prober) == 1, what="the retry, retry_s after the failure")
