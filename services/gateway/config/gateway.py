@@ -11,7 +11,6 @@ function?) live in `core/registry.py` and `catalog/build.py`.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -33,13 +32,15 @@ from rewardfleet.services.gateway.composites.config import CompositeSpec, Fallba
 from rewardfleet.services.gateway.config.sections import flat_env, nest_flat_keys
 from rewardfleet.services.gateway.config.tenants import TenancyConfig, TenantConfig, check_tenants
 from rewardfleet.services.gateway.core.config import FunctionConfig
+from rewardfleet.services.gateway.execution.config import SyncPoolConfig
 from rewardfleet.services.gateway.graders.config import GraderSpec
 from rewardfleet.services.gateway.groups.config import GroupsConfig
-from rewardfleet.services.gateway.limits.config import InputLimits
+from rewardfleet.services.gateway.limits.config import BodyLimits, InputLimits
 from rewardfleet.services.gateway.monitors.config import JudgeProbesConfig
 from rewardfleet.services.gateway.nemo_gym.config import NeMoGymConfig
 from rewardfleet.services.gateway.pools.config import ExternalPoolConfig
 from rewardfleet.services.gateway.spend.config import PoolPrice
+from rewardfleet.services.gateway.state_store.config import StateConfig
 
 _ADDRESS_RE = re.compile(r"^[A-Za-z0-9._\-\[\]:]+:\d{1,5}$")
 
@@ -73,15 +74,6 @@ class GatewayConfig(BaseModel):
         default_factory=dict, description="data_source -> function name; wins over the modules' claims."
     )
     default_reward_fn: str | None = None
-    workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, description="Sync process pool.")
-    max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
-    body_read_timeout_s: float = Field(
-        default=30.0,
-        gt=0,
-        description="A request body must arrive within this many seconds of its first read, else 408 "
-        "(a slow or endless body would hold an admission slot).",
-    )
-    max_batch_samples: int = Field(default=4096, ge=1, description="Largest accepted /score/batch.")
     http_max_connections: int = Field(
         default=16384,
         ge=1,
@@ -121,6 +113,7 @@ class GatewayConfig(BaseModel):
     # once flat at the top; that spelling still works (config/sections.py).
     admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
     limits: InputLimits = Field(default_factory=InputLimits)
+    body: BodyLimits = Field(default_factory=BodyLimits)
     cache: CacheConfig = Field(default_factory=CacheConfig)
     keep_alive_s: int = Field(
         default=75,
@@ -149,24 +142,10 @@ class GatewayConfig(BaseModel):
         ge=1024,
         description="Size of a function's `extra` (like extra_info's); larger is a ResultTooLarge error.",
     )
-    worker_memory_limit_bytes: int | None = Field(
-        default=None, ge=64 * 1024 * 1024, description="RLIMIT_AS of each sync worker process."
-    )
-    pool_chunking: bool = Field(
-        default=True,
-        description="Sync calls of one function submitted together share pool tasks (execution/pool.py).",
-    )
-    # Shared state for gateway replicas (state_store/): groups, result cache, budgets.
-    state_url: str | None = Field(
-        default=None,
-        description="None = in-process state (one replica). redis://[:password@]host:port/db, rediss:// "
-        "for TLS (?ssl_ca_certs=/path.pem), unix:///path.sock: every replica shares it.",
-    )
-    state_key_prefix: str = Field(default="rewardfleet:", min_length=1, description="Namespace in Redis.")
-    state_timeout_s: float = Field(default=5.0, gt=0, description="Longest wait for one store operation.")
-    state_lease_s: float = Field(
-        default=10.0, gt=0, description="A crashed replica's runs and slots are free again after this."
-    )
+    # The sync process pool (execution/config.py) and the state replicas share (state_store/config.py):
+    # flat keys once too, still accepted (config/sections.py).
+    sync_pool: SyncPoolConfig = Field(default_factory=SyncPoolConfig)
+    state: StateConfig = Field(default_factory=StateConfig)
 
     @field_validator("reward_fns_dirs")
     @classmethod
@@ -204,13 +183,6 @@ class GatewayConfig(BaseModel):
         check_api_keys(keys, f"api_keys_file {str(value)!r}: key")
         return value
 
-    @field_validator("state_url")
-    @classmethod
-    def _state_url_scheme(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError("state_url must be redis://host:port/db, rediss://... (TLS) or unix:///path")
-        return value
-
     @field_validator("routers")
     @classmethod
     def _router_addresses(cls, value: dict[str, str]) -> dict[str, str]:
@@ -231,11 +203,11 @@ class GatewayConfig(BaseModel):
 
     @model_validator(mode="after")
     def _body_budget_holds_a_body(self) -> GatewayConfig:
-        if self.admission.max_inflight_body_bytes < self.max_body_bytes:
+        if self.admission.max_inflight_body_bytes < self.body.max_body_bytes:
             raise ValueError(
                 f"max_inflight_body_bytes ({self.admission.max_inflight_body_bytes}) must be at least "
-                f"max_body_bytes ({self.max_body_bytes}), or a request of the largest size could never be "
-                "admitted"
+                f"max_body_bytes ({self.body.max_body_bytes}), or a request of the largest size could never "
+                "be admitted"
             )
         return self
 
