@@ -1,32 +1,12 @@
-"""Master-key probes: the gateway asks each probed judge to grade answers that say nothing, and counts how
-often it accepts them (docs/judge_monitoring.md).
+"""Master-key probes: the gateway asks each probed judge to grade answers that say nothing (":", "Solution",
+...) and counts how often it accepts them, since a judge that does pays a policy for producing nothing.
 
-"One Token to Fool LLM-as-a-Judge" (2025) found that answers such as ":", "." or "Thought process:" (and the
-same openers in other languages) get a "correct" from strong judges. A judge that accepts them pays a policy
-for producing nothing, and an RL policy will find it. So for each function in `judge_probes.functions`, once
-at start-up (retried every `retry_s` until some probe gets an answer: the pool is ready) and then every
-`interval_s`, the gateway sends every master key (`MASTER_KEYS`, or `answers`, plus `extra_answers`) as the
-response to every reference question, through the function itself (its template, model and pool), and
-records per pool:
-
-- `rewardfleet_judge_probe_false_positive_ratio{pool}`: accepted master keys / answered probes, last round;
-- `rewardfleet_judge_probes_total{pool, outcome}`: rejected, false_positive, error;
-- `rewardfleet_judge_pool_degraded{pool}`: 1 while the last ratio is above `degrade_above_ratio`. With
-  `on_degraded: refuse`, samples of functions whose reward_kwargs name that pool then get the typed error
-  `JudgePoolDegraded` (no score) until a later round is at or below the threshold again.
-
-Probes measure the judge pool, not the guards in front of it: a probed function that takes a `guards` keyword
-(the built-in `judge`, `rule_then_judge`) is called with `guards=False`, since the guards answer exactly these
-master keys without asking the judge (reward_fns/judging/guards.py; their hits are
-`rewardfleet_judge_guard_total`).
-A ratio above 0 therefore says the judge would pay for an answer the guards do not know.
-
-With several gateway processes or replicas sharing a state store, one of them runs the probes (it holds the
-`judge-probes` lease, `reliability/jobs.py`) and publishes its reports and refusals; the others apply them.
-
-Probes run in the background, at most `max_concurrency` at once, each under `timeout_s`; they never hold a
-sample's slot. A probe that fails is counted (`outcome="error"`) and logged, never raised. Probe calls go
-through `Scorer.run_unrecorded`: their tokens and spend count, their scores stay out of the reward metrics.
+Each function of `judge_probes.functions` is probed at start-up (again every `retry_s` until some probe gets
+an answer) and then every `interval_s`, through the function itself with its guards off (the guards answer
+exactly these keys without asking the judge). A pool above `degrade_above_ratio` is reported, or refused
+(`JudgePoolDegraded`). With a shared state store one process holds the probe lease (jobs.py) and the others
+apply its reports. Probes never hold a sample's slot, and a failed probe is counted and logged, never
+raised. Behaviour, metrics and measurements: docs/judge_monitoring.md ("Master-key probes").
 """
 
 from __future__ import annotations
