@@ -1,10 +1,10 @@
 """Every exception of the gateway, and the one function that builds the error envelope.
 
-`GatewayError` subclasses carry their HTTP status, envelope `type`, details and headers, so a route raises and
-`error_envelope` answers: `{"error": {"type", "message", ...details}}`, bad input 4xx, never 500. Errors raised
-inside a reward call become that sample's `status: "error"` result instead (a 200). The whole tree, with each
-type's status and meaning, is in docs/gateway.md ("Error types"). Standard library only: worker processes
-import this module.
+`GatewayError` subclasses carry their HTTP status, envelope `type`, details and headers, so a route raises
+and `error_envelope` answers: `{"error": {"type", "message", ...details}}`, bad input 4xx, never 500. Errors
+raised inside a reward call become that sample's `status: "error"` result instead (a 200). The whole tree,
+with each type's status and meaning, is in docs/gateway.md ("Error types"). Standard library only: worker
+processes import this module.
 """
 
 from __future__ import annotations
