@@ -361,7 +361,7 @@ def install_middleware(
     # After auth: refused keys take no slot.
     app.add_middleware(AdmissionMiddleware, admission=admission, max_body_bytes=config.body.max_body_bytes)
     keys = api_keys(config)
-    public = {"/health", "/metrics", "/monitors"} if config.auth_exempt_metrics else {"/health"}
+    public = {"/health", "/metrics", "/monitors"} if config.auth.auth_exempt_metrics else {"/health"}
     if tenancy is not None:  # every key is a tenant's (tenants/middleware.py)
         app.add_middleware(
             TenantMiddleware, tenancy=tenancy, public_paths=public, local_prefixes=(pools.PREFIX,)
@@ -378,9 +378,9 @@ def _self_address(config: GatewayConfig) -> str:
 
 
 def api_keys(config: GatewayConfig) -> list[str]:
-    keys = [key.get_secret_value() for key in config.api_keys]
-    if config.api_keys_file is not None:
-        keys += read_keys_file(config.api_keys_file)
+    keys = [key.get_secret_value() for key in config.auth.api_keys]
+    if config.auth.api_keys_file is not None:
+        keys += read_keys_file(config.auth.api_keys_file)
     return check_api_keys(keys, "api_keys")
 
 

@@ -1,5 +1,5 @@
-"""The keys that moved into a section (`limits`, `admission`, `cache`, `body`, `sync_pool`, `state`) keep
-their flat spelling in every source: YAML, the environment, `GatewayConfig(...)`, a fleet's `gateway:`
+"""The keys that moved into a section (`limits`, `admission`, `cache`, `body`, `sync_pool`, `state`, `auth`)
+keep their flat spelling in every source: YAML, the environment, `GatewayConfig(...)`, a fleet's `gateway:`
 section (config/sections.py)."""
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ OTHER_VALUES: dict[str, object] = {
 
 def test_every_flat_key_still_sets_its_section() -> None:
     for key, section in FLAT_KEYS.items():
+        if section == "auth":
+            continue  # secrets and a file: test_auth_keys_keep_their_flat_spelling
         default = getattr(getattr(GatewayConfig(), section), key)
         value = (
             ["a.example"]
@@ -121,3 +123,37 @@ def test_bad_moved_keys_are_named_by_their_section() -> None:
     with pytest.raises(ValidationError) as caught:  # the body budget still checked against the moved key
         GatewayConfig(max_body_bytes=4096, max_inflight_body_bytes=2048)
     assert "must be at least max_body_bytes (4096)" in format_validation_error(caught.value)
+
+
+KEY_A, KEY_B = "flat-key-0123456789abcdef", "other-key-0123456789abcdef"
+
+
+def test_auth_keys_keep_their_flat_spelling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    keys_file = tmp_path / "keys"
+    keys_file.write_text(KEY_B + "\n")
+    flat = GatewayConfig(api_keys=[KEY_A], api_keys_file=keys_file, auth_exempt_metrics=True)
+    nested = GatewayConfig(
+        auth={"api_keys": [KEY_A], "api_keys_file": keys_file, "auth_exempt_metrics": True}
+    )
+    assert flat == nested
+    assert [k.get_secret_value() for k in flat.auth.api_keys] == [KEY_A] and flat.auth.auth_exempt_metrics
+    monkeypatch.setenv("REWARDFLEET_GATEWAY_API_KEYS", f"{KEY_A}, {KEY_B}")  # comma-separated, as documented
+    monkeypatch.setenv("REWARDFLEET_GATEWAY_AUTH_EXEMPT_METRICS", "true")
+    settings = GatewaySettings()
+    assert [k.get_secret_value() for k in settings.auth.api_keys] == [KEY_A, KEY_B]
+    assert settings.auth.auth_exempt_metrics is True
+    fleet = FleetConfig.model_validate({"gateway": {"api_keys": [KEY_A]}})
+    assert [k.get_secret_value() for k in fleet.gateway.auth.api_keys] == [KEY_A]
+
+
+def test_weak_or_misplaced_flat_keys_are_still_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError) as caught:
+        GatewayConfig(api_keys=["short"])
+    assert format_validation_error(caught.value).startswith("auth.api_keys:")
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    with pytest.raises(ValidationError, match="holds no key"):
+        GatewayConfig(api_keys_file=empty)
+    tenant = {"api_keys": [KEY_B]}
+    with pytest.raises(ValidationError, match="every key belongs to a tenant"):
+        GatewayConfig(api_keys=[KEY_A], tenants={"a": tenant})

@@ -5,8 +5,9 @@ composites/config.py; `graders`: graders/config.py; `external_pools`: pools/conf
 spend/config.py; `judge_probes`: monitors/config.py; `nemo_gym`: nemo_gym/config.py; `limits`, `body`:
 limits/config.py; `admission`: admission/config.py; `cache`: cache/config.py; `sync_pool`:
 execution/config.py; `state`: state_store/config.py); this package
-assembles them, with sections.py (the flat keys of moved sections) and tenants.py (`tenants`, `tenancy`:
-kept here because the tenants package sits above the config it reads).
+assembles them, with sections.py (the flat keys of moved sections), auth.py (`auth`: no gateway package
+owns the keys) and tenants.py (`tenants`, `tenancy`: kept here because the tenants package sits above the
+config it reads).
 """
 
 from rewardfleet.services.gateway.config.gateway import (

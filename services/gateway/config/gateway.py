@@ -13,22 +13,21 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
-    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
 
-from rewardfleet.services.common.api_keys import check_api_keys, read_keys_file
 from rewardfleet.services.gateway.admission.config import AdmissionConfig
 from rewardfleet.services.gateway.cache.config import CacheConfig
 from rewardfleet.services.gateway.composites.config import CompositeSpec, FallbackSpec
+from rewardfleet.services.gateway.config.auth import AuthConfig
 from rewardfleet.services.gateway.config.sections import flat_env, nest_flat_keys
 from rewardfleet.services.gateway.config.tenants import TenancyConfig, TenantConfig, check_tenants
 from rewardfleet.services.gateway.core.config import FunctionConfig
@@ -122,16 +121,8 @@ class GatewayConfig(BaseModel):
         "timeout (HAProxy, nginx, cloud load balancers: 60 s or less), so the gateway never closes a "
         "connection the balancer is sending the next request on (that request would be lost).",
     )
-    api_keys: Annotated[list[SecretStr], NoDecode] = Field(
-        default_factory=list,
-        description="Bearer keys (env: comma-separated), each at least 16 characters; empty with no file = "
-        "no auth.",
-    )
-    api_keys_file: Path | None = Field(
-        default=None,
-        description="File of API keys, one per line (at least one, each at least 16 characters).",
-    )
-    auth_exempt_metrics: bool = Field(default=False, description="Serve /metrics without a key.")
+    # Keys (config/auth.py): api_keys, api_keys_file, auth_exempt_metrics; the flat spelling still works.
+    auth: AuthConfig = Field(default_factory=AuthConfig)
     # Tenants (tenants/, docs/tenants.md): none = one implicit tenant, as before.
     tenants: dict[str, TenantConfig] = Field(
         default_factory=dict, description="Tenant name -> its keys, quotas, weight and priority class."
@@ -154,34 +145,6 @@ class GatewayConfig(BaseModel):
             if not path.is_dir():
                 raise ValueError(f"reward_fns_dirs: {str(path)!r} is not a directory")
         return [path.resolve() for path in value]
-
-    @field_validator("api_keys", mode="before")
-    @classmethod
-    def _split_keys(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
-
-    @field_validator("api_keys")
-    @classmethod
-    def _strong_keys(cls, value: list[SecretStr]) -> list[SecretStr]:
-        check_api_keys([key.get_secret_value() for key in value], "api_keys")
-        return value
-
-    @field_validator("api_keys_file")
-    @classmethod
-    def _keys_file_holds_keys(cls, value: Path | None) -> Path | None:
-        if value is None:
-            return value
-        if not value.is_file():
-            raise ValueError(f"api_keys_file: {str(value)!r} is not a file")
-        keys = read_keys_file(value)
-        if not keys:
-            raise ValueError(
-                f"api_keys_file: {str(value)!r} holds no key (an empty file would turn auth off)"
-            )
-        check_api_keys(keys, f"api_keys_file {str(value)!r}: key")
-        return value
 
     @field_validator("routers")
     @classmethod
@@ -214,7 +177,7 @@ class GatewayConfig(BaseModel):
     @model_validator(mode="after")
     def _tenants_hold_the_keys(self) -> GatewayConfig:
         if self.tenants:
-            if self.api_keys or self.api_keys_file is not None:
+            if self.auth.api_keys or self.auth.api_keys_file is not None:
                 raise ValueError(
                     "tenants: with tenants configured every key belongs to a tenant; move api_keys / "
                     "api_keys_file into a tenant"
