@@ -28,7 +28,7 @@ def app() -> FastAPI:
     from rewardfleet.services.gateway.processes.args import build_settings
 
     settings = build_settings(Path(os.environ[_CONFIG]), None, None, [Path(os.environ[_FNS])], None)
-    if settings.state_url is None:
+    if settings.state.state_url is None:
         raise SystemExit("bench.gateway_replicas: replicas need `state_url` (shared state) in the config")
     return create_app(settings, freeze_startup=True)
 

@@ -284,8 +284,8 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
         stop_timeout_s=gateway.admission.shutdown_grace_s + GATEWAY_STOP_MARGIN_S,
     )  # fmt: skip
     section = gateway.model_dump(mode="json", exclude_none=True)
-    if gateway.api_keys:  # model_dump masks SecretStr; the gateway's own file needs the keys themselves
-        section["api_keys"] = [key.get_secret_value() for key in gateway.api_keys]
+    if gateway.auth.api_keys:  # model_dump masks SecretStr; the gateway's own file needs the keys themselves
+        section["auth"]["api_keys"] = [key.get_secret_value() for key in gateway.auth.api_keys]
     for name, tenant in gateway.tenants.items():  # a tenant's inline keys likewise (docs/tenants.md)
         if tenant.api_keys:
             section["tenants"][name]["api_keys"] = [key.get_secret_value() for key in tenant.api_keys]

@@ -137,7 +137,11 @@ async def start_gateway(
 ) -> Gateway:
     """Start every part in order; each pushes its stop on `stack`. Returns the gateway, ready."""
     backend = build_backend(
-        config.state_url, metrics, config.state_key_prefix, config.state_timeout_s, config.state_lease_s
+        config.state.state_url,
+        metrics,
+        config.state.state_key_prefix,
+        config.state.state_timeout_s,
+        config.state.state_lease_s,
     )
     with _startup_step():
         loaded = load_functions(config)
@@ -149,7 +153,7 @@ async def start_gateway(
     await _start_backend(stack, backend)
     if tenancy is not None:
         stack.push_async_callback(tenancy.close)
-        await tenancy.start(backend, config.state_lease_s)
+        await tenancy.start(backend, config.state.state_lease_s)
     pool = _worker_pool(stack, config, loaded, backlog)
     http_client = aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=config.http_max_connections),
@@ -170,7 +174,7 @@ async def start_gateway(
                 lambda: reloader.catalog.functions,
                 metrics.registry,
                 board=job_board_for(backend, "judge-probes"),
-                renew_s=config.state_lease_s / 3,
+                renew_s=config.state.state_lease_s / 3,
             )
             stack.push_async_callback(prober.close)
     gateway = Gateway(
@@ -252,11 +256,11 @@ def _worker_pool(
     if not sync_refs:
         return None
     pool = WorkerPool(
-        config.workers,
+        config.sync_pool.workers,
         sync_refs,
         on_queue_depth=backlog.set,
-        memory_limit_bytes=config.worker_memory_limit_bytes,
-        chunking=config.pool_chunking,
+        memory_limit_bytes=config.sync_pool.worker_memory_limit_bytes,
+        chunking=config.sync_pool.pool_chunking,
         max_extra_size=config.max_result_extra_chars,
     )
     stack.push_async_callback(asyncio.to_thread, pool.close)
@@ -301,7 +305,7 @@ def _scorer(
                 cfg.max_concurrency,
                 cfg.requests_per_minute,
                 cfg.tokens_per_minute,
-                config.state_lease_s,
+                config.state.state_lease_s,
             ),
         ),
         spend=spend,
@@ -350,14 +354,14 @@ def install_middleware(
     # unwinds the app, and the slot it held is released on the way out.
     app.add_middleware(
         RequestBodyLimits,
-        max_body_bytes=config.max_body_bytes,
-        body_read_timeout_s=config.body_read_timeout_s,
+        max_body_bytes=config.body.max_body_bytes,
+        body_read_timeout_s=config.body.body_read_timeout_s,
         on_refused=metrics.body_refused,
     )
     # After auth: refused keys take no slot.
-    app.add_middleware(AdmissionMiddleware, admission=admission, max_body_bytes=config.max_body_bytes)
+    app.add_middleware(AdmissionMiddleware, admission=admission, max_body_bytes=config.body.max_body_bytes)
     keys = api_keys(config)
-    public = {"/health", "/metrics", "/monitors"} if config.auth_exempt_metrics else {"/health"}
+    public = {"/health", "/metrics", "/monitors"} if config.auth.auth_exempt_metrics else {"/health"}
     if tenancy is not None:  # every key is a tenant's (tenants/middleware.py)
         app.add_middleware(
             TenantMiddleware, tenancy=tenancy, public_paths=public, local_prefixes=(pools.PREFIX,)
@@ -374,9 +378,9 @@ def _self_address(config: GatewayConfig) -> str:
 
 
 def api_keys(config: GatewayConfig) -> list[str]:
-    keys = [key.get_secret_value() for key in config.api_keys]
-    if config.api_keys_file is not None:
-        keys += read_keys_file(config.api_keys_file)
+    keys = [key.get_secret_value() for key in config.auth.api_keys]
+    if config.auth.api_keys_file is not None:
+        keys += read_keys_file(config.auth.api_keys_file)
     return check_api_keys(keys, "api_keys")
 
 

@@ -80,7 +80,7 @@ def gateway(
             port=settings.port,
             keep_alive_s=settings.keep_alive_s,
             backlog=listen_backlog(settings.admission.max_inflight_requests),
-            needs_state_server=settings.state_url is None,
+            needs_state_server=settings.state.state_url is None,
             log_level=log_level,
             access_log=access_log,
         )

@@ -1,45 +1,10 @@
 """Every exception of the gateway, and the one function that builds the error envelope.
 
-    GatewayError                  base: `status_code`, `type` (the envelope's `type`), `details`, `headers`
-    ├── LoadError                 start-up / reload: a reward-function file or config entry is unusable
-    ├── TokenizerUnavailable      start-up: `reward_model_tokenizer` cannot be loaded (no HTTP)
-    ├── Unauthorized              401: missing or unknown API key (+ WWW-Authenticate)
-    ├── InlineCodeRefused         403: an inline grader spec names code (`field` says where)
-    ├── UnknownRewardFunction     404: `reward_fn` names no loaded function
-    ├── Undispatchable            404: no function claims the `data_source` and there is no default
-    ├── ReloadFailed              409: `POST /admin/reload` rejected; the previous functions keep serving
-    ├── BatchTooLarge             413: more samples than `max_batch_samples` (/score/batch, /openrlhf)
-    ├── PayloadTooLarge           413: body over `max_body_bytes` (answered by common/body_limits.py)
-    ├── FieldTooLarge             413: one field of a sample over its `max_*_chars` (`field` names it)
-    ├── TooDeep                   422: JSON nested deeper than `max_extra_info_depth` / `max_json_depth`
-    ├── InvalidImage              422: an image that is not one (bad base64, not a known format) or a URL
-                                  outside `allowed_image_url_hosts` (`field` names it; too large is 413)
-    ├── GroupRequestError         422: inconsistent group fields (`group_id`, `group_size`, `group_index`)
-    ├── Overloaded                429: admission is full (+ Retry-After)
-    ├── RewardFunctionFailed      500: OpenRLHF/slime sample failed with no fallback score
-    ├── Draining                  503: the gateway is shutting down (+ Retry-After)
-    ├── TooManyOpenGroups         503: `max_open_groups` groups are waiting for members
-    ├── StateStoreUnavailable     503: the shared state store (Redis) failed or is unreachable (+ Retry-After)
-    │   └── GroupAnswerLost       503: a repeated group member's answer was never written (its replica died)
-    └── RewardFunctionTimeout     504: OpenRLHF/slime sample timed out with no fallback score
-
-    Raised inside a reward call; the sample gets a result with `status: "error"` and this `error.type`
-    (a 200, never an HTTP error):
-    InvalidReturn                 the function returned something that is not a score
-    ComponentFailed               a composite's component or gate, or a fallback, failed (`type` names which;
-                                  `result_extra` carries the components' reports)
-    GraderError                   the sample does not fit a declarative grader
-    BudgetExhausted               the function's or its judge pool's `max_spend_usd` is reached (the call is
-                                  not made; spend/meter.py)
-    (ResultTooLarge)              not an exception: the `error.type` of a call whose `extra` is over
-                                  `max_result_extra_chars` (dropped, never cached)
-
-    At config validation (a ValueError, so pydantic reports it under the key):
-    FormulaError                  a multi grader's `calculate_output` is not a valid formula
-
-Every error answer is the envelope `{"error": {"type", "message", ...details}}` built by `error_envelope`
-(details: `fields`, `available_reward_fns`, `available_data_sources`, `field`, `samples`). Bad input is 4xx,
-never 500. Standard library only: worker processes import this module.
+`GatewayError` subclasses carry their HTTP status, envelope `type`, details and headers, so a route raises
+and `error_envelope` answers: `{"error": {"type", "message", ...details}}`, bad input 4xx, never 500. Errors
+raised inside a reward call become that sample's `status: "error"` result instead (a 200). The whole tree,
+with each type's status and meaning, is in docs/gateway.md ("Error types"). Standard library only: worker
+processes import this module.
 """
 
 from __future__ import annotations

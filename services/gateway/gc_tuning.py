@@ -2,19 +2,13 @@
 start-up is done. In someone else's process (a test, an embedding app) they would change that process too, so
 `create_app` applies them only when asked (`freeze_startup`).
 
-- **Freeze what start-up built** (FastAPI, pydantic, the libraries, the functions' modules: 100,000+ objects
-  that live as long as the process): otherwise every full collection walks all of it again, about 60-90 ms
-  each on a 2-core host (docs/reliability.md, bench/state_backend). Frozen cyclic garbage is never
-  collected, which is why this is for the gateway's own process only.
+- **Freeze what start-up built** (100,000+ objects that live as long as the process), so full collections
+  stop walking it again; frozen cyclic garbage is never collected, hence the gateway's own process only.
 - **Collect young objects every 50,000 allocations instead of 700, and the oldest generation 10 times less
-  often.** A whole GRPO step in flight is thousands of requests, each awaiting a judge for seconds with its
-  coroutine, its connections and its parsed sample alive. With the default thresholds those objects are
-  examined again and again and promoted to the oldest generation, whose full collections then walk all of
-  them: in a step of 4096 judge posts (bench/trainer_view) full collections took 3.2 s of the gateway's
-  10.6 s of CPU (18 of them, ~180 ms each). With these thresholds: 0.9 s of GC, 7.1 s of CPU. Most of a
-  request's objects now die before any collection sees them; cycles still go at the next young collection,
-  or at a full one (still triggered by CPython's own rule: a quarter more long-lived objects than at the
-  last one).
+  often**, so the objects of thousands of requests awaiting a judge die before a collection sees them instead
+  of being promoted and walked by full collections.
+
+What each change saved, measured: docs/reliability.md (the state-backend ratio) and docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations

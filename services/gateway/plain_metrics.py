@@ -1,11 +1,9 @@
 """Labelled counters and histograms counted in plain Python attributes, exposed by a Collector.
 
-client_python's `Counter.inc` and `Histogram.observe` take a lock per update (and a histogram walks its
-bounds in Python): `observe_call` took 8.4 us on client_python, 1.4 us here (bench/metrics_hot_path.py).
-The gateway updates these metrics only on its event-loop thread (the request middleware and `Scorer`, both
-coroutines), and `/metrics` is scraped on that thread too, so the hot path needs no lock: a child is a few
-slotted floats, and the metric families are built only at scrape time. Anything updated from another
-thread stays on client_python.
+client_python takes a lock per update (and a histogram walks its bounds in Python); the gateway updates these
+metrics only on its event-loop thread, where `/metrics` is scraped too, so the hot path needs no lock: a child
+is a few slotted floats and the families are built at scrape time (the cost, measured by
+bench/metrics_hot_path.py: docs/BENCHMARKS.md). Anything updated from another thread stays on client_python.
 
 The exposition is client_python's, sample for sample (tests/gateway/test_plain_metrics.py compares the two):
 `_total` and `_created` for a counter; for a histogram `_bucket` (cumulative, `le` formatted as client_python

@@ -217,7 +217,7 @@ def test_gateway_service_and_config(compose: dict[str, Any]) -> None:
     assert settings.default_router == "reward_model"
     assert (DEPLOY / "reward_fns").is_dir()
     # The shared state store: a compose service the gateway waits for, on the port state_url names.
-    assert settings.state_url == "redis://redis:6379/0"
+    assert settings.state.state_url == "redis://redis:6379/0"
     assert gateway["depends_on"]["redis"]["condition"] == "service_healthy"
     assert compose["services"]["redis"]["command"][0] == "redis-server"
 

@@ -171,8 +171,8 @@ def test_gateways_share_the_redis_service(docs: list[dict[str, Any]]) -> None:
     """`state_url` names the redis Service and its port; the Deployment behind it runs redis-server without
     persistence (everything in it has a TTL) on that port."""
     settings = GatewaySettings(config_file=K8S / "config" / "gateway.yaml")
-    assert settings.state_url is not None
-    host, port = settings.state_url.removeprefix("redis://").split("/")[0].rsplit(":", 1)
+    assert settings.state.state_url is not None
+    host, port = settings.state.state_url.removeprefix("redis://").split("/")[0].rsplit(":", 1)
     service = by_kind(docs, "Service")[host]
     assert int(port) in {p["port"] for p in service["spec"]["ports"]}
     redis = by_kind(docs, "Deployment")[host]

@@ -1,5 +1,6 @@
-"""The keys that moved into a section (`limits`, `admission`, `cache`) keep their flat spelling in every
-source: YAML, the environment, `GatewayConfig(...)`, a fleet's `gateway:` section (config/sections.py)."""
+"""The keys that moved into a section (`limits`, `admission`, `cache`, `body`, `sync_pool`, `state`, `auth`)
+keep their flat spelling in every source: YAML, the environment, `GatewayConfig(...)`, a fleet's `gateway:`
+section (config/sections.py)."""
 
 from __future__ import annotations
 
@@ -26,13 +27,30 @@ def test_flat_and_nested_keys_are_the_same_setting() -> None:
     )
 
 
+# A valid value other than the default, where `default + 1` is none.
+OTHER_VALUES: dict[str, object] = {
+    "state_url": "redis://127.0.0.1:6379/1",
+    "state_key_prefix": "other:",
+    "pool_chunking": False,
+    "worker_memory_limit_bytes": 128 * 1024 * 1024,
+}
+
+
 def test_every_flat_key_still_sets_its_section() -> None:
     for key, section in FLAT_KEYS.items():
+        if section == "auth":
+            continue  # secrets and a file: test_auth_keys_keep_their_flat_spelling
         default = getattr(getattr(GatewayConfig(), section), key)
         value = (
             ["a.example"]
             if isinstance(default, list)
-            else ("inputs" if key == "idempotency" else default + 1)
+            else (
+                "inputs"
+                if key == "idempotency"
+                else OTHER_VALUES[key]
+                if key in OTHER_VALUES
+                else default + 1
+            )
         )
         if key == "max_inflight_body_bytes":
             value = default * 2
@@ -66,3 +84,76 @@ def test_yaml_and_environment_flat_keys(tmp_path: Path, monkeypatch: pytest.Monk
 def test_a_fleet_gateway_section_keeps_flat_keys() -> None:
     fleet = FleetConfig.model_validate({"gateway": {"max_inflight_requests": 5, "max_solution_chars": 10}})
     assert (fleet.gateway.admission.max_inflight_requests, fleet.gateway.limits.max_solution_chars) == (5, 10)
+
+
+def test_body_pool_and_state_keys_keep_their_flat_spelling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flat = GatewayConfig(
+        workers=3, max_body_bytes=2048, state_url="redis://127.0.0.1:6379/0", state_lease_s=4
+    )
+    nested = GatewayConfig(
+        sync_pool={"workers": 3},
+        body={"max_body_bytes": 2048},
+        state={"state_url": "redis://127.0.0.1:6379/0", "state_lease_s": 4},
+    )
+    assert flat == nested
+    assert (flat.sync_pool.workers, flat.body.max_body_bytes, flat.state.state_lease_s) == (3, 2048, 4)
+    path = tmp_path / "gateway.yaml"
+    path.write_text("gateway:\n  workers: 2\n  pool_chunking: false\n  max_batch_samples: 7\n")
+    monkeypatch.setenv("REWARDFLEET_GATEWAY_WORKERS", "5")  # the environment wins over the file
+    monkeypatch.setenv("REWARDFLEET_GATEWAY_STATE_URL", "unix:///tmp/r.sock")
+    monkeypatch.setenv("REWARDFLEET_GATEWAY_BODY__BODY_READ_TIMEOUT_S", "9")
+    settings = GatewaySettings(config_file=path)
+    assert (settings.sync_pool.workers, settings.sync_pool.pool_chunking) == (5, False)
+    assert (settings.body.max_batch_samples, settings.body.body_read_timeout_s) == (7, 9)
+    assert settings.state.state_url == "unix:///tmp/r.sock"
+    assert GatewaySettings(config_file=path, workers=1).sync_pool.workers == 1  # a flag wins over both
+    fleet = FleetConfig.model_validate({"gateway": {"workers": 2, "state_lease_s": 3}})
+    assert (fleet.gateway.sync_pool.workers, fleet.gateway.state.state_lease_s) == (2, 3)
+
+
+def test_bad_moved_keys_are_named_by_their_section() -> None:
+    with pytest.raises(ValidationError) as caught:
+        GatewayConfig(state_url="http://redis:6379")
+    assert format_validation_error(caught.value).startswith("state.state_url:")
+    with pytest.raises(ValidationError) as caught:
+        GatewayConfig(workers=0)
+    assert format_validation_error(caught.value).startswith("sync_pool.workers:")
+    with pytest.raises(ValidationError) as caught:  # the body budget still checked against the moved key
+        GatewayConfig(max_body_bytes=4096, max_inflight_body_bytes=2048)
+    assert "must be at least max_body_bytes (4096)" in format_validation_error(caught.value)
+
+
+KEY_A, KEY_B = "flat-key-0123456789abcdef", "other-key-0123456789abcdef"
+
+
+def test_auth_keys_keep_their_flat_spelling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    keys_file = tmp_path / "keys"
+    keys_file.write_text(KEY_B + "\n")
+    flat = GatewayConfig(api_keys=[KEY_A], api_keys_file=keys_file, auth_exempt_metrics=True)
+    nested = GatewayConfig(
+        auth={"api_keys": [KEY_A], "api_keys_file": keys_file, "auth_exempt_metrics": True}
+    )
+    assert flat == nested
+    assert [k.get_secret_value() for k in flat.auth.api_keys] == [KEY_A] and flat.auth.auth_exempt_metrics
+    monkeypatch.setenv("REWARDFLEET_GATEWAY_API_KEYS", f"{KEY_A}, {KEY_B}")  # comma-separated, as documented
+    monkeypatch.setenv("REWARDFLEET_GATEWAY_AUTH_EXEMPT_METRICS", "true")
+    settings = GatewaySettings()
+    assert [k.get_secret_value() for k in settings.auth.api_keys] == [KEY_A, KEY_B]
+    assert settings.auth.auth_exempt_metrics is True
+    fleet = FleetConfig.model_validate({"gateway": {"api_keys": [KEY_A]}})
+    assert [k.get_secret_value() for k in fleet.gateway.auth.api_keys] == [KEY_A]
+
+
+def test_weak_or_misplaced_flat_keys_are_still_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError) as caught:
+        GatewayConfig(api_keys=["short"])
+    assert format_validation_error(caught.value).startswith("auth.api_keys:")
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    with pytest.raises(ValidationError, match="holds no key"):
+        GatewayConfig(api_keys_file=empty)
+    tenant = {"api_keys": [KEY_B]}
+    with pytest.raises(ValidationError, match="every key belongs to a tenant"):
+        GatewayConfig(api_keys=[KEY_A], tenants={"a": tenant})

@@ -8,14 +8,7 @@ import pytest
 
 from rewardfleet.services.gateway.core import failure_log
 from rewardfleet.services.gateway.core.failure_log import FailureLog
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.clock import FakeClock
 
 
 def fail(failures: FailureLog, fn: str = "boom", uid: str = "u1") -> None:
@@ -30,7 +23,7 @@ def fail(failures: FailureLog, fn: str = "boom", uid: str = "u1") -> None:
 
 
 def test_one_warning_names_function_source_error_and_uid(caplog: pytest.LogCaptureFixture) -> None:
-    failures = FailureLog(clock=Clock())
+    failures = FailureLog(clock=FakeClock(0.0))
     with caplog.at_level(logging.WARNING, logger=failure_log.__name__):
         fail(failures)
         failures.sample_failed(
@@ -45,7 +38,7 @@ def test_one_warning_names_function_source_error_and_uid(caplog: pytest.LogCaptu
 
 
 def test_a_storm_is_rate_limited_and_the_drops_are_reported(caplog: pytest.LogCaptureFixture) -> None:
-    clock = Clock()
+    clock = FakeClock(0.0)
     failures = FailureLog(per_s=2.0, burst=3, clock=clock)
     with caplog.at_level(logging.WARNING, logger=failure_log.__name__):
         for i in range(1000):

@@ -32,8 +32,15 @@ DRAIN_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT)
 
 
 class Drain:
-    def __init__(self, admission: Admission, grace_s: float, on_drain: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        admission: Admission,
+        grace_s: float,
+        on_drain: Callable[[], None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.admission = admission
+        self.clock = clock
         self.grace_s = grace_s
         self.on_drain = on_drain
         self._previous: dict[int, Any] = {}
@@ -67,7 +74,7 @@ class Drain:
         self._task = asyncio.get_running_loop().create_task(self.drain(sig))
 
     async def drain(self, sig: int) -> None:
-        started = time.monotonic()
+        started = self.clock()
         admission = self.admission
         logger.info(
             "%s: draining (%d requests in flight, grace %.0fs); new work gets 503",
@@ -78,10 +85,10 @@ class Drain:
         self.on_drain()
         admission.start_draining()
         deadline = started + self.grace_s
-        while admission.active > 0 and time.monotonic() < deadline and not self._skip_wait.is_set():
+        while admission.active > 0 and self.clock() < deadline and not self._skip_wait.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._skip_wait.wait(), 0.05)
-        self.drained_in_s = time.monotonic() - started
+        self.drained_in_s = self.clock() - started
         if admission.active:
             logger.warning("grace period over with %d requests still in flight", admission.active)
         else:

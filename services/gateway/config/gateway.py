@@ -11,35 +11,35 @@ function?) live in `core/registry.py` and `catalog/build.py`.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
-    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
 
-from rewardfleet.services.common.api_keys import check_api_keys, read_keys_file
 from rewardfleet.services.gateway.admission.config import AdmissionConfig
 from rewardfleet.services.gateway.cache.config import CacheConfig
 from rewardfleet.services.gateway.composites.config import CompositeSpec, FallbackSpec
+from rewardfleet.services.gateway.config.auth import AuthConfig
 from rewardfleet.services.gateway.config.sections import flat_env, nest_flat_keys
 from rewardfleet.services.gateway.config.tenants import TenancyConfig, TenantConfig, check_tenants
 from rewardfleet.services.gateway.core.config import FunctionConfig
+from rewardfleet.services.gateway.execution.config import SyncPoolConfig
 from rewardfleet.services.gateway.graders.config import GraderSpec
 from rewardfleet.services.gateway.groups.config import GroupsConfig
-from rewardfleet.services.gateway.limits.config import InputLimits
+from rewardfleet.services.gateway.limits.config import BodyLimits, InputLimits
 from rewardfleet.services.gateway.monitors.config import JudgeProbesConfig
 from rewardfleet.services.gateway.nemo_gym.config import NeMoGymConfig
 from rewardfleet.services.gateway.pools.config import ExternalPoolConfig
 from rewardfleet.services.gateway.spend.config import PoolPrice
+from rewardfleet.services.gateway.state_store.config import StateConfig
 
 _ADDRESS_RE = re.compile(r"^[A-Za-z0-9._\-\[\]:]+:\d{1,5}$")
 
@@ -73,15 +73,6 @@ class GatewayConfig(BaseModel):
         default_factory=dict, description="data_source -> function name; wins over the modules' claims."
     )
     default_reward_fn: str | None = None
-    workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, description="Sync process pool.")
-    max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
-    body_read_timeout_s: float = Field(
-        default=30.0,
-        gt=0,
-        description="A request body must arrive within this many seconds of its first read, else 408 "
-        "(a slow or endless body would hold an admission slot).",
-    )
-    max_batch_samples: int = Field(default=4096, ge=1, description="Largest accepted /score/batch.")
     http_max_connections: int = Field(
         default=16384,
         ge=1,
@@ -121,6 +112,7 @@ class GatewayConfig(BaseModel):
     # once flat at the top; that spelling still works (config/sections.py).
     admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
     limits: InputLimits = Field(default_factory=InputLimits)
+    body: BodyLimits = Field(default_factory=BodyLimits)
     cache: CacheConfig = Field(default_factory=CacheConfig)
     keep_alive_s: int = Field(
         default=75,
@@ -129,16 +121,8 @@ class GatewayConfig(BaseModel):
         "timeout (HAProxy, nginx, cloud load balancers: 60 s or less), so the gateway never closes a "
         "connection the balancer is sending the next request on (that request would be lost).",
     )
-    api_keys: Annotated[list[SecretStr], NoDecode] = Field(
-        default_factory=list,
-        description="Bearer keys (env: comma-separated), each at least 16 characters; empty with no file = "
-        "no auth.",
-    )
-    api_keys_file: Path | None = Field(
-        default=None,
-        description="File of API keys, one per line (at least one, each at least 16 characters).",
-    )
-    auth_exempt_metrics: bool = Field(default=False, description="Serve /metrics without a key.")
+    # Keys (config/auth.py): api_keys, api_keys_file, auth_exempt_metrics; the flat spelling still works.
+    auth: AuthConfig = Field(default_factory=AuthConfig)
     # Tenants (tenants/, docs/tenants.md): none = one implicit tenant, as before.
     tenants: dict[str, TenantConfig] = Field(
         default_factory=dict, description="Tenant name -> its keys, quotas, weight and priority class."
@@ -149,24 +133,10 @@ class GatewayConfig(BaseModel):
         ge=1024,
         description="Size of a function's `extra` (like extra_info's); larger is a ResultTooLarge error.",
     )
-    worker_memory_limit_bytes: int | None = Field(
-        default=None, ge=64 * 1024 * 1024, description="RLIMIT_AS of each sync worker process."
-    )
-    pool_chunking: bool = Field(
-        default=True,
-        description="Sync calls of one function submitted together share pool tasks (execution/pool.py).",
-    )
-    # Shared state for gateway replicas (state_store/): groups, result cache, budgets.
-    state_url: str | None = Field(
-        default=None,
-        description="None = in-process state (one replica). redis://[:password@]host:port/db, rediss:// "
-        "for TLS (?ssl_ca_certs=/path.pem), unix:///path.sock: every replica shares it.",
-    )
-    state_key_prefix: str = Field(default="rewardfleet:", min_length=1, description="Namespace in Redis.")
-    state_timeout_s: float = Field(default=5.0, gt=0, description="Longest wait for one store operation.")
-    state_lease_s: float = Field(
-        default=10.0, gt=0, description="A crashed replica's runs and slots are free again after this."
-    )
+    # The sync process pool (execution/config.py) and the state replicas share (state_store/config.py):
+    # flat keys once too, still accepted (config/sections.py).
+    sync_pool: SyncPoolConfig = Field(default_factory=SyncPoolConfig)
+    state: StateConfig = Field(default_factory=StateConfig)
 
     @field_validator("reward_fns_dirs")
     @classmethod
@@ -175,41 +145,6 @@ class GatewayConfig(BaseModel):
             if not path.is_dir():
                 raise ValueError(f"reward_fns_dirs: {str(path)!r} is not a directory")
         return [path.resolve() for path in value]
-
-    @field_validator("api_keys", mode="before")
-    @classmethod
-    def _split_keys(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
-
-    @field_validator("api_keys")
-    @classmethod
-    def _strong_keys(cls, value: list[SecretStr]) -> list[SecretStr]:
-        check_api_keys([key.get_secret_value() for key in value], "api_keys")
-        return value
-
-    @field_validator("api_keys_file")
-    @classmethod
-    def _keys_file_holds_keys(cls, value: Path | None) -> Path | None:
-        if value is None:
-            return value
-        if not value.is_file():
-            raise ValueError(f"api_keys_file: {str(value)!r} is not a file")
-        keys = read_keys_file(value)
-        if not keys:
-            raise ValueError(
-                f"api_keys_file: {str(value)!r} holds no key (an empty file would turn auth off)"
-            )
-        check_api_keys(keys, f"api_keys_file {str(value)!r}: key")
-        return value
-
-    @field_validator("state_url")
-    @classmethod
-    def _state_url_scheme(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError("state_url must be redis://host:port/db, rediss://... (TLS) or unix:///path")
-        return value
 
     @field_validator("routers")
     @classmethod
@@ -231,18 +166,18 @@ class GatewayConfig(BaseModel):
 
     @model_validator(mode="after")
     def _body_budget_holds_a_body(self) -> GatewayConfig:
-        if self.admission.max_inflight_body_bytes < self.max_body_bytes:
+        if self.admission.max_inflight_body_bytes < self.body.max_body_bytes:
             raise ValueError(
                 f"max_inflight_body_bytes ({self.admission.max_inflight_body_bytes}) must be at least "
-                f"max_body_bytes ({self.max_body_bytes}), or a request of the largest size could never be "
-                "admitted"
+                f"max_body_bytes ({self.body.max_body_bytes}), or a request of the largest size could never "
+                "be admitted"
             )
         return self
 
     @model_validator(mode="after")
     def _tenants_hold_the_keys(self) -> GatewayConfig:
         if self.tenants:
-            if self.api_keys or self.api_keys_file is not None:
+            if self.auth.api_keys or self.auth.api_keys_file is not None:
                 raise ValueError(
                     "tenants: with tenants configured every key belongs to a tenant; move api_keys / "
                     "api_keys_file into a tenant"

@@ -15,12 +15,19 @@ from pydantic import BaseModel
 
 from rewardfleet.services.gateway.admission.config import AdmissionConfig
 from rewardfleet.services.gateway.cache.config import CacheConfig
-from rewardfleet.services.gateway.limits.config import InputLimits
+from rewardfleet.services.gateway.config.auth import AuthConfig
+from rewardfleet.services.gateway.execution.config import SyncPoolConfig
+from rewardfleet.services.gateway.limits.config import BodyLimits, InputLimits
+from rewardfleet.services.gateway.state_store.config import StateConfig
 
 SECTIONS: dict[str, type[BaseModel]] = {
     "limits": InputLimits,
     "admission": AdmissionConfig,
     "cache": CacheConfig,
+    "body": BodyLimits,
+    "sync_pool": SyncPoolConfig,
+    "state": StateConfig,
+    "auth": AuthConfig,
 }
 FLAT_KEYS: dict[str, str] = {
     key: section for section, model in SECTIONS.items() for key in model.model_fields

@@ -3,6 +3,7 @@ the gateway's side of the sync process pool, `worker` and `isolation` what runs 
 `results` turns a return value into `(score, extra)` (`components` checks its `reward_components`),
 `tokenizer` loads the reward model's tokenizer, `dropin` lets a drop-in folder's files import their sibling
 helpers by plain name, `chunking` sizes the pool's tasks by each function's measured cost, `contain` keeps
-user code's non-`Exception` raises in its sample.
+user code's non-`Exception` raises in its sample, `config` is the `sync_pool:` section (workers, memory limit,
+chunking).
 
 Nothing here imports FastAPI or the rest of the gateway: worker processes import it on start-up."""

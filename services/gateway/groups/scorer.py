@@ -1,32 +1,11 @@
 """Group-wise scoring: samples with `group_id` + `group_size` are scored on arrival and answered together.
 
-Each member's per-sample score starts as soon as it arrives. When `group_size` distinct members are in and
-scored, the group function (if any) runs once over the group and every waiting request gets its final score,
-with the per-sample result in `extra.sample_score` and `extra.group`. A group still incomplete `timeout_s`
-after its first member is partial: its group function (unless `score_partial: false`) runs once over the
-members present (`extra.group_partial`, `members_present`, `members_expected`, `members_missing`); a group
-without one, or with no member scored, answers every member with `status: "group_timeout"` (score null,
-per-sample score in extra). A member that arrives after its group timed out or was judged partial gets
-`group_timeout` with a `GroupTimeout` error saying it came late (not scored).
-
-Members are told apart by `group_index` when given, else by `uid`. A second post of a member already in the
-group (a client retry) does not score again: it waits for, and gets, the same answer. Finished groups are
-remembered (bounded) so a retry arriving after the answer gets it too. At most `max_open_groups` groups are
-open; beyond that a new group is refused with 503, so memory stays bounded.
-
-The logic lives here, over a `GroupStore` (groups/store.py) that keeps each group's state and wakes
-its waiters: in-process by default (groups/memory_store.py), fleet-wide with `state_url`
-(groups/redis_store.py). A new member is scored in a background task of the request that brought it
-(a client that goes away does not take the group's answer with it) and reported to the store; the report
-that completes the group makes its request the completer, which runs the group function once and writes
-every member's answer. Past the deadline the first waiter to ask becomes the completer of the partial group
-(leased like any completer); otherwise it times the group out (once), and each member's own request writes
-that member's `group_timeout` answer; a repeated post waits for it. A member still being scored when a
-partial group was judged writes its own late answer.
-
-Group functions: modules of `groups.builtin_package` (default `rewardfleet.reward_fns.groups`) defining
-`compute_group_score(samples, scores, **kwargs)`, plus `groups.functions.<name>.path` entries. Async ones are
-awaited, sync ones run in a thread; both under the entry's `timeout_s`.
+Each member is scored as it arrives; once `group_size` members are in and scored, the group function runs
+once and every waiting request gets its final score. A group still incomplete `timeout_s` after its first
+member is partial (scored over the members present, or `group_timeout`); a retry gets the same answer, late
+members are not scored, and at most `max_open_groups` are open (503 beyond). The logic is here, the state in
+a `GroupStore` (groups/store.py: in process, or on Redis with `state_url`). Behaviour and the completer
+design: docs/advanced_rewards.md ("Group-wise scoring", "How a group completes").
 """
 
 from __future__ import annotations

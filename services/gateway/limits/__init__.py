@@ -1,3 +1,3 @@
 """Limits on work: `input_limits` (per-sample sizes), `function_limits` (per-function concurrency, RPM,
 TPM), `redis_gate` (those fleet-wide), `stores` (which gate for a state backend), `rate_limits` (token
-buckets, what a 429 asks), `config` (the `limits:` section)."""
+buckets, what a 429 asks), `config` (the `limits:` and `body:` sections)."""

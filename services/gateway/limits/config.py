@@ -1,5 +1,6 @@
-"""Config section `limits:`: the bounds of every client-supplied field of a sample (input_limits.py,
-docs/security.md), images included (services/common/images.py, docs/multimodal.md)."""
+"""Config sections `limits:`, the bounds of every client-supplied field of a sample (input_limits.py,
+docs/security.md), images included (services/common/images.py, docs/multimodal.md), and `body:`, the bounds
+of a request body as it arrives (services/common/body_limits.py)."""
 
 from __future__ import annotations
 
@@ -46,3 +47,18 @@ class InputLimits(BaseModel):
         description="Hosts an image URL may name (`*.example.org` for subdomains); empty = no image URL is "
         "accepted (inline data: URLs only). The gateway never fetches a URL; the judge pool does.",
     )
+
+
+class BodyLimits(BaseModel):
+    """Per-request bounds, checked before a body is parsed (413 or 408, naming the key)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    body_read_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="A request body must arrive within this many seconds of its first read, else 408 "
+        "(a slow or endless body would hold an admission slot).",
+    )
+    max_batch_samples: int = Field(default=4096, ge=1, description="Largest accepted /score/batch.")

@@ -17,7 +17,7 @@ import asyncio
 import math
 import numbers
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
 
@@ -105,10 +105,13 @@ class FunctionGate:
         max_concurrency: int | None,
         requests_per_minute: float | None,
         tokens_per_minute: float | None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
-        self._requests = TokenBucket(requests_per_minute) if requests_per_minute else None
-        self._tokens = TokenBucket(tokens_per_minute) if tokens_per_minute else None
+        self._requests = TokenBucket(requests_per_minute, clock) if requests_per_minute else None
+        self._tokens = TokenBucket(tokens_per_minute, clock) if tokens_per_minute else None
+        self._sleep = sleep
         self._turn = asyncio.Lock()  # FIFO: one caller at a time waits for the buckets
 
     async def _pace(self, tokens: int) -> None:
@@ -121,7 +124,7 @@ class FunctionGate:
                     wait = max(wait, self._tokens.wait_s(tokens))
                 if wait <= 0:
                     break
-                await asyncio.sleep(wait)
+                await self._sleep(wait)
             if self._requests is not None:
                 self._requests.take(1)
             if self._tokens is not None:

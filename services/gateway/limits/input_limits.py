@@ -1,28 +1,9 @@
-"""Input limits checked on every sample before any work starts, each answered with an error naming the field.
+"""Input limits checked on every sample before any work starts, each answered with an error naming the field
+(413 `FieldTooLarge`, 422 `TooDeep` or `InvalidImage`), so no oversized or hostile input costs work.
 
-    max_body_bytes          413 PayloadTooLarge   (services/common/body_limits.py, before the body is parsed)
-    max_batch_samples       413 BatchTooLarge     /score/batch `samples`, /openrlhf `query`
-    max_solution_chars      413 FieldTooLarge     solution_str
-    max_ground_truth_chars  413 FieldTooLarge     ground_truth (a string: its length; else its size)
-    max_prompt_chars        413 FieldTooLarge     prompt (text: its length; chat messages: their size)
-    max_extra_info_chars    413 FieldTooLarge     extra_info (its size)
-    max_messages            413 FieldTooLarge     messages (how many; trajectory.py checks their shape)
-    max_messages_chars      413 FieldTooLarge     messages (their size)
-    max_uid_chars           413 FieldTooLarge     uid (a string, or the digits of an integer)
-    max_data_source_chars   413 FieldTooLarge     data_source
-    max_group_id_chars      413 FieldTooLarge     group_id (a string, or the digits of an integer)
-    max_function_name_chars 413 FieldTooLarge     reward_fn, group_fn, a grader's name
-    max_grader_spec_chars   413 FieldTooLarge     an inline grader spec (its size)
-    max_extra_info_depth    422 TooDeep           extra_info nested deeper than this (a flat dict is depth 1)
-    max_json_depth          422 TooDeep           ground_truth, prompt, messages, a grader spec: deeper
-    max_images_per_sample   413 FieldTooLarge     `images` plus the image_url parts of `prompt` messages
-    max_image_bytes         413 FieldTooLarge     an image: `images[2]`, `prompt[0].content[1].image_url.url`
-    max_image_pixels        413 FieldTooLarge     one image's width x height (from its header)
-    allowed_image_url_hosts 422 InvalidImage      an image URL of another host; also bad base64, not an image
-
-Lengths are in characters (Python `len`), not bytes. The *size* of a JSON value is `sizes.json_size`'s: one
-per value plus the characters of every string and key, counted without reading any string (see there).
-The characters of the image URLs in `prompt` messages count against the image limits, not `max_prompt_chars`.
+Lengths are in characters (Python `len`), not bytes; the *size* of a JSON value is `sizes.json_size`'s,
+counted without reading any string. Every setting, its default, the fields it bounds and the answer over it:
+docs/security.md ("Limits and their defaults").
 """
 
 from __future__ import annotations

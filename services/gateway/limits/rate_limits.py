@@ -16,7 +16,7 @@ import asyncio
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from rewardfleet.services.common.retry_after import parse_retry_after
 
@@ -28,10 +28,17 @@ _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 class Budget:
     """Requests and tokens spent in the last minute, for one function on one pool."""
 
-    def __init__(self, rpm: int | None, tpm: int | None, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        rpm: int | None,
+        tpm: int | None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self.rpm = rpm
         self.tpm = tpm
         self._clock = clock
+        self._sleep = sleep
         self._requests: deque[float] = deque()
         self._tokens: deque[tuple[float, int]] = deque()
         self._token_sum = 0
@@ -66,7 +73,7 @@ class Budget:
         waited = 0.0
         async with self._lock:  # one waiter at a time, so requests leave in arrival order
             while (delay := self.wait_s()) > 0:
-                await asyncio.sleep(delay)
+                await self._sleep(delay)
                 waited += delay
             self._requests.append(self._clock())
         return waited

@@ -1,32 +1,12 @@
-"""Master-key probes: the gateway asks each probed judge to grade answers that say nothing, and counts how
-often it accepts them (docs/judge_monitoring.md).
+"""Master-key probes: the gateway asks each probed judge to grade answers that say nothing (":", "Solution",
+...) and counts how often it accepts them, since a judge that does pays a policy for producing nothing.
 
-"One Token to Fool LLM-as-a-Judge" (2025) found that answers such as ":", "." or "Thought process:" (and the
-same openers in other languages) get a "correct" from strong judges. A judge that accepts them pays a policy
-for producing nothing, and an RL policy will find it. So for each function in `judge_probes.functions`, once
-at start-up (retried every `retry_s` until some probe gets an answer: the pool is ready) and then every
-`interval_s`, the gateway sends every master key (`MASTER_KEYS`, or `answers`, plus `extra_answers`) as the
-response to every reference question, through the function itself (its template, model and pool), and
-records per pool:
-
-- `rewardfleet_judge_probe_false_positive_ratio{pool}`: accepted master keys / answered probes, last round;
-- `rewardfleet_judge_probes_total{pool, outcome}`: rejected, false_positive, error;
-- `rewardfleet_judge_pool_degraded{pool}`: 1 while the last ratio is above `degrade_above_ratio`. With
-  `on_degraded: refuse`, samples of functions whose reward_kwargs name that pool then get the typed error
-  `JudgePoolDegraded` (no score) until a later round is at or below the threshold again.
-
-Probes measure the judge pool, not the guards in front of it: a probed function that takes a `guards` keyword
-(the built-in `judge`, `rule_then_judge`) is called with `guards=False`, since the guards answer exactly these
-master keys without asking the judge (reward_fns/judging/guards.py; their hits are
-`rewardfleet_judge_guard_total`).
-A ratio above 0 therefore says the judge would pay for an answer the guards do not know.
-
-With several gateway processes or replicas sharing a state store, one of them runs the probes (it holds the
-`judge-probes` lease, `reliability/jobs.py`) and publishes its reports and refusals; the others apply them.
-
-Probes run in the background, at most `max_concurrency` at once, each under `timeout_s`; they never hold a
-sample's slot. A probe that fails is counted (`outcome="error"`) and logged, never raised. Probe calls go
-through `Scorer.run_unrecorded`: their tokens and spend count, their scores stay out of the reward metrics.
+Each function of `judge_probes.functions` is probed at start-up (again every `retry_s` until some probe gets
+an answer) and then every `interval_s`, through the function itself with its guards off (the guards answer
+exactly these keys without asking the judge). A pool above `degrade_above_ratio` is reported, or refused
+(`JudgePoolDegraded`). With a shared state store one process holds the probe lease (jobs.py) and the others
+apply its reports. Probes never hold a sample's slot, and a failed probe is counted and logged, never
+raised. Behaviour, metrics and measurements: docs/judge_monitoring.md ("Master-key probes").
 """
 
 from __future__ import annotations
@@ -37,7 +17,7 @@ import dataclasses
 import inspect
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,6 +123,8 @@ class JudgeProber:
         registry: CollectorRegistry,
         board: JobBoard | None = None,
         renew_s: float = 3.0,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         loaded = functions()
         unknown = [name for name in config.functions if name not in loaded]
@@ -161,6 +143,8 @@ class JudgeProber:
         self._tasks: list[asyncio.Task[None]] = []
         self.board: JobBoard = board if board is not None else MemoryJobBoard()
         self.renew_s = renew_s
+        self.clock = clock  # wall time: a round's end is compared across processes (`finished_unix_s`)
+        self.sleep = sleep
         self.leading = False
         self._decided = asyncio.Event()  # set once the first lease attempt has answered
         for pool in self.reports:
@@ -194,7 +178,7 @@ class JudgeProber:
                 logger.warning("judge probes: lease not renewed: %s", exc.message)
                 self.leading = False
             self._decided.set()
-            await asyncio.sleep(self.renew_s)
+            await self.sleep(self.renew_s)
 
     async def _loop(self, name: str) -> None:
         await self._decided.wait()
@@ -207,7 +191,7 @@ class JudgeProber:
             except Exception:  # a bug here must not end the monitor silently
                 logger.exception("judge probes of %s: the round failed", name)
                 wait = self.config.retry_s
-            await asyncio.sleep(wait)
+            await self.sleep(wait)
 
     async def _lead(self, name: str) -> float:
         """Run a round when one is due (the last, by whichever process ran it, is `interval_s` old)."""
@@ -217,7 +201,7 @@ class JudgeProber:
         if fn is not None and board is not None:
             shared = board["reports"].get(probe_pool(fn), {}).get("finished_unix_s")
             last = max(last or 0.0, shared or 0.0) or None
-        if last is not None and (remaining := last + self.config.interval_s - time.time()) > 0:
+        if last is not None and (remaining := last + self.config.interval_s - self.clock()) > 0:
             return min(remaining, self.config.retry_s)
         answered = await self.run_round(name)
         refused = {p: self.scorer.refused_pools[p] for p in self.reports if p in self.scorer.refused_pools}
@@ -271,7 +255,7 @@ class JudgeProber:
         report.false_positives = false_positives
         report.ratio = false_positives / len(answered)
         report.accepted = tuple(sorted({key for key, fp in answered if fp}))
-        report.finished_unix_s = time.time()
+        report.finished_unix_s = self.clock()
         self.metrics.ratio.labels(pool).set(report.ratio)
         self._judge_health(pool, report)
         logger.info(

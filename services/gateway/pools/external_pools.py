@@ -22,6 +22,7 @@ import logging
 import os
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,8 +69,10 @@ class ExternalPool:
     metrics: ExternalPoolMetrics
     api_key: str | None = field(default=None, repr=False)
     budgets: dict[str, Budget] = field(default_factory=dict)
-    paused_until: float = 0.0  # monotonic time before which no request is sent (set by a 429)
+    paused_until: float = 0.0  # `clock` time before which no request is sent (set by a 429)
     spend: SpendMeter | None = None
+    clock: Callable[[], float] = time.monotonic  # the budgets' and the back-off's time (tests move it)
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     @classmethod
     def from_config(
@@ -101,7 +104,7 @@ class ExternalPool:
         """POST `body` to `base_url` + `path` for `function`, within its budget, backing off on 429."""
         budget = self.budgets.get(function)
         if budget is None:
-            budget = self.budgets[function] = Budget(self.config.rpm, self.config.tpm)
+            budget = self.budgets[function] = Budget(self.config.rpm, self.config.tpm, self.clock, self.sleep)
         url = f"{self.config.base_url}/{path.lstrip('/')}"
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         payload = self._payload(body)
@@ -115,9 +118,9 @@ class ExternalPool:
                 return Forwarded(402, json.dumps(error).encode(), "application/json")
         for attempt in range(self.config.max_retries + 1):
             waited = await budget.acquire()
-            pause = self.paused_until - time.monotonic()
+            pause = self.paused_until - self.clock()
             if pause > 0:
-                await asyncio.sleep(pause)
+                await self.sleep(pause)
                 waited += pause
             if waited > 0:
                 self.metrics.budget_wait.labels(function, self.name).inc(waited)
@@ -133,7 +136,7 @@ class ExternalPool:
                 break
             wait = min(self.config.max_backoff_s, delay if delay is not None else 2.0**attempt)
             # One pool-wide pause: every function's next request waits too, as the provider asked.
-            self.paused_until = max(self.paused_until, time.monotonic() + wait)
+            self.paused_until = max(self.paused_until, self.clock() + wait)
             logger.info(
                 "pool %s: HTTP %d, retrying in %.2f s (attempt %d)", self.name, status, wait, attempt + 1
             )

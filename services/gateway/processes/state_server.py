@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
@@ -51,7 +52,12 @@ def find_binary() -> Path:
 class StateServer:
     """One supervised `redis-server` on a unix socket; `url` is what every gateway process connects to."""
 
-    def __init__(self, binary: Path | None = None, folder: Path | None = None) -> None:
+    def __init__(
+        self,
+        binary: Path | None = None,
+        folder: Path | None = None,
+        pause: Callable[[float], bool] | None = None,
+    ) -> None:
         self.binary = binary or find_binary()
         self.folder = folder or Path(tempfile.mkdtemp(prefix="rewardfleet-state-"))
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -62,6 +68,8 @@ class StateServer:
         self._proc: subprocess.Popen[bytes] | None = None
         self._stopping = threading.Event()
         self._watcher: threading.Thread | None = None
+        # Waits out a restart's back-off; True when stopping meanwhile (a test passes its own: no wall time).
+        self._pause = pause or self._stopping.wait
 
     @property
     def url(self) -> str:
@@ -119,7 +127,7 @@ class StateServer:
                 return
             delay = RESTART_BACKOFF_S[min(failures, len(RESTART_BACKOFF_S) - 1)]
             logger.error("state server exited with %s; restarting in %.1f s", code, delay)
-            if self._stopping.wait(delay):
+            if self._pause(delay):
                 return
             try:
                 self._spawn()

@@ -73,7 +73,7 @@ async def score_batch(request: Request) -> Response:
     """Score many samples concurrently; results come back in the order of `samples`."""
     gateway = get_gateway(request)
     batch = await parse_json_body(request, BatchRequest)
-    limit = gateway.config.max_batch_samples
+    limit = gateway.config.body.max_batch_samples
     if len(batch.samples) > limit:
         raise BatchTooLarge(f"{len(batch.samples)} samples; max_batch_samples is {limit}")
     catalog = gateway.catalog

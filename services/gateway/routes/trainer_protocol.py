@@ -192,7 +192,7 @@ def gateway_backend(app: FastAPI, config: GatewayConfig) -> TrainerBackend:
             message = f"reward function {fn.name!r} needs a label (ground truth) and this sample has none"
             raise InvalidSample([{"type": "missing", "loc": ("ground_truth",), "msg": message}])
 
-    return TrainerBackend(score_one=score_one, check=check, max_samples=config.max_batch_samples)
+    return TrainerBackend(score_one=score_one, check=check, max_samples=config.body.max_batch_samples)
 
 
 def requires_ground_truth(fn: Callable[..., Any]) -> bool:

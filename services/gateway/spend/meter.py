@@ -1,28 +1,12 @@
 """Spend in dollars: judge tokens priced per pool (`pool_prices`), counted from each answer's real `usage`,
-with optional hard caps per pool and per function (docs/judge_monitoring.md).
+with optional hard caps per pool and per function.
 
-Where spend is counted: a fleet pool's tokens as the judge's result reports them (`extra.judge_pool` and
-`extra.usage`, read by the scorer, like `rewardfleet_pool_tokens_total`); an external pool's from the
-provider's own answer as the gateway forwards it (pools/external_pools.py), so neither is counted twice.
-Each charge goes to the ledger (in-process, or one Redis hash shared by every replica when `state_url` is set)
-and to `rewardfleet_pool_cost_usd_total{reward_fn, pool}` (this replica's share; sum over replicas).
-
-The cap rule (chosen because a call's cost is known only after it answered): **a call is admitted only while
-the spend so far is below the cap**; the call that crosses the cap is admitted and charged in full, and every
-later call is refused with `BudgetExhausted` (a typed error for that sample, never a score). So calls made one
-after another stop with spend in [cap, cap + one call's cost); spend lands exactly on the cap when the cap is
-a multiple of the per-call cost. Calls admitted together (concurrently, or on several replicas at once) all
-saw the same spend below the cap, so the overshoot is at most one call's cost per call in flight.
-
-Which caps a call is checked against: its function's `max_spend_usd`, and the `max_spend_usd` of every capped
-pool the function is known to use: the pool its `reward_kwargs` name (`pool`), and every pool it has been
-charged for (or refused by) since start-up. A function's first call to a pool it does not name is therefore
-checked only by the pool itself: an external pool refuses to forward past its cap (HTTP 402, type
-BudgetExhausted: that one sample fails with the judge's call error, and the function's next samples get
-BudgetExhausted before running); a fleet pool cannot refuse, so that one call is charged and the next is
-refused.
-
-Amounts are integer nano-dollars in the ledger, so totals are exact in any order.
+A fleet pool's tokens come from the judge's result (`extra.judge_pool`, `extra.usage`), an external pool's
+from the provider's answer as the gateway forwards it, so neither is counted twice. Since a call's cost is
+known only after it answers, a call is admitted only while the spend so far is below the cap (the one that
+crosses it is charged in full; later ones get `BudgetExhausted`). Amounts are integer nano-dollars in the
+ledger (in process, or one Redis hash with `state_url`), so totals are exact in any order. The cap rule, its
+overshoot bound and which caps a call is checked against: docs/judge_monitoring.md ("Spend in dollars").
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ redis_scripts.py  the Lua scripts: every read-modify-write runs atomically insid
 redis_pipeline.py automatic pipelining: one event-loop turn's script calls in one round trip
 redis_leases.py   one timer renewing the leases of the runs and concurrency slots a replica holds
 factory.py        the backend for a `state_url` (none: memory; redis://, rediss://, unix://: Redis)
+config.py         the `state:` config section (state_url, key prefix, timeout, lease)
 metrics.py        state-store latency and error metrics
 
 The features' stores over it: cache/ (results), limits/ (gates), spend/ (ledger), groups/ (group store).

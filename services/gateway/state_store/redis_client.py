@@ -20,7 +20,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -170,6 +170,7 @@ class Notifier:
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._keepalive = store.key("notifier").encode()
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep  # the reconnect back-off's (tests')
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="state-store-notifier")
@@ -279,7 +280,7 @@ class Notifier:
                 self._lost(exc)
                 with contextlib.suppress(*STORE_ERRORS):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
-                await asyncio.sleep(backoff_s)
+                await self.sleep(backoff_s)
                 backoff_s = min(backoff_s * 2, 2.0)
 
     def _dispatch(self, message: dict[str, Any]) -> None:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from redis.commands.core import AsyncScript
 
@@ -37,19 +37,30 @@ class _Held:
     since: float  # event-loop time of the take or the last renewal
 
 
+class Timer(Protocol):
+    """What the renewals read the time from and schedule their tick on: the event loop, or a test's clock."""
+
+    def time(self) -> float: ...
+
+    def call_later(self, delay: float, callback: Callable[[], object]) -> Any: ...
+
+
 class Leases:
-    def __init__(self, store: RedisStore, op: str, renew: AsyncScript, lease_s: float) -> None:
+    def __init__(
+        self, store: RedisStore, op: str, renew: AsyncScript, lease_s: float, timer: Timer | None = None
+    ) -> None:
         self.store = store
+        self.timer = timer  # None: the running event loop
         self.op = op
         self.renew = renew
         self.every_s = lease_s / 3
         self._held: dict[int, _Held] = {}
         self._ids = itertools.count()
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: Any = None  # the pending tick's handle
 
     def hold(self, keys: Sequence[Any], args: Sequence[Any]) -> int:
         """Keep renewing (`renew` script with these keys and arguments) until `drop` with the returned id."""
-        loop = asyncio.get_running_loop()
+        loop = self.timer or asyncio.get_running_loop()
         ident = next(self._ids)
         self._held[ident] = _Held(keys, args, loop.time())
         if self._timer is None:
@@ -66,7 +77,7 @@ class Leases:
         self._timer = None
         if not self._held:
             return  # the next hold starts the timer again
-        loop = asyncio.get_running_loop()
+        loop = self.timer or asyncio.get_running_loop()
         now = loop.time()
         for held in self._held.values():
             if now - held.since >= self.every_s:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import stat
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from rewardfleet.services.gateway.processes.state_server import (
     StateServerUnavailable,
     find_binary,
 )
+from tests.waiting import eventually
 
 
 @pytest.fixture
@@ -27,19 +27,6 @@ def server() -> Iterator[StateServer]:
         yield s
     finally:
         s.stop()
-
-
-def eventually_true(check, timeout_s: float = 20.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            if check():
-                return
-        except redis.RedisError:
-            pass
-        if time.monotonic() > deadline:
-            raise AssertionError("the state server did not come back")
-        time.sleep(0.05)
 
 
 def test_the_bundled_binary_is_preferred() -> None:
@@ -62,7 +49,12 @@ def test_killed_and_restarted(server: StateServer) -> None:
     old = server.pid
     assert old is not None
     os.kill(old, signal.SIGKILL)
-    eventually_true(lambda: server.restarts == 1 and redis.Redis.from_url(server.url).ping())
+    eventually(
+        lambda: server.restarts == 1 and redis.Redis.from_url(server.url).ping(),
+        timeout_s=20,
+        what="the state server to come back",
+        retry_on=(redis.RedisError,),
+    )
     assert server.pid != old
     assert redis.Redis.from_url(server.url).get("k") is None  # a new, empty store: callers saw errors between
 

@@ -15,18 +15,12 @@ from rewardfleet.services.gateway.limits.function_limits import (
     reported_tokens,
 )
 from rewardfleet.services.gateway.limits.input_limits import prompt_chars
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.clock import FakeClock
+from tests.waiting import eventually_async
 
 
 def test_bucket_starts_full_and_refills_continuously() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     bucket = TokenBucket(60, clock)  # one unit per second, up to 60
     assert bucket.wait_s(60) == 0.0
     bucket.take(60)
@@ -38,7 +32,7 @@ def test_bucket_starts_full_and_refills_continuously() -> None:
 
 
 def test_bucket_never_holds_more_than_a_minute_and_caps_a_huge_call() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     bucket = TokenBucket(120, clock)  # 2 per second
     clock.now += 3600
     bucket.wait_s(1)
@@ -101,3 +95,31 @@ async def test_tpm_charges_the_tokens_a_call_reports() -> None:
     async with gate.hold(10) as charge:
         charge.settle(0)  # used none: the estimate comes back
     assert 599 <= bucket.level <= 602
+
+
+async def test_rpm_paces_calls_on_the_clock() -> None:
+    """A full bucket lets a minute's worth through at once; then each call waits exactly its refill."""
+    clock = FakeClock(autojump=True)
+    gate = FunctionGate(None, requests_per_minute=60, tokens_per_minute=None, clock=clock, sleep=clock.sleep)
+    for _ in range(62):
+        async with gate.hold(1):
+            pass
+    assert clock.slept == [pytest.approx(1.0), pytest.approx(1.0)]
+    assert clock.now == pytest.approx(1002.0)
+
+
+async def test_a_reported_overspend_makes_the_next_call_wait_for_it() -> None:
+    clock = FakeClock()
+    gate = FunctionGate(None, None, tokens_per_minute=600, clock=clock, sleep=clock.sleep)  # 10 a second
+    async with gate.hold(10) as charge:
+        charge.settle(600)  # the judge used the whole minute's budget, not the 10 estimated
+    waiting = asyncio.create_task(_hold(gate, 10))
+    await eventually_async(lambda: clock.sleeping == 1, what="the next call waiting for the bucket")
+    assert clock.next_wake() == pytest.approx(1.0) and not waiting.done()
+    clock.advance(1.0)
+    await waiting
+
+
+async def _hold(gate: FunctionGate, tokens: int) -> None:
+    async with gate.hold(tokens):
+        pass

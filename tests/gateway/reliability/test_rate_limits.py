@@ -7,14 +7,7 @@ from email.utils import formatdate
 import pytest
 
 from rewardfleet.services.gateway.limits.rate_limits import Budget, parse_duration_s, retry_delay_s
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.clock import FakeClock
 
 
 @pytest.mark.parametrize(
@@ -47,7 +40,7 @@ def test_retry_after_wins_then_the_exhausted_reset() -> None:
 
 
 def test_rpm_waits_for_the_oldest_request_to_leave_the_window() -> None:
-    clock = Clock()
+    clock = FakeClock()
     budget = Budget(rpm=2, tpm=None, clock=clock)
     assert budget.wait_s() == 0
     budget._requests.extend([clock.now, clock.now + 10])
@@ -58,7 +51,7 @@ def test_rpm_waits_for_the_oldest_request_to_leave_the_window() -> None:
 
 
 def test_tpm_counts_real_usage_until_it_expires() -> None:
-    clock = Clock()
+    clock = FakeClock()
     budget = Budget(rpm=None, tpm=1000, clock=clock)
     budget.spend_tokens(600)
     clock.now += 20

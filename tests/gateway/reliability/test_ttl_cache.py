@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 from rewardfleet.services.gateway.cache.idempotency import TTLCache
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.clock import FakeClock
 
 
 def test_an_entry_lives_ttl_s_then_is_gone() -> None:
-    clock = Clock()
+    clock = FakeClock()
     cache = TTLCache(max_entries=10, ttl_s=60.0, clock=clock)
     cache.put("k", '{"score": 1.0}')
     clock.now += 60.0
@@ -24,7 +17,7 @@ def test_an_entry_lives_ttl_s_then_is_gone() -> None:
 
 
 def test_storing_again_restarts_the_ttl() -> None:
-    clock = Clock()
+    clock = FakeClock()
     cache = TTLCache(max_entries=10, ttl_s=60.0, clock=clock)
     cache.put("k", "a")
     clock.now += 50.0
@@ -34,7 +27,7 @@ def test_storing_again_restarts_the_ttl() -> None:
 
 
 def test_the_least_recently_used_entry_goes_first() -> None:
-    cache = TTLCache(max_entries=2, ttl_s=60.0, clock=Clock())
+    cache = TTLCache(max_entries=2, ttl_s=60.0, clock=FakeClock())
     cache.put("a", "1")
     cache.put("b", "2")
     assert cache.get("a") == "1"  # `a` is now the most recent

@@ -3,12 +3,13 @@ lease in Redis, short ones are never renewed, and the timer stops when nothing i
 
 from __future__ import annotations
 
-import asyncio
+from typing import Any
 
 from rewardfleet.services.gateway.limits.stores import gate_for
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from rewardfleet.services.gateway.state_store.redis_leases import Leases, new_token
 from rewardfleet.services.gateway.state_store.redis_scripts import LEASE_RENEW
+from tests.clock import FakeClock
 from tests.gateway.state_store.helpers import renewals
 from tests.waiting import eventually_async
 
@@ -40,10 +41,52 @@ async def test_long_holds_are_renewed_short_ones_are_not(replicas: list[RedisBac
     assert len(leases) == 0
     sent = renewals(backend, "test_renew")
     assert 3 <= sent <= 12  # one every 1/3 to 1/2 of the lease, for the long hold only
-    await asyncio.sleep(
-        0.2
-    )  # a window in which nothing may happen (no stray renewal): not a wait for an event
+    # No stray renewal once nothing is held: on a clock, over any time, in the test below.
     assert renewals(backend, "test_renew") == sent
+
+
+def record_sends(store: Any) -> list[str]:
+    """The ops `store.send` was given, in order, counted as they are sent (not when Redis answers)."""
+    sent: list[str] = []
+    send = store.send
+
+    def recording(op: str, pending: Any, context: str) -> None:
+        sent.append(op)
+        send(op, pending, context)
+
+    store.send = recording
+    return sent
+
+
+async def test_renewals_follow_the_clock_and_stop_with_the_last_hold(replicas: list[RedisBackend]) -> None:
+    """The timer on a clock the test moves (lease 30 s: a tick every 5 s, a renewal once a hold is 10 s old),
+    the renewals sent to a real Redis."""
+    backend = replicas[0]
+    store = backend.store
+    clock = FakeClock()
+    leases = Leases(store, "clock_renew", store.script(LEASE_RENEW), lease_s=30.0, timer=clock)
+    sent = record_sends(store)
+    key, token = store.key("lease", "clocked"), new_token()
+    await store.client.set(key, token, px=30_000)
+    held = leases.hold([key], [token, 60_000])  # a renewal sets 60 s: Redis shows when one arrived
+    clock.advance(5.0)
+    assert sent == []  # the first tick: the hold is 5 s old, under a third of the lease
+    clock.advance(5.0)
+    assert sent == ["clock_renew"]
+
+    async def renewed() -> bool:
+        return await store.client.pttl(key) > 30_000
+
+    await eventually_async(renewed, what="the renewal in Redis")
+    for _ in range(20):  # short holds, each dropped before its first tick: never renewed
+        leases.drop(leases.hold([key], [token, 60_000]))
+    clock.advance(10.0)
+    assert sent == ["clock_renew"] * 2  # the long hold again, 10 s after its last renewal; no short one
+    leases.drop(held)
+    clock.advance(5.0)
+    assert leases._timer is None and len(leases) == 0  # the tick found nothing held and stopped
+    clock.advance(3600.0)
+    assert sent == ["clock_renew"] * 2  # an hour on: no stray renewal
 
 
 async def test_a_slot_held_longer_than_its_lease_stays_taken(replicas: list[RedisBackend]) -> None:
