@@ -130,7 +130,9 @@ async def test_the_lua_rule_is_the_python_rule(backend: RedisBackend) -> None:
         for name in names:
             held = rng.randint(0, room)
             room -= held
-            state[name] = Party(held, rng.choice([0, 0, 1, 2, 5, 40]), rng.choice([1.0, 2.0]), rng.choice([0, 1]))
+            state[name] = Party(
+                held, rng.choice([0, 0, 1, 2, 5, 40]), rng.choice([1.0, 2.0]), rng.choice([0, 1])
+            )
         me = rng.choice(names)
         state[me] = Party(state[me].held, max(1, state[me].waiting), state[me].weight, state[me].rank)
         want = may_take(me, state, capacity, headroom)
