@@ -30,6 +30,7 @@ import aiohttp
 import yaml
 
 from bench.common import OFFLINE_ENV, BenchResult, Row, print_result, write_fn
+from rewardfleet.services.gateway.config.tenants import TenancyConfig
 from rewardfleet.services.gateway.tenants.shares import headroom_slots
 from tests.gateway.state_store.fleet import HAPROXY, haproxy_config
 from tests.gateway.state_store.redis_server import RedisServer
@@ -232,6 +233,7 @@ def run(
     capacity = slots / latency_s  # calls per second the pool can answer
     share = capacity / 2  # two tenants of equal weight
     a_in_flight = 4 * slots
+    headroom_fraction = TenancyConfig().headroom_fraction
     figures: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="rf-noisy-") as tmp_name:
         tmp = Path(tmp_name)
@@ -261,8 +263,8 @@ def run(
         f"pool: {slots} slots x {latency_s} s (mean; each call U(0.5, 1.5) x, seeded) = {capacity:.0f} "
         f"calls/s; fair share {share:.0f}/s per tenant (equal weights); A posts {10 * share:.0f}/s (10x) for "
         f"{duration_s:.0f} s and keeps <= {a_outstanding} posts open; with tenants A's samples_in_flight "
-        f"quota is {a_in_flight} and the pool's headroom the default (tenancy.headroom_fraction 0.1: "
-        f"{headroom_slots(slots, 0.1)} slots)",
+        f"quota is {a_in_flight} and the pool's headroom the default (tenancy.headroom_fraction "
+        f"{headroom_fraction}: {headroom_slots(slots, headroom_fraction)} slot(s))",
     ]
     for fig in figures:
         _report(result, fig, share, duration_s)

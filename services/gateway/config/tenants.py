@@ -3,7 +3,7 @@
     tenancy:
       priority_classes: [eval, train]     # served in this order when a pool is saturated
       max_run_labels: 16                  # distinct `run` labels per tenant; more fold into "other"
-      headroom_fraction: 0.1              # of a pool's slots kept free for tenants within their share
+      headroom_fraction: 0.05             # of a pool's slots kept free for tenants within their share
       headroom_slots: {judge: 4}          # per function (pool), instead of the fraction
     tenants:
       team-a:
@@ -90,7 +90,7 @@ class TenancyConfig(BaseModel):
     )
 
     headroom_fraction: float = Field(
-        default=0.1,
+        default=0.05,
         ge=0,
         lt=1,
         description="Of a pool's slots (a function's max_concurrency), the fraction (rounded up) that a "

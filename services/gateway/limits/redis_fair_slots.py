@@ -1,4 +1,5 @@
-"""A function's fleet-wide slots shared by tenants: tenants/shares.py's admission rule, in one Lua script.
+"""A function's fleet-wide slots shared by tenants: tenants/shares.py's admission rule, in one Lua script
+(its `BURST` is the 2 in `within`).
 
 The slots are redis_gate.py's sorted set of leases; a tenant's lease is named `<tenant>|<token>`, so the
 script counts each tenant's slots in use from the live leases (a dead replica's expire within `lease_s`, and
@@ -73,7 +74,7 @@ for o, _ in pairs(parties) do
   if rank[o] <= mine then sum = sum + weight[o] end
 end
 local function within(o)
-  return (held[o] or 0) + (waiting[o] or 0) <= cap * weight[o] / sum + headroom
+  return (held[o] or 0) + (waiting[o] or 0) <= cap * weight[o] / sum + 2 * headroom
 end
 local ok = within(me) or free > headroom
 if not ok and (held[me] or 0) < cap * weight[me] / sum then

@@ -3,6 +3,8 @@
 Concurrency is a sorted set of leases (token -> expiry): `SLOT_ACQUIRE` drops expired leases and adds one
 if fewer than `max_concurrency` are held, in one script. A holder's lease is renewed (redis_leases.py), so a
 replica that dies holding slots gives them back within `lease_s`. Release publishes, which wakes waiters.
+With tenants, `hold_for` takes the slot through redis_fair_slots.py instead: the same leases, named by tenant,
+and tenants/shares.py's admission rule in the script (assured shares and a headroom, fleet-wide).
 
 RPM and TPM are token buckets (refilled continuously, starting full, like admission.TokenBucket) kept in
 Redis hashes; `BUCKETS_TAKE` refills both and takes from both only when both allow, atomically, else answers

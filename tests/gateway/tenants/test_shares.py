@@ -32,11 +32,11 @@ def test_a_flooding_tenant_leaves_the_headroom_free() -> None:
 
 
 def test_a_tenant_within_its_share_takes_the_last_free_slot() -> None:
-    # b posts at its share: its demand fluctuates above 8, by up to the headroom, and it is still served.
-    assert may_take("b", parties(a=(6, 40), b=(9, 1)), 16, 2)
-    # b asking for more than share + headroom is over its share: the last slots go to a, under its own
-    assert not may_take("b", parties(a=(6, 40), b=(9, 2)), 16, 2)
-    assert may_take("a", parties(a=(6, 40), b=(9, 2)), 16, 2)
+    # b posts at its share: its demand fluctuates above 8, by up to twice the headroom, and it is served.
+    assert may_take("b", parties(a=(6, 40), b=(9, 3)), 16, 2)
+    # b asking for more than share + 2 x headroom is over its share: the last slots go to a, under its own
+    assert not may_take("b", parties(a=(6, 40), b=(9, 4)), 16, 2)
+    assert may_take("a", parties(a=(6, 40), b=(9, 4)), 16, 2)
 
 
 def test_alone_a_tenant_takes_every_slot() -> None:
@@ -68,6 +68,7 @@ def test_a_more_urgent_class_goes_first() -> None:
 
 def test_headroom_slots() -> None:
     assert headroom_slots(16, 0.1) == 2
+    assert headroom_slots(16, 0.05) == 1  # the default fraction
     assert headroom_slots(4, 0.1) == 1
     assert headroom_slots(1, 0.1) == 0  # never the whole pool
     assert headroom_slots(16, 0.1, 5) == 5
