@@ -158,3 +158,19 @@ async def test_a_waiter_of_a_dead_replica_stops_counting(backend: RedisBackend) 
     claim = SlotClaim("train", 1.0, 1, 0, lambda: 1)
     assert await slots.try_take("train|ask", 4, claim)
     assert await store.client.hget(demand_key, "urgent|gone") is None
+
+
+async def test_slots_of_a_dead_replica_stop_counting_for_their_tenant(backend: RedisBackend) -> None:
+    """A tenant's slots are its live leases: a replica that died holding them (no renewal) frees them, and the
+    tenant's count with them, when the leases run out."""
+    store = backend.redis
+    assert store is not None
+    slots = FairSlots(store, store.key("crash"), 10_000)
+    slots_key, _, _, parties_key = slots.keys
+    await store.client.hset(parties_key, "a", "1.0 1")
+    await store.client.zadd(slots_key, {"a|dead1": 0, "a|dead2": 0})  # leases that ran out
+    claim = SlotClaim("b", 1.0, 1, 0, lambda: 1)
+    assert await slots.try_take("b|ask1", 2, claim)
+    assert await slots.try_take("b|ask2", 2, claim)  # both of the dead replica's slots were free
+    assert not await slots.try_take("b|ask3", 2, claim)
+    assert await store.client.zcard(slots_key) == 2
