@@ -34,8 +34,8 @@ NO_TENANT = ""
 class FairScheduler:
     """`capacity` slots shared by tenants: who may take a slot is shares.py's rule (assured shares, `headroom`
     free slots kept for tenants within their share); among those who may, the lowest (priority rank, start
-    tag) goes first. Each tenant's calls wait in its own FIFO. With one tenant, or `headroom` 0 and every
-    tenant over its share, this is plain start-time fair queuing.
+    tag) goes first. Each tenant's calls wait in its own FIFO. With `headroom` 0 (the default) every waiter
+    may take a free slot: plain work-conserving start-time fair queuing, as before.
 
     `acquire` answers the tenant it charged; `release(tenant)` gives that tenant's slot back. `release()`
     without a tenant (the older form) frees the slot this task took last, else one of the tenant holding
