@@ -1,10 +1,13 @@
 """Noisy neighbour: two tenants share one pool of fixed capacity (a stand-in judge: `slots` calls at once,
 each about `latency_s`, behind the gateway's own `max_concurrency` gate). Tenant B posts at a fraction of its
-fair share (half the pool): alone, then while tenant A posts ten times its share. With tenants on, the fair
-queue serves B as slots free and A's excess gets 429 (its `samples_in_flight` quota); the same posts against
-the gateway with tenants off (today's FIFO gate) show B's latency growing with A's load. A's client keeps at
-most `a_outstanding` posts open (bounded load). Every post is answered 200 or 429; anything else (an error,
-a timeout, a dropped connection) counts as lost. Ratios are against B alone in the same run.
+fair share (half the pool): alone, then while tenant A posts ten times its share. With tenants on, the pool's
+admission rule (tenants/shares.py: assured shares, and a headroom of free slots that A, over its share, leaves
+for B, within its share) serves B at once and A's excess gets 429 (its `samples_in_flight` quota); the same
+posts against the gateway with tenants off (today's FIFO gate) show B's latency growing with A's load. A's
+client keeps at most `a_outstanding` posts open (bounded load). Every post is answered 200 or 429; anything
+else (an error, a timeout, a dropped connection) counts as lost. Ratios are against B alone in the same run.
+Targets with tenants on: B's p50 and p99 with A <= 1.2x alone, A's answered throughput 0.8-1.2x its share,
+0 lost; the same with `--replicas 3` (gateways on one Redis behind HAProxy: the rule runs in Redis' Lua).
 
     .venv/bin/python -m bench.noisy_neighbour [--duration-s 12] [--slots 16] [--latency-s 0.4]
 """
@@ -27,6 +30,8 @@ import aiohttp
 import yaml
 
 from bench.common import OFFLINE_ENV, BenchResult, Row, print_result, write_fn
+from rewardfleet.services.gateway.config.tenants import TenancyConfig
+from rewardfleet.services.gateway.tenants.shares import headroom_slots
 from tests.gateway.state_store.fleet import HAPROXY, haproxy_config
 from tests.gateway.state_store.redis_server import RedisServer
 from tests.support import ChildProcess, free_port, rewardfleet_cmd, running
@@ -228,6 +233,7 @@ def run(
     capacity = slots / latency_s  # calls per second the pool can answer
     share = capacity / 2  # two tenants of equal weight
     a_in_flight = 4 * slots
+    headroom_fraction = TenancyConfig().headroom_fraction
     figures: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="rf-noisy-") as tmp_name:
         tmp = Path(tmp_name)
@@ -257,7 +263,8 @@ def run(
         f"pool: {slots} slots x {latency_s} s (mean; each call U(0.5, 1.5) x, seeded) = {capacity:.0f} "
         f"calls/s; fair share {share:.0f}/s per tenant (equal weights); A posts {10 * share:.0f}/s (10x) for "
         f"{duration_s:.0f} s and keeps <= {a_outstanding} posts open; with tenants A's samples_in_flight "
-        f"quota is {a_in_flight}",
+        f"quota is {a_in_flight} and the pool's headroom the default (tenancy.headroom_fraction "
+        f"{headroom_fraction}: {headroom_slots(slots, headroom_fraction)} slot(s))",
     ]
     for fig in figures:
         _report(result, fig, share, duration_s)

@@ -3,6 +3,8 @@
     tenancy:
       priority_classes: [eval, train]     # served in this order when a pool is saturated
       max_run_labels: 16                  # distinct `run` labels per tenant; more fold into "other"
+      headroom_fraction: 0.05             # of a pool's slots kept free for tenants within their share
+      headroom_slots: {judge: 4}          # per function (pool), instead of the fraction
     tenants:
       team-a:
         api_keys: [...]                   # or api_keys_file: /etc/rewardfleet/team-a.keys
@@ -87,6 +89,27 @@ class TenancyConfig(BaseModel):
         "(deterministic rule functions only). Any other function's cache and calls are per tenant.",
     )
 
+    headroom_fraction: float = Field(
+        default=0.05,
+        ge=0,
+        lt=1,
+        description="Of a pool's slots (a function's max_concurrency), the fraction (rounded up) that a "
+        "tenant over its share leaves free for tenants within theirs (tenants/shares.py).",
+    )
+    headroom_slots: dict[str, int] = Field(
+        default_factory=dict,
+        description="Per function with max_concurrency: the free slots kept, instead of headroom_fraction "
+        "(0..max_concurrency-1).",
+    )
+
+    @field_validator("headroom_slots")
+    @classmethod
+    def _slots_not_negative(cls, value: dict[str, int]) -> dict[str, int]:
+        for name, slots in value.items():
+            if slots < 0:
+                raise ValueError(f"tenancy.headroom_slots.{name}: {slots} is negative")
+        return value
+
     @field_validator("run_header")
     @classmethod
     def _lower(cls, value: str) -> str:
@@ -118,6 +141,23 @@ def check_tenants(tenants: dict[str, TenantConfig], tenancy: TenancyConfig) -> d
             owner[key] = name
         out[name] = keys
     return out
+
+
+def check_headroom(tenancy: TenancyConfig, pools: dict[str, int | None]) -> None:
+    """ValueError naming the field when `headroom_slots` names a function that is not a pool (`pools`: each
+    function's max_concurrency) or keeps the whole pool free."""
+    for name, slots in tenancy.headroom_slots.items():
+        capacity = pools.get(name)
+        if not capacity:
+            raise ValueError(
+                f"tenancy.headroom_slots.{name}: {name!r} is not a function with max_concurrency "
+                f"(functions with a pool: {sorted(n for n, c in pools.items() if c)})"
+            )
+        if slots >= capacity:
+            raise ValueError(
+                f"tenancy.headroom_slots.{name}: {slots} must be below the function's max_concurrency "
+                f"({capacity}), or no tenant could borrow a slot"
+            )
 
 
 class TenantsSection(BaseModel):

@@ -3,6 +3,8 @@
 Concurrency is a sorted set of leases (token -> expiry): `SLOT_ACQUIRE` drops expired leases and adds one
 if fewer than `max_concurrency` are held, in one script. A holder's lease is renewed (redis_leases.py), so a
 replica that dies holding slots gives them back within `lease_s`. Release publishes, which wakes waiters.
+With tenants, `hold_for` takes the slot through redis_fair_slots.py instead: the same leases, named by tenant,
+and tenants/shares.py's admission rule in the script (assured shares and a headroom, fleet-wide).
 
 RPM and TPM are token buckets (refilled continuously, starting full, like admission.TokenBucket) kept in
 Redis hashes; `BUCKETS_TAKE` refills both and takes from both only when both allow, atomically, else answers
@@ -19,6 +21,8 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from rewardfleet.services.gateway.errors import StateStoreUnavailable
+from rewardfleet.services.gateway.limits.redis_fair_slots import FairSlots
+from rewardfleet.services.gateway.limits.slot_claim import SlotClaim
 from rewardfleet.services.gateway.state_store.redis_client import RedisStore
 from rewardfleet.services.gateway.state_store.redis_leases import Leases, new_token
 from rewardfleet.services.gateway.state_store.redis_scripts import (
@@ -71,6 +75,7 @@ class RedisGate:
         self._take = store.script(BUCKETS_TAKE)
         self._settle = store.script(BUCKET_SETTLE)
         self._turn = asyncio.Lock()  # this replica's waiters ask the buckets one at a time, in order
+        self.fair = FairSlots(store, self.slots_key, self.lease_ms)  # tenants' shares (hold_for)
 
     def correct_tokens(self, delta: int) -> asyncio.Task[object]:
         """Charge the TPM bucket `delta` more tokens (a refund when negative), in the background: a failed
@@ -86,14 +91,22 @@ class RedisGate:
     def hold(self, tokens: int) -> AbstractAsyncContextManager[RedisCharge]:
         return self._hold(tokens)
 
+    def hold_for(self, tokens: int, claim: SlotClaim) -> AbstractAsyncContextManager[RedisCharge]:
+        """`hold` for a tenant's call: it takes a slot only as tenants/shares.py's rule admits it."""
+        return self._hold(tokens, claim)
+
     @asynccontextmanager
-    async def _hold(self, tokens: int) -> AsyncIterator[RedisCharge]:
+    async def _hold(self, tokens: int, claim: SlotClaim | None = None) -> AsyncIterator[RedisCharge]:
         if self.max_concurrency is None:
             await self._pace(tokens)
             yield RedisCharge(self, tokens)
             return
         token = new_token()
-        await self._take_slot(token)
+        if claim is None:
+            await self._take_slot(token)
+        else:
+            token = f"{claim.tenant}|{token}"  # the lease names its tenant: the script counts its slots
+            await self._take_fair_slot(token, claim)
         lease = self._leases.hold([self.slots_key], [token, self.lease_ms])
         try:
             await self._pace(tokens)
@@ -117,6 +130,18 @@ class RedisGate:
                 "slot_acquire", self.store.eval(self._acquire, [self.slots_key], args)
             ):
                 await inbox.wait(store.settings.poll_s)
+
+    async def _take_fair_slot(self, member: str, claim: SlotClaim) -> None:
+        capacity = self.max_concurrency or 0
+        try:
+            if await self.fair.try_take(member, capacity, claim):
+                return
+            async with self.store.notifier.listen(self.channel) as inbox:
+                while not await self.fair.try_take(member, capacity, claim):
+                    await inbox.wait(self.store.settings.poll_s)
+        except BaseException:
+            await asyncio.shield(self.fair.forget(member))  # no longer waiting: its demand goes
+            raise
 
     async def _pace(self, tokens: int) -> None:
         if self.rpm is None and self.tpm is None:

@@ -5,7 +5,8 @@
     middleware.py  authentication, run label, requests-per-minute quota (replaces the plain key check)
     quotas.py      samples in flight, judge tokens per minute, dollars per day and in total -> 429
     counters.py    the quotas' counters: in-process, or shared in Redis (`state_url`)
-    fair.py        weighted fair queuing of a saturated pool's calls across tenants, priority classes first
+    shares.py      who may take a pool's slot: assured shares, a headroom for tenants within their share
+    fair.py        the fair gate: that rule and weighted fair order in front of each function gate
     scoped.py      per-tenant result cache keys, failure log and spend
     metrics.py     per-tenant Prometheus series (configured tenants only)
     routes.py      `GET /tenants/self`

@@ -9,6 +9,7 @@ match (as services/common/api_keys.py does): the time taken says nothing of whic
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ class TenantDirectory:
         self.table = _table(tenants, tenancy)
         self.config_file = config_file
         self.generation = 0
+        self.check: Callable[[TenancyConfig], None] | None = None  # more checks of a reloaded `tenancy:`
 
     def resolve(self, presented: bytes) -> str | None:
         """The tenant owning `presented`, else None (constant time over all keys)."""
@@ -66,6 +68,8 @@ class TenantDirectory:
                     "tenants: the config file names no tenant (tenants cannot be turned off by reload)"
                 )
             tenants, tenancy = section.tenants, section.tenancy
+            if self.check is not None:
+                self.check(tenancy)
         self.table = _table(tenants, tenancy)
         self.generation += 1
         return {"generation": self.generation, "tenants": sorted(self.table.tenants)}

@@ -11,7 +11,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from rewardfleet.services.gateway.config import GatewayConfig
-from rewardfleet.services.gateway.config.tenants import OTHER_RUN
+from rewardfleet.services.gateway.config.tenants import OTHER_RUN, TenancyConfig, check_headroom
 from rewardfleet.services.gateway.limits.function_limits import FunctionGate
 from rewardfleet.services.gateway.schemas import ScoreRequest
 from rewardfleet.services.gateway.spend.meter import NANO_PER_USD
@@ -22,6 +22,7 @@ from rewardfleet.services.gateway.tenants.fair import FairGate
 from rewardfleet.services.gateway.tenants.metrics import TenantMetrics
 from rewardfleet.services.gateway.tenants.quotas import MINUTE_S, Quotas
 from rewardfleet.services.gateway.tenants.scoped import ScopedResults, TenantFailureLog, TenantSpend
+from rewardfleet.services.gateway.tenants.shares import headroom_slots
 
 
 class Tenancy:
@@ -33,6 +34,8 @@ class Tenancy:
         self._gated: set[str] = set()
         self.quotas = Quotas(self.counters, self.metrics, self._is_judge)
         self._runs: dict[str, dict[str, None]] = {}  # tenant -> its first max_run_labels run labels
+        self._fair: dict[str, FairGate] = {}  # function -> its fair gate
+        self._pools: dict[str, int | None] = {}  # function -> max_concurrency (gated functions)
 
     @property
     def run_header(self) -> bytes:
@@ -72,20 +75,39 @@ class Tenancy:
         if scorer.spend is not None:
             scorer.spend = TenantSpend(scorer.spend, self.counters, self.metrics)
         self._gated = set(scorer.gates)
-        last_rank = len(self.directory.table.tenancy.priority_classes) - 1
-        for name, gate in list(scorer.gates.items()):
+        tenancy = self.directory.table.tenancy
+        last_rank = len(tenancy.priority_classes) - 1
+        for name in scorer.gates:
             fn = functions.get(name)
-            slots = fn.config.max_concurrency if fn is not None else None
-            # The queue holds an in-process gate's slots itself; any other gate it enters one call at a time.
+            self._pools[name] = fn.config.max_concurrency if fn is not None else None
+        check_headroom(tenancy, self._pools)
+        self.directory.check = lambda new: check_headroom(new, self._pools)
+        for name, gate in list(scorer.gates.items()):
+            slots = self._pools[name]
+            # The queue holds an in-process gate's slots itself; a fleet-wide gate applies the rule in Redis.
             own_slots = slots if isinstance(gate, FunctionGate) else None
-            scorer.gates[name] = FairGate(gate, own_slots, name, self.metrics, last_rank)
+            fair = FairGate(gate, own_slots, name, self.metrics, last_rank, self._headroom(name, tenancy))
+            scorer.gates[name] = self._fair[name] = fair
+
+    def _headroom(self, name: str, tenancy: TenancyConfig) -> int:
+        capacity = self._pools.get(name)
+        if not capacity:
+            return 0
+        return headroom_slots(capacity, tenancy.headroom_fraction, tenancy.headroom_slots.get(name))
+
+    def reload(self) -> dict[str, Any]:
+        """`POST /admin/reload`: the directory re-reads keys and tenants; a new headroom applies at once."""
+        answer = self.directory.reload()
+        for name, fair in self._fair.items():
+            fair.set_headroom(self._headroom(name, self.directory.table.tenancy))
+        return answer
 
     def wire_gateway(self, gateway: Any) -> None:
         """Groups per tenant, quotas held while samples are scored, keys re-read on `POST /admin/reload`."""
         if hasattr(gateway.groups, "namespace"):
             gateway.groups.namespace = scope
         gateway.admit = self.admitted
-        gateway.reloader.hooks["tenants"] = self.directory.reload
+        gateway.reloader.hooks["tenants"] = self.reload
 
     def admitted(self, samples: Sequence[tuple[ScoreRequest, Any]]) -> AbstractAsyncContextManager[None]:
         return self.quotas.admitted(current.get(), samples)
