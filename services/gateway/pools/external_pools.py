@@ -22,6 +22,7 @@ import logging
 import os
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +71,8 @@ class ExternalPool:
     budgets: dict[str, Budget] = field(default_factory=dict)
     paused_until: float = 0.0  # monotonic time before which no request is sent (set by a 429)
     spend: SpendMeter | None = None
+    # Wraps each function's new budget (tenants/: a fair queue in front of it); None: the budget as is.
+    wrap_budget: Callable[[Budget], Any] | None = None
 
     @classmethod
     def from_config(
@@ -101,7 +104,10 @@ class ExternalPool:
         """POST `body` to `base_url` + `path` for `function`, within its budget, backing off on 429."""
         budget = self.budgets.get(function)
         if budget is None:
-            budget = self.budgets[function] = Budget(self.config.rpm, self.config.tpm)
+            budget = Budget(self.config.rpm, self.config.tpm)
+            if self.wrap_budget is not None:
+                budget = self.wrap_budget(budget)
+            self.budgets[function] = budget
         url = f"{self.config.base_url}/{path.lstrip('/')}"
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         payload = self._payload(body)

@@ -19,7 +19,9 @@ from rewardfleet.services.gateway.tenants.context import Caller, current, scope
 from rewardfleet.services.gateway.tenants.counters import Counters, MemoryCounters, RedisCounters
 from rewardfleet.services.gateway.tenants.directory import TenantDirectory
 from rewardfleet.services.gateway.tenants.fair import FairGate
+from rewardfleet.services.gateway.tenants.fair_pools import FairSlots, FairWorkerPool, fair_budgets
 from rewardfleet.services.gateway.tenants.metrics import TenantMetrics
+from rewardfleet.services.gateway.tenants.pool_tokens import TenantInjectables, TenantPoolTokens
 from rewardfleet.services.gateway.tenants.quotas import MINUTE_S, Quotas
 from rewardfleet.services.gateway.tenants.scoped import ScopedResults, TenantFailureLog, TenantSpend
 
@@ -33,6 +35,11 @@ class Tenancy:
         self._gated: set[str] = set()
         self.quotas = Quotas(self.counters, self.metrics, self._is_judge)
         self._runs: dict[str, dict[str, None]] = {}  # tenant -> its first max_run_labels run labels
+        self.fair_slots = FairSlots(self.metrics, self._last_rank())
+        self.pool_tokens: TenantPoolTokens | None = None  # set by wire_scorer when there are external pools
+
+    def _last_rank(self) -> int:
+        return len(self.directory.table.tenancy.priority_classes) - 1
 
     @property
     def run_header(self) -> bytes:
@@ -65,14 +72,21 @@ class Tenancy:
 
     def wire_scorer(self, scorer: Any, functions: Mapping[str, Any]) -> None:
         """Scope the scorer's cache, failure log and spend by tenant; a fair queue in front of every function
-        gate (max_concurrency, RPM, TPM; in-process or fleet-wide)."""
+        gate (max_concurrency, RPM, TPM; in-process or fleet-wide) and of the worker pool; external pools'
+        addresses name the calling tenant (pool_tokens.py)."""
         if scorer.cache is not None:
             scorer.cache = ScopedResults(scorer.cache)
         scorer.failures = TenantFailureLog()
         if scorer.spend is not None:
             scorer.spend = TenantSpend(scorer.spend, self.counters, self.metrics)
         self._gated = set(scorer.gates)
-        last_rank = len(self.directory.table.tenancy.priority_classes) - 1
+        last_rank = self._last_rank()
+        if scorer.pool is not None:
+            scorer.pool = FairWorkerPool(scorer.pool, self.metrics, last_rank)
+        secret = scorer.injectables.pool_token
+        if secret is not None:
+            self.pool_tokens = TenantPoolTokens(secret, lambda: self.directory.table.tenants)
+            scorer.injectables = TenantInjectables(scorer.injectables, self.pool_tokens)
         for name, gate in list(scorer.gates.items()):
             fn = functions.get(name)
             slots = fn.config.max_concurrency if fn is not None else None
@@ -86,6 +100,12 @@ class Tenancy:
             gateway.groups.namespace = scope
         gateway.admit = self.admitted
         gateway.reloader.hooks["tenants"] = self.directory.reload
+        external = getattr(gateway, "external_pools", None)
+        for name, pool in (external.pools if external is not None else {}).items():
+            # Charged to the calling tenant (its caps checked before each call), queued fairly at the budget.
+            pool.wrap_budget = fair_budgets(self.metrics, self._last_rank(), name)
+            if pool.spend is not None:
+                pool.spend = TenantSpend(pool.spend, self.counters, self.metrics, self.quotas.check_spend)
 
     def admitted(self, samples: Sequence[tuple[ScoreRequest, Any]]) -> AbstractAsyncContextManager[None]:
         return self.quotas.admitted(current.get(), samples)
