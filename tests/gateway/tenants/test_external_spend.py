@@ -76,7 +76,9 @@ def cost(result: dict[str, Any]) -> float:
 
 
 def usd_total(base: str, key: str) -> float:
-    return float(httpx.get(base + "/tenants/self", headers=auth(key), timeout=10).json()["usage"]["usd_total"])
+    return float(
+        httpx.get(base + "/tenants/self", headers=auth(key), timeout=10).json()["usage"]["usd_total"]
+    )
 
 
 def test_external_spend_is_the_tenants(base: str) -> None:
@@ -87,7 +89,9 @@ def test_external_spend_is_the_tenants(base: str) -> None:
     # a: a batch, one call at a time (max_concurrency 1): admitted while a had spent nothing, its calls run
     # until a's usd_total is spent, then the forwarding route refuses the rest (402, typed, not a silent 0)
     batch = {"samples": [sample(i) for i in range(1, 9)]}
-    results = httpx.post(base + "/score/batch", json=batch, headers=auth(KEY_A), timeout=120).json()["results"]
+    results = httpx.post(base + "/score/batch", json=batch, headers=auth(KEY_A), timeout=120).json()[
+        "results"
+    ]
     ok = [r for r in results if r["status"] == "ok"]
     refused = [r for r in results if r["status"] != "ok"]
     spent = sum(cost(r) for r in ok)
@@ -101,7 +105,9 @@ def test_external_spend_is_the_tenants(base: str) -> None:
     # ... and a's next request is refused at admission, naming the quota; b still works
     again = httpx.post(base + "/score", json=sample(99), headers=auth(KEY_A), timeout=60)
     assert again.status_code == 429 and again.json()["error"]["quota"] == "usd_total"
-    assert httpx.post(base + "/score", json=sample(98), headers=auth(KEY_B), timeout=60).json()["status"] == "ok"
+    assert (
+        httpx.post(base + "/score", json=sample(98), headers=auth(KEY_B), timeout=60).json()["status"] == "ok"
+    )
     metrics = httpx.get(base + "/metrics", headers=auth(ADMIN), timeout=10).text
     found = re.search(r'^rewardfleet_tenant_spend_usd_total\{tenant="a"\} (\S+)$', metrics, re.M)
     assert found and float(found.group(1)) == pytest.approx(spent, abs=1e-9)

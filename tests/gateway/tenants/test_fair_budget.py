@@ -24,9 +24,11 @@ class Turnstile:
     def __init__(self) -> None:
         self.turns = asyncio.Semaphore(0)
         self.waiting = 0
+        self.arrived = asyncio.Event()
 
     async def acquire(self) -> float:
         self.waiting += 1
+        self.arrived.set()
         await self.turns.acquire()
         self.waiting -= 1
         return 0.0
@@ -48,7 +50,8 @@ async def _served(arrivals: list[tuple[str, int]]) -> list[str]:
     await asyncio.sleep(0)
     for _ in tasks:
         while inner.waiting == 0:  # the next call in fair order has reached the budget
-            await asyncio.sleep(0)
+            inner.arrived.clear()
+            await inner.arrived.wait()
         inner.turns.release()
     await asyncio.gather(*tasks)
     return served
