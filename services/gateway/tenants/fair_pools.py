@@ -91,7 +91,8 @@ class FairWorkerPool:
         chunk = 1
         if per_call is not None:
             chunk = max(1, min(MAX_CHUNK, int(min(AHEAD_S, timeout_s / 10) / max(per_call, 1e-7))))
-        return max(1, self.inner.workers) * CHUNKS_AHEAD * chunk
+        workers: int = max(1, self.inner.workers)
+        return workers * CHUNKS_AHEAD * chunk
 
     async def submit(
         self, ref: Any, kwargs: dict[str, Any], timeout_s: float, tokenizer_path: str | None
