@@ -109,6 +109,7 @@ class FairWorkerPool:
                     self.entry.release()  # in (or gone): the next in fair order may wait for room
         finally:
             self.waiting -= 1
+            self._depth(self.inner.queue_depth)
         self.inside += 1
         try:
             return await self.inner.submit(ref, kwargs, timeout_s, tokenizer_path)

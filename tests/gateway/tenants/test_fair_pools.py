@@ -18,6 +18,8 @@ from tests.gateway.tenants.helpers import ADMIN, KEY_A, KEY_B, auth, gateway
 
 FNS = Path(__file__).parent / "fair_fns"
 KEY_E = "tenant-e-key-0123456789"
+KEY_HEAVY = "tenant-heavy-key-0123456789"  # weight 3
+KEY_LIGHT = "tenant-light-key-0123456789"  # weight 1
 FLOOD = 12
 LATE = 3
 PLUGS = 2  # long calls posted first: the pool is full before the flood comes
@@ -33,6 +35,8 @@ def config(tenants: bool) -> dict[str, Any]:
             "a": {"api_keys": [KEY_A], "priority": "train"},
             "b": {"api_keys": [KEY_B], "priority": "train"},
             "e": {"api_keys": [KEY_E], "priority": "eval"},
+            "heavy": {"api_keys": [KEY_HEAVY], "priority": "train", "weight": 3},
+            "light": {"api_keys": [KEY_LIGHT], "priority": "train"},
             "ops": {"api_keys": [ADMIN], "admin": True},
         }
     return cfg
@@ -121,3 +125,48 @@ def test_no_tenants_first_come_first_served(tmp_path: Path) -> None:
         order = asyncio.run(_flood_then_late(url, "sleepy", "", "", tenants=False))
     late = [i for i, who in enumerate(order) if who == "late"]
     assert late[0] >= PLUGS + FLOOD - 2, order
+
+
+def test_weights_share_the_worker_pool(fair: str) -> None:
+    """light (weight 1) floods first, heavy (weight 3) right after, both while a plug holds the pool: of the
+    next 8 calls served heavy gets about 3 in 4 (6); first come, first served would give light all 8."""
+
+    async def run() -> list[str]:
+        served: list[tuple[int, str]] = []
+        async with httpx.AsyncClient(timeout=120) as client:
+
+            async def one(key: str, who: str, delay_s: float = 0.1) -> None:
+                resp = await client.post(base + "/score", json=body("sleepy", delay_s), headers=auth(key))
+                assert resp.status_code == 200 and resp.json()["status"] == "ok", resp.text
+                served.append((resp.json()["extra"]["started_ns"], who))
+
+            async def queued() -> float:
+                metrics = (await client.get(base + "/metrics", headers=auth(ADMIN))).text
+                return _gauge(metrics, "tenant_fair_queued", "light") + _gauge(
+                    metrics, "tenant_fair_queued", "heavy"
+                )
+
+            base = fair
+            tasks = [asyncio.create_task(one(KEY_A, "plug", PLUG_S)) for _ in range(PLUGS)]
+            for _ in range(1000):
+                metrics = (await client.get(base + "/metrics", headers=auth(ADMIN))).text
+                if _gauge(metrics, "gateway_pool_queue_depth") >= PLUGS - 1:
+                    break
+                await asyncio.sleep(0.01)
+            tasks += [asyncio.create_task(one(KEY_LIGHT, "light")) for _ in range(FLOOD)]
+            for _ in range(1000):  # light's flood waits before heavy's comes
+                if await queued() >= FLOOD - 1:
+                    break
+                await asyncio.sleep(0.01)
+            tasks += [asyncio.create_task(one(KEY_HEAVY, "heavy")) for _ in range(FLOOD)]
+            for _ in range(1000):
+                if await queued() >= 2 * FLOOD - 1:
+                    break
+                await asyncio.sleep(0.01)
+            else:
+                pytest.fail("the floods never queued")
+            await asyncio.gather(*tasks)
+        return [who for _, who in sorted(served)]
+
+    order = [who for who in asyncio.run(run()) if who != "plug"]
+    assert order[:8].count("heavy") >= 5, order
