@@ -97,6 +97,8 @@ class FairWorkerPool:
     async def submit(
         self, ref: Any, kwargs: dict[str, Any], timeout_s: float, tokenizer_path: str | None
     ) -> Any:
+        if self.waiting == 0 and self.inside < self.limit(ref, timeout_s):
+            return await self._run(ref, kwargs, timeout_s, tokenizer_path)  # room, nobody waiting: no queue
         self.waiting += 1
         self._depth(self.inner.queue_depth)
         try:
@@ -110,6 +112,11 @@ class FairWorkerPool:
         finally:
             self.waiting -= 1
             self._depth(self.inner.queue_depth)
+        return await self._run(ref, kwargs, timeout_s, tokenizer_path)
+
+    async def _run(
+        self, ref: Any, kwargs: dict[str, Any], timeout_s: float, tokenizer_path: str | None
+    ) -> Any:
         self.inside += 1
         try:
             return await self.inner.submit(ref, kwargs, timeout_s, tokenizer_path)
