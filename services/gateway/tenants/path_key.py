@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+from urllib.parse import unquote
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -41,11 +42,15 @@ class PathKey:
         if not sep or not key or len(key) > MAX_KEY_CHARS or not (key.isascii() and key.isprintable()):
             await _unauthorized(send)
             return
-        scope["path"] = "/" + rest
         raw = scope.get("raw_path")
-        if isinstance(raw, bytes) and raw.startswith(PREFIX.encode()):
-            _, _, raw_rest = raw[len(PREFIX) :].partition(b"/")
+        if isinstance(raw, bytes):
+            raw_key, _, raw_rest = raw[len(PREFIX) :].partition(b"/")
+            # An encoded "/" in the key ("%2F") would split the path and the raw path differently: refused.
+            if not raw.startswith(PREFIX.encode()) or unquote(raw_key.decode("latin-1")) != key:
+                await _unauthorized(send)
+                return
             scope["raw_path"] = b"/" + raw_rest
+        scope["path"] = "/" + rest
         headers = [(n, v) for n, v in scope["headers"] if n != b"authorization"]
         headers.append((b"authorization", b"Bearer " + key.encode()))
         scope["headers"] = headers

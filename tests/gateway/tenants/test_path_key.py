@@ -83,6 +83,7 @@ def test_slime_remote_rm_request_authenticates_by_path(served: tuple[str, Path])
         "/k/no-slash-after-the-key",
         f"/k/{'x' * 600}/score",
         "/k/%00bad/score",
+        f"/k/{KEY_A[:5]}%2F{KEY_A[5:]}/score",
     ],
 )
 def test_bad_path_keys_are_the_usual_401(served: tuple[str, Path], path: str) -> None:
@@ -131,3 +132,9 @@ def test_api_keys_without_tenants(tmp_path: Path) -> None:
         assert httpx.post(f"{base}/k/{key}/score", json=sample(), timeout=10).status_code == 200
         assert httpx.post(f"{base}/k/{key}x/score", json=sample(), timeout=10).status_code == 401
         assert httpx.post(f"{base}/score", json=sample(), timeout=10).status_code == 401
+
+
+def test_a_percent_encoded_key_is_the_same_key(served: tuple[str, Path]) -> None:
+    base, _ = served
+    encoded = "%" + format(ord(KEY_A[0]), "02X") + KEY_A[1:]
+    assert httpx.post(f"{base}/k/{encoded}/score", json=sample(), timeout=10).status_code == 200
