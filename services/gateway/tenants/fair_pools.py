@@ -73,6 +73,10 @@ class FairWorkerPool:
         self.inside = 0
         self.waiting = 0
         self._room = asyncio.Event()
+        # Calls let in that wait for the ones right behind them, to enter the pool in one event-loop turn
+        # (one at a time, each would reach the pool's chunking alone and go in chunks of one or two).
+        self._go = asyncio.Event()
+        self._held = 0
         # The admission backlog counts calls waiting here as well as those waiting inside the pool.
         self._report = getattr(inner, "on_queue_depth", None)
         if self._report is not None:
@@ -105,6 +109,7 @@ class FairWorkerPool:
             async with fair_turn(self.entry, self.metrics, self.last_rank, WORKERS_LABEL):
                 try:
                     while self.inside >= self.limit(ref, timeout_s):
+                        self._go_together()  # the pool is full: what waits to go in goes now
                         self._room.clear()
                         await self._room.wait()
                 finally:
@@ -112,7 +117,28 @@ class FairWorkerPool:
         finally:
             self.waiting -= 1
             self._depth(self.inner.queue_depth)
-        return await self._run(ref, kwargs, timeout_s, tokenizer_path)
+            if self.waiting == 0:
+                self._go_together()
+        self.inside += 1
+        try:
+            if self.waiting > 0 and self.inside < self.limit(ref, timeout_s):
+                # More calls are coming in right behind this one: they enter the pool together, in this
+                # order, so the pool chunks them as it chunks a batch.
+                go = self._go
+                self._held += 1
+                await go.wait()
+            else:
+                self._go_together()
+            return await self.inner.submit(ref, kwargs, timeout_s, tokenizer_path)
+        finally:
+            self.inside -= 1
+            self._room.set()
+
+    def _go_together(self) -> None:
+        if self._held:
+            self._held = 0
+            self._go.set()
+            self._go = asyncio.Event()
 
     async def _run(
         self, ref: Any, kwargs: dict[str, Any], timeout_s: float, tokenizer_path: str | None
