@@ -10,7 +10,9 @@ only its own queue. Built only with tenants configured (runtime.py); without the
   function fit in `AHEAD_S` of compute (its measured cost; 1 while unknown or with chunking off). So the pool
   still chunks cheap rules (thousands of calls inside, a few ms of work) while a slow function's calls enter
   two per worker: a call that reaches the head of the fair queue waits behind at most about
-  `CHUNKS_AHEAD x AHEAD_S` of work per worker, whatever the other tenants have queued.
+  `CHUNKS_AHEAD x AHEAD_S` of work per worker, whatever the other tenants have queued. Calls let in right
+  behind one another are held and enter the pool in one turn, in their fair order (the pool's chunking
+  sees a batch, not a trickle); they go as soon as the pool is full or nobody is behind them.
 - `FairSlots` (the `code` and `sql` rewards' sandboxes): one scheduler per `SlotPool` with its capacity; the
   sandbox reaches it through `reward_fns.contract.slot_queue`, set per request by the tenant middleware.
 - `FairBudget` (external pools): one call at a time of this replica waits at a function's RPM/TPM budget
