@@ -5,6 +5,8 @@ reward_fns (never an underscore module, never a function's internals).
   only into async functions, it cannot cross a process boundary);
 - step scores: their aggregation into one score and the check of a returned list (`aggregate`,
   `check_scores`, `StepError`; docs/trajectories.md);
+- the sandbox slots' queue (`slot_queue`, `SlotQueue`): a server that orders waiting sandboxes itself (fair
+  queuing across tenants) sets it for the request it serves;
 - the judge's settings objects (`GenerationSettings`, `VerdictSettings`), for servers that call the judge
   themselves (declarative graders), and the guard names it reports;
 - the load-time check of a function's config `reward_kwargs` (`check_reward_kwargs`): by its parameters, or
@@ -18,6 +20,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from rewardfleet.reward_fns._sandbox.slots import SlotQueue, slot_queue
 from rewardfleet.reward_fns.judging.guards import GUARD_NAMES
 from rewardfleet.reward_fns.judging.keywords import ATTRIBUTE, Keywords
 from rewardfleet.reward_fns.judging.settings import GenerationSettings, VerdictSettings
@@ -59,9 +62,11 @@ __all__ = [
     "GUARD_NAMES",
     "INJECTABLE_PARAMS",
     "GenerationSettings",
+    "SlotQueue",
     "StepError",
     "VerdictSettings",
     "aggregate",
     "check_reward_kwargs",
     "check_scores",
+    "slot_queue",
 ]

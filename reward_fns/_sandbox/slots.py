@@ -4,6 +4,9 @@ The bound lives here, in one place, because the `code` reward is an async functi
 gateway's event loop: every sample of every request waits for a slot before its sandbox starts, so at most
 `slots` sandboxes (bubblewrap processes or Sandbox Fusion requests) run at once per gateway process. The
 pools are kept per event loop (an asyncio primitive belongs to one loop) and per slot count.
+
+A server may order the waiters itself (weighted fair queuing across its tenants): it sets `slot_queue` for the
+request being served (through reward_fns/contract.py), and each `hold()` first takes its turn there.
 """
 
 from __future__ import annotations
@@ -12,6 +15,20 @@ import asyncio
 import contextlib
 import weakref
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
+from typing import Protocol
+
+
+class SlotQueue(Protocol):
+    """A server's queue in front of a pool: `hold(pool)` returns once it is the caller's turn for a slot of
+    `pool`, and keeps that turn until it exits (it admits at most `pool.slots` holders at once)."""
+
+    def hold(self, pool: SlotPool) -> AbstractAsyncContextManager[None]: ...
+
+
+# The serving request's queue, if its server has one (None: slots are taken first come, first served).
+slot_queue: ContextVar[SlotQueue | None] = ContextVar("rewardfleet_slot_queue", default=None)
 
 
 class SlotPool:
@@ -29,11 +46,13 @@ class SlotPool:
 
     @contextlib.asynccontextmanager
     async def hold(self) -> AsyncIterator[int]:
-        slot = await self._free.get()
-        try:
-            yield slot
-        finally:
-            self._free.put_nowait(slot)
+        queue = slot_queue.get()
+        async with contextlib.nullcontext() if queue is None else queue.hold(self):
+            slot = await self._free.get()
+            try:
+                yield slot
+            finally:
+                self._free.put_nowait(slot)
 
 
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, int], SlotPool]] = (

@@ -24,6 +24,7 @@ from rewardfleet.services.common.redact import redact_argv, redact_value
 from rewardfleet.services.fleet.config import FleetConfig, PoolConfig
 from rewardfleet.services.fleet.default_probes import default_probe_functions
 from rewardfleet.services.fleet.determinism import deterministic_flags
+from rewardfleet.services.fleet.probe_key import probe_headers
 from rewardfleet.services.fleet.supervisor import ChildSpec
 from rewardfleet.services.model_server.checkpoints import resolve_builtin
 
@@ -280,6 +281,7 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
             *(("--processes", str(processes)) if processes > 1 else ()),
         ),
         readiness_url=f"{gateway_url}/ready", log_path=logs / "gateway.log",
+        readiness_headers=probe_headers(gateway),  # with keys or tenants, /ready needs one too
         # SIGTERM drains for up to shutdown_grace_s; SIGKILL only after that and the pool's own shutdown.
         stop_timeout_s=gateway.admission.shutdown_grace_s + GATEWAY_STOP_MARGIN_S,
     )  # fmt: skip

@@ -19,7 +19,7 @@ import os
 import signal
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -37,6 +37,8 @@ class ChildSpec:
     argv: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
     readiness_url: str | None = None  # None: ready as soon as it is started
+    # Headers of each readiness probe, read when the child starts (a key: never shown, hence not in repr).
+    readiness_headers: Callable[[], Mapping[str, str]] | None = field(default=None, repr=False)
     log_path: Path | None = None  # None: output discarded
     cwd: Path | None = None
     stop_timeout_s: float = 10.0  # SIGTERM → SIGKILL
@@ -249,9 +251,15 @@ class Supervisor:
         if url is None or self._session is None:
             self._mark_ready()
             return
+        headers: Mapping[str, str] = {}
+        if self.spec.readiness_headers is not None:
+            try:
+                headers = self.spec.readiness_headers()
+            except (OSError, ValueError) as exc:  # a keys file gone or bad: probed without, answered 401
+                self._event("probe", f"no key for the readiness probe: {exc}")
         while proc.returncode is None:
             try:
-                async with self._session.get(url) as resp:
+                async with self._session.get(url, headers=headers) as resp:
                     if 200 <= resp.status < 300:
                         self._mark_ready()
                         return

@@ -78,6 +78,7 @@ from rewardfleet.services.gateway.state_store.base import StateBackend
 from rewardfleet.services.gateway.state_store.factory import build_backend
 from rewardfleet.services.gateway.tenants import routes as tenant_routes
 from rewardfleet.services.gateway.tenants.middleware import TenantMiddleware
+from rewardfleet.services.gateway.tenants.path_key import PathKey, RedactPathKeys
 from rewardfleet.services.gateway.tenants.runtime import Tenancy
 
 logger = logging.getLogger(__name__)
@@ -203,9 +204,9 @@ async def start_gateway(
     drain.install()
     stack.callback(drain.uninstall)
     # Installed here, after uvicorn configured its loggers: the access log never shows the secret.
-    redact = RedactPoolTokens()
-    logging.getLogger(ACCESS_LOGGER).addFilter(redact)
-    stack.callback(logging.getLogger(ACCESS_LOGGER).removeFilter, redact)
+    for redact in (RedactPoolTokens(), RedactPathKeys()):
+        logging.getLogger(ACCESS_LOGGER).addFilter(redact)
+        stack.callback(logging.getLogger(ACCESS_LOGGER).removeFilter, redact)
     if prober is not None:
         prober.start()  # background rounds; the first as soon as the judge answers
     return gateway
@@ -369,7 +370,9 @@ def install_middleware(
     elif keys:
         # The external-pool forwarding route checks a path token of its own.
         app.add_middleware(ApiKeyMiddleware, keys=keys, public_paths=public, local_prefixes=(pools.PREFIX,))
-    app.add_middleware(RequestMetrics, observer=metrics)  # outermost: every refusal above is counted
+    app.add_middleware(RequestMetrics, observer=metrics)  # every refusal above is counted
+    if tenancy is not None or keys:
+        app.add_middleware(PathKey)  # outermost: `/k/<key>/...` becomes a header before anything sees it
 
 
 def _self_address(config: GatewayConfig) -> str:

@@ -55,7 +55,7 @@ class WorkerPool:
         self.in_flight = 0
         self.chunking = chunking
         self.costs = CostEstimates()
-        self._on_queue_depth = on_queue_depth
+        self.on_queue_depth = on_queue_depth
         self._pool = pebble.ProcessPool(
             max_workers=workers,
             initializer=init_worker,
@@ -174,8 +174,8 @@ class WorkerPool:
 
     def _track(self, delta: int) -> None:
         self.in_flight += delta
-        if self._on_queue_depth is not None:
-            self._on_queue_depth(self.queue_depth)
+        if self.on_queue_depth is not None:
+            self.on_queue_depth(self.queue_depth)
 
     @property
     def queue_depth(self) -> int:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from rewardfleet.reward_fns.contract import slot_queue
 from rewardfleet.services.common.api_keys import from_this_host, gateway_error_body
 from rewardfleet.services.gateway.errors import GatewayError
 from rewardfleet.services.gateway.tenants.context import current
@@ -50,8 +51,11 @@ class TenantMiddleware:
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self._is_public(scope):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if self._is_public(scope):
+            await self._public(scope, receive, send)
             return
         presented: bytes | None = None
         run: bytes | None = None
@@ -79,6 +83,22 @@ class TenantMiddleware:
             return
         self.tenancy.metrics.requests.labels(caller.tenant, caller.run).inc()
         token = current.set(caller)
+        queue = slot_queue.set(self.tenancy.fair_slots)  # the sandboxes' slots, queued fairly
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            slot_queue.reset(queue)
+            current.reset(token)
+
+    async def _public(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A public path; a forwarding request with a tenant's pool token (pool_tokens.py) is served as that
+        tenant."""
+        tokens = self.tenancy.pool_tokens
+        tenant = tokens.rewrite(scope) if tokens is not None else None
+        if tenant is None or tenant not in self.tenancy.directory.table.tenants:
+            await self.app(scope, receive, send)
+            return
+        token = current.set(self.tenancy.caller(tenant, DEFAULT_RUN))
         try:
             await self.app(scope, receive, send)
         finally:

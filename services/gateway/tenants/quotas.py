@@ -53,6 +53,10 @@ class Quotas:
                 caller, "requests_per_minute", limit, wait, f"{limit} requests per minute used"
             )
 
+    async def check_spend(self, caller: Caller) -> None:
+        """429 when the caller's usd_per_day or usd_total is spent (before each external-pool call too)."""
+        await self._spend(caller)
+
     async def _spend(self, caller: Caller) -> None:
         quotas = caller.config.quotas
         if quotas.usd_per_day is None and quotas.usd_total is None:

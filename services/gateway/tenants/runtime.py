@@ -19,7 +19,9 @@ from rewardfleet.services.gateway.tenants.context import Caller, current, scope
 from rewardfleet.services.gateway.tenants.counters import Counters, MemoryCounters, RedisCounters
 from rewardfleet.services.gateway.tenants.directory import TenantDirectory
 from rewardfleet.services.gateway.tenants.fair import FairGate
+from rewardfleet.services.gateway.tenants.fair_pools import FairSlots, FairWorkerPool, fair_budgets
 from rewardfleet.services.gateway.tenants.metrics import TenantMetrics
+from rewardfleet.services.gateway.tenants.pool_tokens import TenantInjectables, TenantPoolTokens
 from rewardfleet.services.gateway.tenants.quotas import MINUTE_S, Quotas
 from rewardfleet.services.gateway.tenants.scoped import ScopedResults, TenantFailureLog, TenantSpend
 from rewardfleet.services.gateway.tenants.shares import headroom_slots
@@ -36,6 +38,11 @@ class Tenancy:
         self._runs: dict[str, dict[str, None]] = {}  # tenant -> its first max_run_labels run labels
         self._fair: dict[str, FairGate] = {}  # function -> its fair gate
         self._pools: dict[str, int | None] = {}  # function -> max_concurrency (gated functions)
+        self.fair_slots = FairSlots(self.metrics, self._last_rank())
+        self.pool_tokens: TenantPoolTokens | None = None  # set by wire_scorer when there are external pools
+
+    def _last_rank(self) -> int:
+        return len(self.directory.table.tenancy.priority_classes) - 1
 
     @property
     def run_header(self) -> bytes:
@@ -68,7 +75,8 @@ class Tenancy:
 
     def wire_scorer(self, scorer: Any, functions: Mapping[str, Any]) -> None:
         """Scope the scorer's cache, failure log and spend by tenant; a fair queue in front of every function
-        gate (max_concurrency, RPM, TPM; in-process or fleet-wide)."""
+        gate (max_concurrency, RPM, TPM; in-process or fleet-wide) and of the worker pool; external pools'
+        addresses name the calling tenant (pool_tokens.py)."""
         if scorer.cache is not None:
             scorer.cache = ScopedResults(scorer.cache)
         scorer.failures = TenantFailureLog()
@@ -76,7 +84,13 @@ class Tenancy:
             scorer.spend = TenantSpend(scorer.spend, self.counters, self.metrics)
         self._gated = set(scorer.gates)
         tenancy = self.directory.table.tenancy
-        last_rank = len(tenancy.priority_classes) - 1
+        last_rank = self._last_rank()
+        if scorer.pool is not None:
+            scorer.pool = FairWorkerPool(scorer.pool, self.metrics, last_rank)
+        secret = scorer.injectables.pool_token
+        if secret is not None:
+            self.pool_tokens = TenantPoolTokens(secret, lambda: self.directory.table.tenants)
+            scorer.injectables = TenantInjectables(scorer.injectables, self.pool_tokens)
         for name in scorer.gates:
             fn = functions.get(name)
             self._pools[name] = fn.config.max_concurrency if fn is not None else None
@@ -108,6 +122,12 @@ class Tenancy:
             gateway.groups.namespace = scope
         gateway.admit = self.admitted
         gateway.reloader.hooks["tenants"] = self.reload
+        external = getattr(gateway, "external_pools", None)
+        for name, pool in (external.pools if external is not None else {}).items():
+            # Charged to the calling tenant (its caps checked before each call), queued fairly at the budget.
+            pool.wrap_budget = fair_budgets(self.metrics, self._last_rank(), name)
+            if pool.spend is not None:
+                pool.spend = TenantSpend(pool.spend, self.counters, self.metrics, self.quotas.check_spend)
 
     def admitted(self, samples: Sequence[tuple[ScoreRequest, Any]]) -> AbstractAsyncContextManager[None]:
         return self.quotas.admitted(current.get(), samples)

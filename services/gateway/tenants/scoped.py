@@ -17,10 +17,12 @@ from typing import Any
 
 from rewardfleet.services.gateway.cache.idempotency import Results
 from rewardfleet.services.gateway.core.failure_log import FailureLog
+from rewardfleet.services.gateway.errors import BudgetExhausted
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from rewardfleet.services.gateway.spend.meter import SpendMeter, cost_nano_usd, usd
-from rewardfleet.services.gateway.tenants.context import current, scope
+from rewardfleet.services.gateway.tenants.context import Caller, current, scope
 from rewardfleet.services.gateway.tenants.counters import Counters
+from rewardfleet.services.gateway.tenants.errors import TenantQuotaExceeded
 from rewardfleet.services.gateway.tenants.metrics import TenantMetrics
 
 logger = logging.getLogger(__name__)
@@ -61,15 +63,33 @@ class TenantFailureLog:
 
 
 class TenantSpend:
-    """Delegates to the gateway's `SpendMeter`; `charge` also counts the calling tenant's spend."""
+    """Delegates to the gateway's `SpendMeter`; `charge` also counts the calling tenant's spend, and
+    `admit_pool` (an external pool's call) also checks the tenant's dollar caps (`caps`)."""
 
-    def __init__(self, meter: SpendMeter, counters: Counters, metrics: TenantMetrics) -> None:
+    def __init__(
+        self,
+        meter: SpendMeter,
+        counters: Counters,
+        metrics: TenantMetrics,
+        caps: Callable[[Caller], Awaitable[None]] | None = None,
+    ) -> None:
         self.meter = meter
         self.counters = counters
         self.metrics = metrics
+        self.caps = caps
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.meter, name)
+
+    async def admit_pool(self, reward_fn: str, pool: str) -> None:
+        await self.meter.admit_pool(reward_fn, pool)
+        caller = current.get()
+        if caller is None or self.caps is None:
+            return
+        try:
+            await self.caps(caller)
+        except TenantQuotaExceeded as exc:
+            raise BudgetExhausted(exc.message) from None  # the forwarding route's 402
 
     async def charge(self, reward_fn: str, pool: str, prompt_tokens: int, completion_tokens: int) -> None:
         await self.meter.charge(reward_fn, pool, prompt_tokens, completion_tokens)
