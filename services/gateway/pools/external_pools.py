@@ -22,11 +22,7 @@ import logging
 import os
 import secrets
 import time
-<<<<<<< HEAD
 from collections.abc import Awaitable, Callable
-=======
-from collections.abc import Callable
->>>>>>> tenant-rest
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,13 +71,10 @@ class ExternalPool:
     budgets: dict[str, Budget] = field(default_factory=dict)
     paused_until: float = 0.0  # `clock` time before which no request is sent (set by a 429)
     spend: SpendMeter | None = None
-<<<<<<< HEAD
     clock: Callable[[], float] = time.monotonic  # the budgets' and the back-off's time (tests move it)
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-=======
     # Wraps each function's new budget (tenants/: a fair queue in front of it); None: the budget as is.
     wrap_budget: Callable[[Budget], Any] | None = None
->>>>>>> tenant-rest
 
     @classmethod
     def from_config(
@@ -113,14 +106,10 @@ class ExternalPool:
         """POST `body` to `base_url` + `path` for `function`, within its budget, backing off on 429."""
         budget = self.budgets.get(function)
         if budget is None:
-<<<<<<< HEAD
-            budget = self.budgets[function] = Budget(self.config.rpm, self.config.tpm, self.clock, self.sleep)
-=======
-            budget = Budget(self.config.rpm, self.config.tpm)
+            budget = Budget(self.config.rpm, self.config.tpm, self.clock, self.sleep)
             if self.wrap_budget is not None:
                 budget = self.wrap_budget(budget)
             self.budgets[function] = budget
->>>>>>> tenant-rest
         url = f"{self.config.base_url}/{path.lstrip('/')}"
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         payload = self._payload(body)
