@@ -4,6 +4,7 @@ config.py       the fleet YAML (pools, their routers, the gateway); default.yaml
 plan.py         a `FleetConfig` turned into the exact child processes to run (`up --dry-run` prints it)
 determinism.py  `deterministic: true` on a pool: the server flags that make its scores batch invariant
 supervisor.py   one child process: readiness, restarts with backoff, stop
+probe_key.py    the key the readiness probe sends to a gateway that has keys
 runner.py       start model servers, then routers, then the gateway; stop in reverse
 status.py       `rewardfleet status`: pools, replicas, health and addresses
 routable.py     a replica is ready once its router lists it healthy (not merely when it answers /health)

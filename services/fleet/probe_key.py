@@ -20,18 +20,18 @@ def probe_key(gateway: GatewayConfig) -> str | None:
         keys = tenant.keys()
         if keys:
             return keys[0]
-    inline = [key.get_secret_value() for key in gateway.api_keys]
+    inline = [key.get_secret_value() for key in gateway.auth.api_keys]
     if inline:
         return inline[0]
-    if gateway.api_keys_file is not None:
-        from_file = read_keys_file(gateway.api_keys_file)
+    if gateway.auth.api_keys_file is not None:
+        from_file = read_keys_file(gateway.auth.api_keys_file)
         return from_file[0] if from_file else None
     return None
 
 
 def probe_headers(gateway: GatewayConfig) -> Callable[[], Mapping[str, str]] | None:
     """The readiness probe's headers, read when called; None for a gateway without keys."""
-    if not gateway.tenants and not gateway.api_keys and gateway.api_keys_file is None:
+    if not gateway.tenants and not gateway.auth.api_keys and gateway.auth.api_keys_file is None:
         return None
 
     def headers() -> Mapping[str, str]:

@@ -7,6 +7,9 @@
     counters.py    the quotas' counters: in-process, or shared in Redis (`state_url`)
     shares.py      who may take a pool's slot: assured shares, a headroom for tenants within their share
     fair.py        the fair gate: that rule and weighted fair order in front of each function gate
+    fair_pools.py  fair queues in front of the worker pool, sandbox slots and external pools' budgets
+    pool_tokens.py which tenant an external-pool call is for (a forwarding token per tenant)
+    path_key.py    an API key carried in the URL path (`/k/<key>/...`) for clients that send no header
     scoped.py      per-tenant result cache keys, failure log and spend
     metrics.py     per-tenant Prometheus series (configured tenants only)
     routes.py      `GET /tenants/self`
