@@ -238,15 +238,27 @@ class Scorer:
                 if used is not None:  # the judge said how many tokens it used: TPM counts those
                     charge.settle(used)
         total_s = time.perf_counter() - started
-        too_large = extra_too_large(outcome.extra, self.max_result_extra_chars)
-        if too_large is not None:  # an error result: logged below, never cached, never sent
-            outcome = Outcome(
-                "error",
-                error=ErrorInfo(type="ResultTooLarge", message=f"{fn.name}: {too_large}"),
-                queue_s=outcome.queue_s,
-                compute_s=outcome.compute_s,
-            )
+        outcome = self._bounded(fn, outcome)
         await self._count_pool_tokens(fn.name, outcome.extra)
+        return self._answer(request, fn, label, outcome, total_s)
+
+    # `_score`'s ends, out of its coroutine: a post in flight holds a smaller frame (issue 44).
+    def _bounded(self, fn: RewardFunction, outcome: Outcome) -> Outcome:
+        """`outcome`, or a ResultTooLarge error when its extras are over max_result_extra_chars."""
+        too_large = extra_too_large(outcome.extra, self.max_result_extra_chars)
+        if too_large is None:
+            return outcome
+        return Outcome(  # an error result: logged, never cached, never sent
+            "error",
+            error=ErrorInfo(type="ResultTooLarge", message=f"{fn.name}: {too_large}"),
+            queue_s=outcome.queue_s,
+            compute_s=outcome.compute_s,
+        )
+
+    def _answer(
+        self, request: ScoreRequest, fn: RewardFunction, label: str, outcome: Outcome, total_s: float
+    ) -> ScoreResult:
+        """The result of a finished call: counted, a failure logged, the fallback score applied."""
         if outcome.status == "ok" and self.on_scored is not None:
             self.on_scored(fn, request, outcome)
         self.metrics.observe_call(fn.name, label, outcome.status, outcome.compute_s, outcome.score)
