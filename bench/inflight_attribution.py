@@ -82,7 +82,8 @@ def _type_bytes() -> collections.Counter[str]:
 
 
 def _traced(snap0: tracemalloc.Snapshot, snap1: tracemalloc.Snapshot, held: int, top: int) -> None:
-    traced = sum(s.size for s in snap1.statistics("filename")) - sum(s.size for s in snap0.statistics("filename"))
+    traced = sum(s.size for s in snap1.statistics("filename"))
+    traced -= sum(s.size for s in snap0.statistics("filename"))
     print(f"\ntraced +{traced / held:.0f} B/post")
     by_pkg: collections.Counter[str] = collections.Counter()
     for stat in snap1.compare_to(snap0, "filename"):
@@ -93,7 +94,8 @@ def _traced(snap0: tracemalloc.Snapshot, snap1: tracemalloc.Snapshot, held: int,
     print("\ntraced bytes per post (and blocks), by line:")
     for stat in snap1.compare_to(snap0, "lineno")[:top]:
         frame = stat.traceback[0]
-        print(f"  {stat.size_diff / held:8.0f}  {stat.count_diff / held:5.2f}  {frame.filename}:{frame.lineno}")
+        where = f"{frame.filename}:{frame.lineno}"
+        print(f"  {stat.size_diff / held:8.0f}  {stat.count_diff / held:5.2f}  {where}")
 
 
 def _owners(kinds: list[str], before: set[int]) -> None:
@@ -203,23 +205,29 @@ def main() -> None:
             diff = {t: types1[t] - types0.get(t, 0) for t in types1}
             total = sum(bytes1.values()) - sum(bytes0.values())
             print(f"  {sum(diff.values()) / held:6.2f}  {total / held:7.0f}  (all)")
-            for t, c in sorted(diff.items(), key=lambda kv: -(bytes1[kv[0]] - bytes0.get(kv[0], 0)))[: args.top]:
+            largest = sorted(diff.items(), key=lambda kv: -(bytes1[kv[0]] - bytes0.get(kv[0], 0)))
+            for t, c in largest[: args.top]:
                 print(f"  {c / held:6.2f}  {(bytes1[t] - bytes0.get(t, 0)) / held:7.0f}  {t}")
             if args.frames:
                 _traced(snap0, tracemalloc.take_snapshot(), held, args.top)
             if args.owners:
                 _owners(args.owners, before)
             unreachable = gc.collect()
-            print(f"\ncyclic garbage at the plateau: {unreachable / held:.2f} objects a post; RSS then "
-                  f"+{(_rss() - rss0) / held:.0f} B/post")
+            print(
+                f"\ncyclic garbage at the plateau: {unreachable / held:.2f} objects a post; RSS then "
+                f"+{(_rss() - rss0) / held:.0f} B/post"
+            )
             proc, out = report["procs"][-1]
             print("\nburst:", out.get(timeout=args.latency_s * 4 + 240), flush=True)
             proc.join(30)
             time.sleep(2.0)  # the last connections close
             retained = _rss() - rss0
             ctypes.CDLL("libc.so.6").malloc_trim(0)
-            print(f"after the burst: RSS +{retained / held:.0f} B/post retained, +{(_rss() - rss0) / held:.0f} "
-                  "after malloc_trim(0)")
+            trimmed = _rss() - rss0
+            print(
+                f"after the burst: RSS +{retained / held:.0f} B/post kept, "
+                f"+{trimmed / held:.0f} after malloc_trim"
+            )
         finally:
             server.should_exit = True
 

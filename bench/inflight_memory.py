@@ -142,10 +142,11 @@ def main() -> None:
             for posts in args.posts:
                 p = measure(function, posts, args.latency_s, tmp, judge_ports)
                 points.append(p)
+                grown = (p.peak_rss_bytes - p.idle_rss_bytes) / 2**20
                 print(
                     f"{function:5s} N={posts:5d} in flight {p.held:5d} answered {p.answered:5d}: idle RSS "
-                    f"{p.idle_rss_bytes / 2**20:.1f} MiB, +{(p.peak_rss_bytes - p.idle_rss_bytes) / 2**20:.1f} "
-                    f"MiB = {p.per_post_bytes / 1024:.1f} KiB a post",
+                    f"{p.idle_rss_bytes / 2**20:.1f} MiB, +{grown:.1f} MiB = "
+                    f"{p.per_post_bytes / 1024:.1f} KiB a post",
                     flush=True,
                 )
             own = [p for p in points if p.function == function]
@@ -154,7 +155,7 @@ def main() -> None:
                 slope = (hi.peak_rss_bytes - hi.idle_rss_bytes - lo.peak_rss_bytes + lo.idle_rss_bytes) / max(
                     hi.held - lo.held, 1
                 )
-                print(f"{function:5s} slope N={lo.posts}..{hi.posts}: {slope / 1024:.1f} KiB a post", flush=True)
+                print(f"{function:5s} slope N={lo.posts}..{hi.posts}: {slope / 1024:.1f} KiB a post")
     finally:
         for judge in judges:
             judge.stop()
