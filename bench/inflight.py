@@ -6,8 +6,9 @@ judge processes (bench/judge_server.py), and C load-generator processes, each po
 of its own (127.0.0.2, 127.0.0.3, ...: one address has ~28k ephemeral ports). Each post is one connection
 (`Connection: close`), as a trainer's first burst is. Printed: answered / lost, wall ÷ latency, the RSS per
 post in flight of the gateway processes (the uvicorn workers that hold the posts) and, apart, the growth of
-the state server and of the supervisor (at the moment most posts were in flight, over the same processes
-before the burst), and the gateway's CPU per post. bench/inflight_memory.py measures one process's bytes per
+the state server and of the supervisor (peaks over the same processes before the burst; per post: over the
+most posts in flight at once, all of them when the function's latency outlasts the burst's arrival), and
+the gateway's CPU per post. bench/inflight_memory.py measures one process's bytes per
 post at several N and tells the gateway's own share from the judge call's.
 
     .venv/bin/python -m bench.inflight --posts 65536 --processes 8
@@ -58,11 +59,12 @@ class Outcome:
     answered: int
     wall_s: float
     latency_s: float
-    rss_per_post_bytes: float  # the gateway processes' growth over the posts in flight then
+    rss_per_post_bytes: float  # the gateway processes' peak growth over the most posts in flight at once
     cpu_per_post_ms: float
     failures: dict[str, int]
-    rss_growth_bytes: dict[str, int]  # per role (WORKERS, STATE, SUPERVISOR), at the workers' peak
-    held: int  # posts in flight when the workers' RSS peaked (the gateway's own count)
+    rss_growth_bytes: dict[str, int]  # per role (WORKERS, STATE, SUPERVISOR): peak over before the burst
+    held: int  # the most posts in flight at once (the gateway's own count)
+    state_after_bytes: int  # the state server's growth once every post was answered (results cached)
 
     @property
     def lost(self) -> int:
@@ -254,13 +256,14 @@ def run(
         ]
         for proc in procs:
             proc.start()
-        peak, held = before, 0.0
+        # Peak RSS per role and the most posts in flight at once (the gateway's own count): a post's memory
+        # is reused, not returned, once it is answered, so the peak RSS is that of the most in flight at once.
+        peak, held = dict(before), 0.0
         deadline = started + latency_s * 4 + 180
-        while time.monotonic() < deadline:  # RSS while posts are in flight (the gateway's own count)
+        while time.monotonic() < deadline:
             inflight = _inflight(port)
-            now = _rss_by_role(gateway.pid)
-            if now[WORKERS] > peak[WORKERS]:
-                peak, held = now, max(held, inflight)
+            held = max(held, inflight)
+            peak = {role: max(rss, peak[role]) for role, rss in _rss_by_role(gateway.pid).items()}
             if inflight >= posts or not any(p.is_alive() for p in procs):
                 break
             time.sleep(0.5)
@@ -272,6 +275,7 @@ def run(
         for proc in procs:
             proc.join(timeout=30)
         _, cpu_after = _rss_and_cpu(_tree(gateway.pid))
+        state_after = _rss_by_role(gateway.pid)[STATE] - before[STATE]  # with the answers' cached results
         answered = failures.pop("ok", 0)
         growth = {role: peak[role] - before[role] for role in before}
         return Outcome(
@@ -284,6 +288,7 @@ def run(
             failures=failures,
             rss_growth_bytes=growth,
             held=int(held),
+            state_after_bytes=state_after,
         )
     finally:
         gateway.stop(timeout_s=60)
@@ -311,14 +316,15 @@ def plan(quick: bool = False) -> BenchResult:
             o.rss_per_post_bytes / 1024,
             "<= 16",
             o.rss_per_post_bytes <= 16 * 1024,
-            f"{o.held} posts in flight at the peak; the judge call included (the gateway's own share: "
+            f"at most {o.held} posts in flight at once; the judge call included (the gateway's own share: "
             "bench/inflight_memory.py)",
         ),
         Row(
             INFLIGHT,
             "state server's RSS growth (MiB)",
             o.rss_growth_bytes[STATE] / 2**20,
-            detail=f"supervisor and the rest: {o.rss_growth_bytes[SUPERVISOR] / 2**20:.1f} MiB",
+            detail=f"{o.state_after_bytes / 2**20:.1f} MiB once answered (results cached); supervisor "
+            f"and the rest: {o.rss_growth_bytes[SUPERVISOR] / 2**20:.1f} MiB",
         ),
         Row(INFLIGHT, "gateway CPU per post (ms)", o.cpu_per_post_ms, detail="8 processes, 2 cores"),
     ]
@@ -338,9 +344,10 @@ def main() -> None:
         f"posts={o.posts} answered={o.answered} lost={o.lost} failures={o.failures}\n"
         f"wall={o.wall_s:.1f}s wall/latency={o.wall_s / o.latency_s:.3f}\n"
         f"gateway processes' RSS per post in flight={o.rss_per_post_bytes / 1024:.1f} KiB (target <= 16; "
-        f"{o.held} in flight at the peak; +{o.rss_growth_bytes[WORKERS] / 2**20:.1f} MiB)\n"
+        f"at most {o.held} in flight at once; +{o.rss_growth_bytes[WORKERS] / 2**20:.1f} MiB)\n"
         f"state server's RSS growth={o.rss_growth_bytes[STATE] / 2**20:.1f} MiB "
-        f"({o.rss_growth_bytes[STATE] / max(o.held, 1):.0f} bytes a post); supervisor and the rest: "
+        f"({o.rss_growth_bytes[STATE] / max(o.held, 1):.0f} bytes a post in flight), "
+        f"{o.state_after_bytes / 2**20:.1f} MiB once answered; supervisor and the rest: "
         f"{o.rss_growth_bytes[SUPERVISOR] / 2**20:.1f} MiB\n"
         f"gateway CPU per post={o.cpu_per_post_ms:.3f} ms"
     )
