@@ -120,6 +120,7 @@ def main() -> None:
     ap.add_argument("--latency-s", type=float, default=20.0)
     ap.add_argument("--judges", type=int, default=2)
     ap.add_argument("--function", choices=["sleep", "judge"], default="judge")
+    ap.add_argument("--state-server", action="store_true", help="state in the gateway's own Redis server")
     ap.add_argument("--frames", type=int, default=1, help="tracemalloc frames per allocation")
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--owners", nargs="*", default=[], help="types whose new objects' referrers are shown")
@@ -149,7 +150,15 @@ def main() -> None:
     }
     (tmp / "gateway.yaml").write_text(yaml.safe_dump(config))
     port = free_port()
-    settings = build_settings(tmp / "gateway.yaml", "127.0.0.1", port, None, None)
+    state = None
+    if args.state_server:  # as under --processes: idempotency, leases and groups in Redis
+        from rewardfleet.services.gateway.processes.state_server import StateServer
+
+        state = StateServer()
+        state.start()
+    settings = build_settings(
+        tmp / "gateway.yaml", "127.0.0.1", port, None, None, state.url if state is not None else None
+    )
     app = create_app(settings, freeze_startup=True)
     server = uvicorn.Server(
         uvicorn.Config(
@@ -238,6 +247,8 @@ def main() -> None:
     finally:
         for judge in judges:
             judge.stop()
+        if state is not None:
+            state.stop()
 
 
 if __name__ == "__main__":
