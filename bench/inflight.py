@@ -4,9 +4,12 @@ judge-like call of `latency_s` (a stand-in judge over HTTP, through the gateway'
 Everything is a real process on 127.0.0.1: the gateway with N processes and its own state server, J stand-in
 judge processes (bench/judge_server.py), and C load-generator processes, each posting from a source address
 of its own (127.0.0.2, 127.0.0.3, ...: one address has ~28k ephemeral ports). Each post is one connection
-(`Connection: close`), as a trainer's first burst is. Printed: answered / lost, wall ÷ latency, the gateway's
-RSS per post in flight (all its processes and its state server, at the moment every post was in flight, over
-the same tree before the burst), and its CPU per post.
+(`Connection: close`), as a trainer's first burst is. Printed: answered / lost, wall ÷ latency, the RSS per
+post in flight of the gateway processes (the uvicorn workers that hold the posts) and, apart, the growth of
+the state server and of the supervisor (peaks over the same processes before the burst; per post: over the
+most posts in flight at once, all of them when the function's latency outlasts the burst's arrival), and
+the gateway's CPU per post. bench/inflight_memory.py measures one process's bytes per
+post at several N and tells the gateway's own share from the judge call's.
 
     .venv/bin/python -m bench.inflight --posts 65536 --processes 8
 """
@@ -47,15 +50,21 @@ async def compute_score(data_source, solution_str, ground_truth, extra_info=None
 """
 
 
+WORKERS, STATE, SUPERVISOR = "gateway processes", "state server", "supervisor and the rest"
+
+
 @dataclass
 class Outcome:
     posts: int
     answered: int
     wall_s: float
     latency_s: float
-    rss_per_post_bytes: float
+    rss_per_post_bytes: float  # the gateway processes' peak growth over the most posts in flight at once
     cpu_per_post_ms: float
     failures: dict[str, int]
+    rss_growth_bytes: dict[str, int]  # per role (WORKERS, STATE, SUPERVISOR): peak over before the burst
+    held: int  # the most posts in flight at once (the gateway's own count)
+    state_after_bytes: int  # the state server's growth once every post was answered (results cached)
 
     @property
     def lost(self) -> int:
@@ -67,13 +76,55 @@ def _tree(pid: int) -> list[int]:
     while todo:
         p = todo.pop()
         pids.append(p)
+        todo += _children(p)
+    return pids
+
+
+def _roles(root: int) -> dict[str, list[int]]:
+    """The gateway's processes by role: the uvicorn workers (the root's children that multiprocessing
+    started, with whatever they start), the state server (redis-server), the supervisor (the root) and the
+    rest."""
+    roles: dict[str, list[int]] = {WORKERS: [], STATE: [], SUPERVISOR: [root]}
+    for child in _children(root):
         try:
-            for task in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{task}/children") as f:
-                    todo += [int(c) for c in f.read().split()]
+            with open(f"/proc/{child}/cmdline", "rb") as f:
+                cmdline = f.read()
         except OSError:
             continue
-    return pids
+        if b"redis-server" in cmdline:
+            roles[STATE].append(child)
+        elif b"spawn_main" in cmdline and b"resource_tracker" not in cmdline:
+            roles[WORKERS] += _tree(child)
+        else:
+            roles[SUPERVISOR] += _tree(child)
+    return roles
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                found += [int(c) for c in f.read().split()]
+    except OSError:
+        pass
+    return found
+
+
+def _rss_by_role(root: int) -> dict[str, int]:
+    return {role: _rss_and_cpu(pids)[0] for role, pids in _roles(root).items()}
+
+
+def _inflight(port: int) -> float:
+    """The gateway's in-flight count (all processes, summed by /metrics), less the scrape asking."""
+    try:  # a scrape waits in the same accept queue as the burst: it may be late
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
+    except httpx.HTTPError:
+        return 0.0
+    for line in text.splitlines():
+        if line.startswith("rewardfleet_gateway_inflight_requests "):
+            return float(line.split()[1]) - 1
+    return 0.0
 
 
 def _rss_and_cpu(pids: list[int]) -> tuple[int, float]:
@@ -183,8 +234,8 @@ def run(
         for p, proc in zip(judge_ports, judge_procs, strict=True):
             proc.wait_http(f"http://127.0.0.1:{p}/health", timeout_s=60)
         gateway.wait_http(f"http://127.0.0.1:{port}/ready", timeout_s=180)
-        tree = _tree(gateway.pid)
-        rss_before, cpu_before = _rss_and_cpu(tree)
+        _, cpu_before = _rss_and_cpu(_tree(gateway.pid))
+        before = _rss_by_role(gateway.pid)
         ctx = multiprocessing.get_context("spawn")
         out: multiprocessing.Queue = ctx.Queue()
         share = posts // clients
@@ -205,22 +256,14 @@ def run(
         ]
         for proc in procs:
             proc.start()
-        peak_rss = rss_before
+        # Peak RSS per role and the most posts in flight at once (the gateway's own count): a post's memory
+        # is reused, not returned, once it is answered, so the peak RSS is that of the most in flight at once.
+        peak, held = dict(before), 0.0
         deadline = started + latency_s * 4 + 180
-        while time.monotonic() < deadline:  # RSS while posts are in flight (the gateway's own count)
-            try:  # a scrape waits in the same accept queue as the burst: it may be late
-                text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
-            except httpx.HTTPError:
-                text = ""
-            inflight = next(
-                (
-                    float(line.split()[1])
-                    for line in text.splitlines()
-                    if line.startswith("rewardfleet_gateway_inflight_requests ")
-                ),
-                0.0,
-            )
-            peak_rss = max(peak_rss, _rss_and_cpu(_tree(gateway.pid))[0])
+        while time.monotonic() < deadline:
+            inflight = _inflight(port)
+            held = max(held, inflight)
+            peak = {role: max(rss, peak[role]) for role, rss in _rss_by_role(gateway.pid).items()}
             if inflight >= posts or not any(p.is_alive() for p in procs):
                 break
             time.sleep(0.5)
@@ -232,15 +275,20 @@ def run(
         for proc in procs:
             proc.join(timeout=30)
         _, cpu_after = _rss_and_cpu(_tree(gateway.pid))
+        state_after = _rss_by_role(gateway.pid)[STATE] - before[STATE]  # with the answers' cached results
         answered = failures.pop("ok", 0)
+        growth = {role: peak[role] - before[role] for role in before}
         return Outcome(
             posts=posts,
             answered=answered,
             wall_s=wall,
             latency_s=latency_s,
-            rss_per_post_bytes=(peak_rss - rss_before) / posts,
+            rss_per_post_bytes=growth[WORKERS] / max(held, 1),
             cpu_per_post_ms=(cpu_after - cpu_before) / posts * 1000,
             failures=failures,
+            rss_growth_bytes=growth,
+            held=int(held),
+            state_after_bytes=state_after,
         )
     finally:
         gateway.stop(timeout_s=60)
@@ -264,11 +312,19 @@ def plan(quick: bool = False) -> BenchResult:
         Row(INFLIGHT, "wall / judge latency", o.wall_s / o.latency_s, detail=f"wall {o.wall_s:.1f} s"),
         Row(
             INFLIGHT,
-            "gateway RSS per post in flight (KiB)",
+            "gateway processes' RSS per post in flight (KiB)",
             o.rss_per_post_bytes / 1024,
             "<= 16",
             o.rss_per_post_bytes <= 16 * 1024,
-            "all processes and the state server",
+            f"at most {o.held} posts in flight at once; the judge call included (the gateway's own share: "
+            "bench/inflight_memory.py)",
+        ),
+        Row(
+            INFLIGHT,
+            "state server's RSS growth (MiB)",
+            o.rss_growth_bytes[STATE] / 2**20,
+            detail=f"{o.state_after_bytes / 2**20:.1f} MiB once answered (results cached); supervisor "
+            f"and the rest: {o.rss_growth_bytes[SUPERVISOR] / 2**20:.1f} MiB",
         ),
         Row(INFLIGHT, "gateway CPU per post (ms)", o.cpu_per_post_ms, detail="8 processes, 2 cores"),
     ]
@@ -287,7 +343,12 @@ def main() -> None:
     print(
         f"posts={o.posts} answered={o.answered} lost={o.lost} failures={o.failures}\n"
         f"wall={o.wall_s:.1f}s wall/latency={o.wall_s / o.latency_s:.3f}\n"
-        f"gateway RSS per post in flight={o.rss_per_post_bytes / 1024:.1f} KiB (target <= 16)\n"
+        f"gateway processes' RSS per post in flight={o.rss_per_post_bytes / 1024:.1f} KiB (target <= 16; "
+        f"at most {o.held} in flight at once; +{o.rss_growth_bytes[WORKERS] / 2**20:.1f} MiB)\n"
+        f"state server's RSS growth={o.rss_growth_bytes[STATE] / 2**20:.1f} MiB "
+        f"({o.rss_growth_bytes[STATE] / max(o.held, 1):.0f} bytes a post in flight), "
+        f"{o.state_after_bytes / 2**20:.1f} MiB once answered; supervisor and the rest: "
+        f"{o.rss_growth_bytes[SUPERVISOR] / 2**20:.1f} MiB\n"
         f"gateway CPU per post={o.cpu_per_post_ms:.3f} ms"
     )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 
@@ -58,16 +58,18 @@ class Gateway:
         self.limits.check(sample)
         return catalog.dispatcher.resolve(sample.reward_fn, sample.data_source)
 
-    async def score(self, sample: ScoreRequest) -> ScoreResult:
-        """Resolve and score one sample; a group member waits for its group's answer (groups/scorer.py)."""
+    def score(self, sample: ScoreRequest) -> Awaitable[ScoreResult]:
+        """Resolve and score one sample; a group member waits for its group's answer (groups/scorer.py).
+        Resolving raises at once; the awaitable returned is the scorer's own, not a coroutine of this
+        method around it (a frame less held by each post in flight, issue 44)."""
         catalog = self.catalog  # one catalog for the whole request, even if a reload swaps it meanwhile
         self.limits.check(sample)
         fn, label = catalog.dispatcher.resolve(sample.reward_fn, sample.data_source)
         if self.admit is not None:  # tenants: the sample holds its place in its tenant's quotas
-            return await self.score_resolved(sample, fn, label, catalog)
+            return self.score_resolved(sample, fn, label, catalog)
         if sample.group_id is not None:  # as score_resolved, inline: the hot path of one sample
-            return await self.groups.submit(sample, fn, label, catalog.group_functions)
-        return await self.scorer.score(sample, fn, label)
+            return self.groups.submit(sample, fn, label, catalog.group_functions)
+        return self.scorer.score(sample, fn, label)
 
     async def score_resolved(
         self, sample: ScoreRequest, fn: RewardFunction, label: str, catalog: Catalog

@@ -12,8 +12,9 @@ import asyncio
 import concurrent.futures
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import aiohttp
@@ -190,14 +191,16 @@ class Scorer:
             kwargs.update(reward_kwargs)
         return kwargs
 
-    async def score(self, request: ScoreRequest, fn: RewardFunction, label: str) -> ScoreResult:
-        """Score one sample; with idempotency on, a duplicate is answered from the cache or a running call."""
+    def score(self, request: ScoreRequest, fn: RewardFunction, label: str) -> Awaitable[ScoreResult]:
+        """Score one sample; with idempotency on, a duplicate is answered from the cache or a running call.
+        Returns the cache's or `_score`'s coroutine itself, not one of its own around it: each post in
+        flight holds one frame less (issue 44)."""
         cache = self.cache
         if cache is not None:
             key = cache.key(request, fn.name, fn.version)
             if key is not None:
-                return await cache.run(key, request, lambda: self._score(request, fn, label))
-        return await self._score(request, fn, label)
+                return cache.run(key, request, partial(self._score, request, fn, label))
+        return self._score(request, fn, label)
 
     async def run_unrecorded(self, fn: RewardFunction, request: ScoreRequest) -> Outcome:
         """One call for the gateway's own monitors (probes): no cache, gate or score metrics; its tokens
@@ -213,14 +216,12 @@ class Scorer:
             await self._count_pool_tokens(fn.name, outcome.extra)
         return outcome
 
-    async def _call(self, fn: RewardFunction, request: ScoreRequest, label: str) -> Outcome:
+    def _call(self, fn: RewardFunction, request: ScoreRequest, label: str) -> Awaitable[Outcome]:
+        """The call's own coroutine (a post in flight holds no frame of this method, issue 44); an `ok`
+        without a score gets its aggregate of step/turn scores there (`_aggregate_into_score`)."""
         if fn.is_async:
-            outcome = await self._call_async(fn, request, label)
-        else:
-            outcome = await self._call_sync(fn, self.build_kwargs(fn, request))
-        if outcome.status == "ok" and outcome.score is None:
-            _aggregate_into_score(fn, outcome)
-        return outcome
+            return self._call_async(fn, request, label)
+        return self._call_sync(fn, self.build_kwargs(fn, request))
 
     async def _score(self, request: ScoreRequest, fn: RewardFunction, label: str) -> ScoreResult:
         started = time.perf_counter()
@@ -237,15 +238,27 @@ class Scorer:
                 if used is not None:  # the judge said how many tokens it used: TPM counts those
                     charge.settle(used)
         total_s = time.perf_counter() - started
-        too_large = extra_too_large(outcome.extra, self.max_result_extra_chars)
-        if too_large is not None:  # an error result: logged below, never cached, never sent
-            outcome = Outcome(
-                "error",
-                error=ErrorInfo(type="ResultTooLarge", message=f"{fn.name}: {too_large}"),
-                queue_s=outcome.queue_s,
-                compute_s=outcome.compute_s,
-            )
+        outcome = self._bounded(fn, outcome)
         await self._count_pool_tokens(fn.name, outcome.extra)
+        return self._answer(request, fn, label, outcome, total_s)
+
+    # `_score`'s ends, out of its coroutine: a post in flight holds a smaller frame (issue 44).
+    def _bounded(self, fn: RewardFunction, outcome: Outcome) -> Outcome:
+        """`outcome`, or a ResultTooLarge error when its extras are over max_result_extra_chars."""
+        too_large = extra_too_large(outcome.extra, self.max_result_extra_chars)
+        if too_large is None:
+            return outcome
+        return Outcome(  # an error result: logged, never cached, never sent
+            "error",
+            error=ErrorInfo(type="ResultTooLarge", message=f"{fn.name}: {too_large}"),
+            queue_s=outcome.queue_s,
+            compute_s=outcome.compute_s,
+        )
+
+    def _answer(
+        self, request: ScoreRequest, fn: RewardFunction, label: str, outcome: Outcome, total_s: float
+    ) -> ScoreResult:
+        """The result of a finished call: counted, a failure logged, the fallback score applied."""
         if outcome.status == "ok" and self.on_scored is not None:
             self.on_scored(fn, request, outcome)
         self.metrics.observe_call(fn.name, label, outcome.status, outcome.compute_s, outcome.score)
@@ -335,7 +348,10 @@ class Scorer:
                 error=ErrorInfo(type=type(exc).__name__, message=f"{exc}{error_location(exc)}"),
                 compute_s=time.perf_counter() - started,
             )
-        return Outcome("ok", score=score, extra=extra, compute_s=time.perf_counter() - started)
+        outcome = Outcome("ok", score=score, extra=extra, compute_s=time.perf_counter() - started)
+        if score is None:
+            _aggregate_into_score(fn, outcome)
+        return outcome
 
     async def _call_sync(self, fn: RewardFunction, kwargs: dict[str, Any]) -> Outcome:
         if self.pool is None:
@@ -376,7 +392,10 @@ class Scorer:
         queue_s, compute_s = max(0.0, t_start - submitted), t_end - t_start
         if kind == "ok":
             score, extra = payload
-            return Outcome("ok", score=score, extra=extra, queue_s=queue_s, compute_s=compute_s)
+            outcome = Outcome("ok", score=score, extra=extra, queue_s=queue_s, compute_s=compute_s)
+            if score is None:
+                _aggregate_into_score(fn, outcome)
+            return outcome
         err_type, message = payload
         return Outcome(
             "error", error=ErrorInfo(type=err_type, message=message), queue_s=queue_s, compute_s=compute_s

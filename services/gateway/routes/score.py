@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -55,15 +56,20 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 @router.post(PATH, response_model=ScoreResult, responses=_ERRORS, openapi_extra=_body_doc(_SAMPLE_SCHEMA))
 async def score(request: Request) -> Response:
     """Score one sample. A function that fails still answers 200, with `status` "error" or "timeout"."""
-    body = await score_body(request.app.state, await request.body())
-    return Response(body, media_type="application/json")
+    result = await score_sample(request.app.state, await request.body())
+    return Response(result_json(result), media_type="application/json")
 
 
-async def score_body(state: State, raw: bytes) -> bytes:
-    """The answer to one `POST /score` body (the app's `state` holds the gateway): the route's and the
-    plain-ASGI path's (routes/score_asgi.py) one implementation. Raises what the error handlers answer."""
-    sample = parse_json(raw, ScoreRequest)
-    return ScoreResult.__pydantic_serializer__.to_json(await gateway_of(state).score(sample))
+def score_sample(state: State, raw: bytes) -> Awaitable[ScoreResult]:
+    """The scoring of one `POST /score` body (the app's `state` holds the gateway): the route's and the
+    plain-ASGI path's (routes/score_asgi.py) one implementation. Parsing and resolving raise at once (what
+    the error handlers answer); what is returned is the scorer's own awaitable, so a post in flight holds
+    neither its raw body once parsed nor a frame of this function (issue 44)."""
+    return gateway_of(state).score(parse_json(raw, ScoreRequest))
+
+
+def result_json(result: ScoreResult) -> bytes:
+    return ScoreResult.__pydantic_serializer__.to_json(result)
 
 
 @router.post(

@@ -4,7 +4,7 @@ One sample per request is the path trainers are asked to use, so its cost per re
 overhead. Through FastAPI's router a trivial function's request spent about as long in routing, dependency
 solving, the `Request` object and the exception middleware as in the gateway's own work (bench/
 gateway_overhead, docs/BENCHMARKS.md). Here the request goes straight from the body limits to the same scoring
-code the route uses (`score_body`), and every error is answered by the app's own exception handlers, so the
+code the route uses (`score_sample`), and every error is answered by the app's own exception handlers, so the
 answers (status, headers, envelopes, field names) are the route's, byte for byte. The route stays declared in
 `routes/score.py`: /docs and the OpenAPI schema come from it, and it serves any request this layer passes on.
 
@@ -23,7 +23,7 @@ from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from rewardfleet.services.gateway.routes.score import PATH, router, score_body
+from rewardfleet.services.gateway.routes.score import PATH, result_json, router, score_sample
 
 _HEADERS = b"content-type", b"application/json"
 
@@ -40,7 +40,7 @@ class ScoreFastPath:
         scope["route"] = self.route
         scope["endpoint"] = self.route.endpoint
         try:
-            body = await score_body(scope["app"].state, await _read_body(receive))
+            body = result_json(await score_sample(scope["app"].state, await _read_body(receive)))
         except Exception as exc:
             handler = _handler(scope["app"], exc)
             if handler is None:
