@@ -298,11 +298,22 @@ async def _aiohttp_poster(base: str, samples: int, timeout_s: float) -> AsyncIte
         yield send
 
 
+def _spawned(pid: int) -> int:
+    """uvicorn's worker processes under `pid` (started by multiprocessing's spawn)."""
+    count = 0
+    for one in tree(pid):
+        try:
+            count += b"spawn_main" in Path(f"/proc/{one}/cmdline").read_bytes()
+        except OSError:
+            continue
+    return count
+
+
 def _settle(child: ChildProcess, processes: int) -> None:
     """Wait until every worker process is up: one `/ready` answered says only that one is. Above one the
     tree is uvicorn's supervisor, its N workers and (the gateway's) a state server."""
     for _ in range(300):
-        if processes == 1 or len(tree(child.pid)) >= processes + 1:
+        if processes == 1 or _spawned(child.pid) >= processes:
             break
         time.sleep(0.1)
     time.sleep(2.0 if processes > 1 else 0.0)  # and past their start-up (a worker answers once started)

@@ -11,6 +11,8 @@ records per pool:
 
 - `rewardfleet_judge_probe_false_positive_ratio{pool}`: accepted master keys / answered probes, last round;
 - `rewardfleet_judge_probes_total{pool, outcome}`: rejected, false_positive, error;
+- `rewardfleet_judge_probe_backoff_seconds{pool}`, `rewardfleet_judge_probe_backoffs_total{pool}`: the wait
+  before the next round after rounds that got no answer, and how many such rounds pushed it back;
 - `rewardfleet_judge_pool_degraded{pool}`: 1 while the last ratio is above `degrade_above_ratio`. With
   `on_degraded: refuse`, samples of functions whose reward_kwargs name that pool then get the typed error
   `JudgePoolDegraded` (no score) until a later round is at or below the threshold again.
@@ -25,8 +27,13 @@ With several gateway processes or replicas sharing a state store, one of them ru
 `judge-probes` lease, `reliability/jobs.py`) and publishes its reports and refusals; the others apply them.
 
 Probes run in the background, at most `max_concurrency` at once, each under `timeout_s`; they never hold a
-sample's slot. A probe that fails is counted (`outcome="error"`) and logged, never raised. Probe calls go
-through `Scorer.run_unrecorded`: their tokens and spend count, their scores stay out of the reward metrics.
+sample's slot. They must not be what makes a failing pool worse: sglang-router counts every failed call
+towards opening a worker's circuit (503 for every tenant), so a round stops sending at its first error while
+nothing has answered, and the next round waits `retry_s`, doubled after each such round up to `retry_max_s`
+(a round that gets answers resets it). A probe asks for at most `pool_max_tokens[pool]` tokens (the fleet
+sets the largest its CPU pools accept), so a pool does not refuse every probe for its `max_tokens`. A
+probe that fails is counted (`outcome="error"`) and logged, never raised. Probe calls go through
+`Scorer.run_unrecorded`: their tokens and spend count, their scores stay out of the reward metrics.
 """
 
 from __future__ import annotations
@@ -92,6 +99,20 @@ class ProbeMetrics:
             namespace=NAMESPACE,
             registry=registry,
         )
+        self.backoff = Gauge(
+            "judge_probe_backoff_seconds",
+            "Wait before the pool's next probe round after rounds that got no answer (0 after one that did).",
+            ["pool"],
+            namespace=NAMESPACE,
+            registry=registry,
+        )
+        self.backoffs = Counter(
+            "judge_probe_backoffs",
+            "Probe rounds that got no answer and so pushed the pool's next round back.",
+            ["pool"],
+            namespace=NAMESPACE,
+            registry=registry,
+        )
         self.degraded = Gauge(
             "judge_pool_degraded",
             "1 while the pool's last probe round is above judge_probes.degrade_above_ratio.",
@@ -120,6 +141,34 @@ class PoolProbeReport:
 def probe_pool(fn: RewardFunction) -> str:
     pool = fn.config.reward_kwargs.get("pool", "judge")
     return pool if isinstance(pool, str) else fn.name
+
+
+def capped(fn: RewardFunction, max_tokens: int | None) -> RewardFunction:
+    """`fn` asking its judge for at most `max_tokens` (its `generation.max_tokens`, or that when unset)."""
+    if max_tokens is None:
+        return fn
+    generation = fn.config.reward_kwargs.get("generation")
+    if generation is None:
+        generation = {}
+    if not isinstance(generation, Mapping):  # a settings object given in code: left as it is
+        return fn
+    asked = generation.get("max_tokens")
+    if isinstance(asked, int) and asked <= max_tokens:
+        return fn
+    kwargs = {**fn.config.reward_kwargs, "generation": {**generation, "max_tokens": max_tokens}}
+    return dataclasses.replace(fn, config=fn.config.model_copy(update={"reward_kwargs": kwargs}))
+
+
+@dataclass
+class _Round:
+    """One round's sending state: it stops at its first error while nothing has answered (a failing pool)."""
+
+    answered: bool = False
+    given_up: bool = False
+    skipped: int = 0
+
+    def failed(self) -> None:
+        self.given_up = self.given_up or not self.answered
 
 
 def unguarded(fn: RewardFunction) -> RewardFunction:
@@ -160,6 +209,7 @@ class JudgeProber:
         self._slots = asyncio.Semaphore(config.max_concurrency)
         self._tasks: list[asyncio.Task[None]] = []
         self.board: JobBoard = board if board is not None else MemoryJobBoard()
+        self._failed_rounds: dict[str, int] = {}  # rounds in a row that got no answer, by function
         self.renew_s = renew_s
         self.leading = False
         self._decided = asyncio.Event()  # set once the first lease attempt has answered
@@ -167,6 +217,8 @@ class JudgeProber:
             for outcome in OUTCOMES:
                 self.metrics.probes.labels(pool, outcome)
             self.metrics.degraded.labels(pool).set(0)
+            self.metrics.backoff.labels(pool).set(0)
+            self.metrics.backoffs.labels(pool)
 
     def start(self) -> None:
         self._tasks = [asyncio.create_task(self._hold(), name="judge-probes-lease")] + [
@@ -224,7 +276,23 @@ class JudgeProber:
         await self.board.publish(
             {"reports": self.summary(), "refused": refused}, ttl_s=3 * self.config.interval_s
         )
-        return self.config.interval_s if answered else self.config.retry_s
+        if answered:
+            self._failed_rounds[name] = 0
+            if fn is not None:
+                self.metrics.backoff.labels(probe_pool(fn)).set(0)
+            return self.config.interval_s
+        return self._back_off(name, fn)
+
+    def _back_off(self, name: str, fn: RewardFunction | None) -> float:
+        """The wait after a round that got no answer: `retry_s`, doubled for each such round in a row, at
+        most `retry_max_s`."""
+        failed = self._failed_rounds.get(name, 0)
+        self._failed_rounds[name] = failed + 1
+        wait = min(self.config.retry_s * 2 ** min(failed, 40), self.config.retry_max_s)
+        if fn is not None:
+            self.metrics.backoff.labels(probe_pool(fn)).set(wait)
+            self.metrics.backoffs.labels(probe_pool(fn)).inc()
+        return wait
 
     async def _follow(self) -> float:
         """Take the leader's reports and refusals as this process's own (its metrics stay the leader's)."""
@@ -251,10 +319,12 @@ class JudgeProber:
             return 0
         pool = probe_pool(fn)
         pairs = [(key, q) for q in self.questions for key in self.answers]
-        outcomes = await asyncio.gather(*(self._probe(fn, key, q) for key, q in pairs))
+        sending = _Round()
+        probed = capped(unguarded(fn), self.config.pool_max_tokens.get(pool))
+        outcomes = await asyncio.gather(*(self._probe(probed, key, q, sending) for key, q in pairs))
         report = self.reports[pool]
         answered = [(key, fp) for (key, _), fp in zip(pairs, outcomes, strict=True) if fp is not None]
-        errors = len(pairs) - len(answered)
+        errors = len(pairs) - len(answered) - sending.skipped
         for outcome, count in (
             ("false_positive", sum(1 for _, fp in answered if fp)),
             ("rejected", sum(1 for _, fp in answered if not fp)),
@@ -263,7 +333,10 @@ class JudgeProber:
             self.metrics.probes.labels(pool, outcome).inc(count)
         report.errors = errors
         if not answered:
-            logger.warning("judge probes of %s (pool %s): no probe got an answer; retrying", name, pool)
+            logger.warning(
+                "judge probes of %s (pool %s): no probe got an answer (%d sent, the rest not); backing off",
+                name, pool, errors,
+            )  # fmt: skip
             return 0
         false_positives = sum(1 for _, fp in answered if fp)
         report.rounds += 1
@@ -293,9 +366,11 @@ class JudgeProber:
         else:
             self.scorer.refused_pools.pop(pool, None)
 
-    async def _probe(self, fn: RewardFunction, answer: str, question: ReferenceQuestion) -> bool | None:
-        """True: a false positive; False: rejected; None: no usable answer (counted as an error, logged)."""
-        fn = unguarded(fn)
+    async def _probe(
+        self, fn: RewardFunction, answer: str, question: ReferenceQuestion, sending: _Round
+    ) -> bool | None:
+        """True: a false positive; False: rejected; None: no usable answer (counted as an error, logged),
+        or not sent: the round had given up (counted in `sending.skipped`)."""
         request = ScoreRequest(
             data_source=PROBE_DATA_SOURCE,
             solution_str=answer,
@@ -304,19 +379,25 @@ class JudgeProber:
             prompt=question.question,
         )
         async with self._slots:
+            if sending.given_up:
+                sending.skipped += 1
+                return None
             try:
                 async with asyncio.timeout(self.config.timeout_s):
                     outcome = await self.scorer.run_unrecorded(fn, request)
             except TimeoutError:
                 logger.warning("judge probe of %s timed out after %ss", fn.name, self.config.timeout_s)
+                sending.failed()
                 return None
         if outcome.status != "ok" or outcome.score is None:
+            sending.failed()
             error = outcome.error
             logger.warning(
                 "judge probe of %s failed: %s: %s",
                 fn.name, error.type if error else outcome.status, error.message if error else "",
             )  # fmt: skip
             return None
+        sending.answered = True
         return outcome.score >= self.config.pass_score
 
     def summary(self) -> dict[str, Any]:
