@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from rewardfleet.services.fleet.default_probes import probe_max_tokens
 from rewardfleet.services.fleet.config import PoolConfig
+from rewardfleet.services.fleet.default_probes import probe_max_tokens
 from rewardfleet.services.gateway.monitors.probes import MASTER_KEYS
 from tests.gateway.conftest import Gateway, start_gateway
 from tests.support import free_port, running
