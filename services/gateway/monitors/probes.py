@@ -288,7 +288,7 @@ class JudgeProber:
         most `retry_max_s`."""
         failed = self._failed_rounds.get(name, 0)
         self._failed_rounds[name] = failed + 1
-        wait = min(self.config.retry_s * 2 ** min(failed, 40), self.config.retry_max_s)
+        wait: float = min(self.config.retry_s * 2.0 ** min(failed, 40), self.config.retry_max_s)
         if fn is not None:
             self.metrics.backoff.labels(probe_pool(fn)).set(wait)
             self.metrics.backoffs.labels(probe_pool(fn)).inc()
