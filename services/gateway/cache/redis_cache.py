@@ -40,6 +40,10 @@ from rewardfleet.services.gateway.state_store.redis_scripts import (
 
 logger = logging.getLogger(__name__)
 OUTCOME_TTL_MS = 30_000  # long enough for every waiter of a run to read its outcome
+# A finish may wait this long for other finishes to share its write to Redis: a step's answers come one or two
+# per event-loop turn, and a write each (a system call and a wake-up of Redis) was most of the shared state's
+# cost per post (docs/BENCHMARKS.md, issue 44). The lease stays held meanwhile, so nothing changes for others.
+FINISH_LINGER_S = 0.005
 
 
 class RedisResults:
@@ -148,8 +152,8 @@ class RedisResults:
         self._leases.drop(lease)
         cacheable = "1" if result.status == "ok" else "0"
         # Not awaited: the caller's answer does not depend on the store's, and a failed store changes
-        # nothing for this caller either way (logged and counted by `send`). The write leaves in this loop
-        # turn's pipeline; until Redis has run it, the lease is still held, so a retry arriving meanwhile
+        # nothing for this caller either way (logged and counted by `send`). The write leaves within
+        # FINISH_LINGER_S; until Redis has run it, the lease is still held, so a retry arriving meanwhile
         # joins this run and gets its outcome, never a second run.
         self.store.send(
             "cache_finish",
@@ -165,6 +169,7 @@ class RedisResults:
                     OUTCOME_TTL_MS,
                     channel,
                 ],
+                linger_s=FINISH_LINGER_S,
             ),
             f"result of {request.uid} not shared",
         )
