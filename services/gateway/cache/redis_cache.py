@@ -14,8 +14,8 @@ sorted set) and expire after `result_cache_ttl_s`; a hit is not re-ordered (no w
 If the store fails before the run, the request fails with `StateStoreUnavailable` and nothing ran. If it
 fails after the run, the caller still gets its result (logged, counted in the errors metric); only the
 sharing of that one result is lost. So the caller is answered without waiting for `CACHE_FINISH`'s reply:
-the write is sent in the same event-loop turn, and a gateway that dies before Redis has it loses only the
-sharing (its waiters take the lease over after `lease_s`, as for a crash during the run).
+the write is sent within `FINISH_LINGER_S` (shared with other finishes), and a gateway that dies before Redis
+has it loses only the sharing (its waiters take the lease over after `lease_s`, as for a crash during the run).
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """Automatic pipelining: every Lua script call made during one turn of the event loop goes to Redis in one
-write, on one connection kept for the purpose, and the replies are matched to their callers in order.
+write, on one connection kept for the purpose, and the replies are matched to their callers in order. A call
+whose answer nobody waits for may linger a few milliseconds for others to share its write (`run`'s
+`linger_s`).
 
 Under load the costs of a round trip (two system calls, a wake-up of Redis, a wake-up of the gateway) are
 most of what shared state costs per request; with 64 requests in flight they are paid once per batch. The
