@@ -15,7 +15,8 @@ If the store fails before the run, the request fails with `StateStoreUnavailable
 fails after the run, the caller still gets its result (logged, counted in the errors metric); only the
 sharing of that one result is lost. So the caller is answered without waiting for `CACHE_FINISH`'s reply:
 the write is sent within `FINISH_LINGER_S` (shared with other finishes), and a gateway that dies before Redis
-has it loses only the sharing (its waiters take the lease over after `lease_s`, as for a crash during the run).
+has it loses only the sharing (its waiters take the lease over after `lease_s`, as for a crash during the
+run).
 """
 
 from __future__ import annotations
