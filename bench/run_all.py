@@ -93,7 +93,7 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
             12: _titled(
                 PRM, lambda: prm_server.run(requests=800, offline_seconds=1.0, rounds=1, smollm2_requests=200)
             ),
-            13: lambda: step_admission.run(sizes=(4096,), low_s=20.0, high_s=30.0),
+            13: lambda: _step_admission(quick=True),
             14: _titled(RESCORE, lambda: rescore.run(lines=5000, rounds=3, batch_size=64, concurrency=8)),
             15: _titled(IMAGE_RM, lambda: image_rm_server.run(requests=400, offline_seconds=1.0, rounds=1)),
             16: _titled(NOISY, lambda: noisy_neighbour.run(duration_s=5)),
@@ -116,8 +116,9 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
         # SmolLM2-135M judge on the CPU, 16 samples: the slowest benchmark (minutes per figure when loaded)
         11: _titled(JUDGE, lambda: judge_throughput.run(16, 64, 2)),
         12: _titled(PRM, lambda: prm_server.run(requests=2000, offline_seconds=2.0, rounds=2)),
-        # a whole GRPO step posted at once, default admission settings (4096 and 8192 posts)
-        13: lambda: step_admission.run(sizes=(4096, 8192), low_s=20.0, high_s=30.0, repeats=2),
+        # a whole GRPO step posted at once, default admission settings (4096 and 8192 posts): one gateway
+        # process, then `--processes auto` beside the plain ASGI app
+        13: lambda: _step_admission(quick=False),
         # `rewardfleet score` (a child process, end to end) over 20,000 lines vs a bare client: ~3 minutes
         14: _titled(RESCORE, lambda: rescore.run(lines=20000, rounds=5, batch_size=64, concurrency=8)),
         # (text, image) pairs on a random CLIP: server under single-pair posts / offline best batch
@@ -128,6 +129,17 @@ def _plans(quick: bool, stack: Callable[[], RmStack]) -> dict[int, Callable[[], 
         # each kind's server with and without --enable-deterministic-inference, same load, alternating
         18: _titled(DETERMINISM, lambda: determinism.run(requests=600, rounds=2)),
     }
+
+
+def _step_admission(quick: bool) -> BenchResult:
+    """Benchmark 13: one gateway process (its first burst, then the same client's second), then
+    `rewardfleet gateway --processes auto` with each size's first burst also sent to the plain ASGI app."""
+    sizes = (4096,) if quick else (4096, 8192)
+    one = step_admission.run(sizes=sizes, low_s=20.0, high_s=30.0, repeats=1 if quick else 2)
+    auto = step_admission.run(sizes=sizes, low_s=20.0, high_s=30.0, processes="auto", plain=True)
+    one.rows += auto.rows
+    one.notes += ["--processes auto:", *auto.notes]
+    return one
 
 
 def _machine() -> str:

@@ -25,10 +25,13 @@ trainer's next step within the gateway's `keep_alive_s`), printed apart. `--clie
 aiohttp with a new connection per post every time instead (a generic client's cost).
 
     .venv/bin/python -m bench.step_admission [--samples 4096 8192] [--low-s 20 --high-s 30] [--judge sleep]
-        [--client fleet|aiohttp] [--repeats 2] [--replicas 2]
+        [--client fleet|aiohttp] [--repeats 2] [--processes N|auto] [--plain]
 
-`--replicas N` runs N gateway processes on one socket with their state in Redis (`bench.gateway_replicas`):
-what replicas would give on one host. Its rows carry no target: the goal is the default, one process.
+`--processes N|auto` runs `rewardfleet gateway --processes` (N processes on one socket, their state in the
+gateway's own state server, whose CPU and RSS count as the gateway's). `--plain` sends each size's first
+burst, right after the gateway's, to `bench.plain_asgi` (a plain ASGI app under uvicorn with the same
+settings and processes, doing only the function's await): the gateway's wall time over it is the framework's
+cost (target <= 1.1), beside the gateway's CPU per post (all its processes, from /proc; target <= 0.3 ms).
 """
 
 from __future__ import annotations
@@ -52,12 +55,15 @@ import aiohttp
 import yaml
 
 from bench.common import OFFLINE_ENV, BenchResult, Row, print_result, write_fn
+from bench.proc_stats import cpu_s, rss_bytes, tree
 from rewardfleet.services.client import AsyncRewardClient, GatewayUnavailable, RetryPolicy
 from rewardfleet.services.common.open_files import raise_open_files_limit
-from tests.gateway.state_store.redis_server import RedisServer
+from rewardfleet.services.gateway.processes.args import parse_processes
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 
-TARGET = 1.05
+TARGET = 1.05  # first burst: wall time / the largest judge latency
+CPU_TARGET_MS = 0.3  # gateway CPU per post
+PLAIN_TARGET = 1.1  # first burst: wall time / the plain ASGI app's
 
 # The judge-style function: its whole work is one awaited remote call, through the gateway's shared session.
 HTTP_JUDGE = """
@@ -105,7 +111,7 @@ class Burst:
     # the judge had read the last call
     arrival_cpu_s: dict[str, float] = field(default_factory=dict)
     judged_cpu_s: dict[str, float] = field(default_factory=dict)
-    processes: int = 1  # gateway processes (`--replicas`); the goal's verdict is on the default, one
+    processes: int = 1  # gateway processes (`--processes`)
     repeat: int = 0  # 0: the client's first burst (a new connection per post); later: connections open
 
     @property
@@ -131,51 +137,6 @@ class Burst:
         """The ratio one gateway process could reach on a core of its own, with a client and a judge that
         cost nothing: its work for every post done back to back, then the largest latency."""
         return (self.max_latency_s + self.gateway_judged_ms * self.samples / 1000) / self.max_latency_s
-
-
-def _tree(pid: int) -> list[int]:
-    """`pid` and its descendants (with `--replicas`, uvicorn's supervisor and its worker processes)."""
-    pids = [pid]
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:  # the process ended
-        return pids
-    for task in tasks:
-        try:
-            children = (task / "children").read_text().split()
-        except OSError:  # the thread ended
-            continue
-        for child in children:
-            pids += _tree(int(child))
-    return pids
-
-
-def _proc_files(pids: tuple[int, ...], name: str) -> Iterator[str]:
-    """/proc/<pid>/`name` of processes `pids` and their descendants; one that ended meanwhile is skipped."""
-    for one in (one for pid in pids for one in _tree(pid)):
-        try:
-            yield Path(f"/proc/{one}/{name}").read_text()
-        except OSError:
-            continue
-
-
-def _cpu_s(*pids: int) -> float:
-    """User + system CPU seconds of processes `pids` and their descendants so far."""
-    total = 0
-    for stat in _proc_files(pids, "stat"):
-        fields = stat.rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-def _rss_bytes(*pids: int) -> int:
-    """Resident memory of processes `pids` and their descendants."""
-    total = 0
-    for status in _proc_files(pids, "status"):
-        for line in status.splitlines():
-            if line.startswith("VmRSS:"):
-                total += int(line.split()[1]) * 1024
-    return total
 
 
 Send = Callable[[dict[str, Any]], Awaitable[tuple[int, dict[str, Any]]]]
@@ -224,14 +185,14 @@ async def _burst(
     starts: list[float] = []
     judged: list[float] = []
     failures: Counter[str] = Counter()
-    rss_before = _rss_bytes(*gateway_pids)
+    rss_before = rss_bytes(*gateway_pids)
     rss_peak = rss_before
     cpu_trace: list[tuple[float, dict[str, float]]] = []
 
     def cpu_now() -> dict[str, float]:
-        now = {"client": time.process_time(), "gateway": _cpu_s(*gateway_pids)}
+        now = {"client": time.process_time(), "gateway": cpu_s(*gateway_pids)}
         if judge_pid is not None:
-            now["judge"] = _cpu_s(judge_pid)
+            now["judge"] = cpu_s(judge_pid)
         return now
 
     async def one(sample: dict[str, Any]) -> None:
@@ -252,7 +213,7 @@ async def _burst(
     async def watch() -> None:  # the gateway's RSS, and every process's CPU, 20 times a second
         nonlocal rss_peak
         while True:
-            rss_peak = max(rss_peak, _rss_bytes(*gateway_pids))
+            rss_peak = max(rss_peak, rss_bytes(*gateway_pids))
             cpu_trace.append((time.monotonic(), cpu_now()))
             await asyncio.sleep(0.05)
 
@@ -337,15 +298,35 @@ async def _aiohttp_poster(base: str, samples: int, timeout_s: float) -> AsyncIte
         yield send
 
 
+def _spawned(pid: int) -> int:
+    """uvicorn's worker processes under `pid` (started by multiprocessing's spawn)."""
+    count = 0
+    for one in tree(pid):
+        try:
+            count += b"spawn_main" in Path(f"/proc/{one}/cmdline").read_bytes()
+        except OSError:
+            continue
+    return count
+
+
+def _settle(child: ChildProcess, processes: int) -> None:
+    """Wait until every worker process is up: one `/ready` answered says only that one is. Above one the
+    tree is uvicorn's supervisor, its N workers and (the gateway's) a state server."""
+    for _ in range(300):
+        if processes == 1 or _spawned(child.pid) >= processes:
+            break
+        time.sleep(0.1)
+    time.sleep(2.0 if processes > 1 else 0.0)  # and past their start-up (a worker answers once started)
+
+
 @contextmanager
 def _gateway(
-    tmp: Path, fns: Path, timeout_s: float, settings: dict[str, int], replicas: int = 1
+    tmp: Path, fns: Path, timeout_s: float, settings: dict[str, int], processes: int = 1
 ) -> Iterator[tuple[str, list[int]]]:
-    """`rewardfleet gateway` with the admission settings at their defaults unless `settings` names them
-    (only the benchmark's function, its `timeout_s` above the judge's latencies, no built-ins); yields its
-    base URL and pids (for their CPU and RSS) once `/ready` says 200. `replicas` > 1: that many gateway
-    processes on one socket (`bench.gateway_replicas`), their state in a redis-server of their own, whose
-    CPU and RSS count as the gateway's."""
+    """`rewardfleet gateway --processes N` with the admission settings at their defaults unless `settings`
+    names them (only the benchmark's function, its `timeout_s` above the judge's latencies, no built-ins);
+    yields its base URL and pid (its tree's CPU and RSS: the workers and, above one process, the state
+    server of its own) once `/ready` says 200."""
     port = free_port()
     cfg = tmp / "gateway.yaml"
     config: dict[str, Any] = {
@@ -353,30 +334,34 @@ def _gateway(
         "functions": {"step_judge": {"timeout_s": timeout_s}},
         **settings,
     }
-    with ExitStack() as stack:
-        redis = None
-        if replicas > 1:
-            server = RedisServer(tmp).start()
-            stack.callback(server.stop)
-            config["state_url"] = server.url
-            redis = server.proc
-            cmd = [sys.executable, "-m", "bench.gateway_replicas", "--port", str(port)]
-            cmd += ["--processes", str(replicas), "--config", str(cfg)]
-        else:
-            cmd = rewardfleet_cmd(
-                "gateway", "--port", str(port), "--config", str(cfg), "--log-level", "warning"
-            )
-        cfg.write_text(yaml.safe_dump(config))
-        child = ChildProcess([*cmd, "--reward-fns", str(fns)], tmp / "gateway.log", env=OFFLINE_ENV)
-        stack.callback(child.stop)
+    cfg.write_text(yaml.safe_dump(config))
+    cmd = rewardfleet_cmd(
+        "gateway", "--port", str(port), "--config", str(cfg), "--log-level", "warning",
+        "--processes", str(processes), "--reward-fns", str(fns),
+    )  # fmt: skip
+    child = ChildProcess(cmd, tmp / "gateway.log", env=OFFLINE_ENV)
+    try:
         base = f"http://127.0.0.1:{port}"
         child.wait_http(base + "/ready", timeout_s=120)
-        for _ in range(100):  # every worker process is up: one /ready answered says only that one is
-            if len(_tree(child.pid)) > replicas:
-                break
-            time.sleep(0.1)
-        time.sleep(2.0 if replicas > 1 else 0.0)  # and past its start-up (a worker answers once started)
-        yield base, [child.pid, *([] if redis is None else [redis.pid])]
+        _settle(child, processes)
+        yield base, [child.pid]
+    finally:
+        child.stop()
+
+
+@contextmanager
+def _plain(tmp: Path, processes: int, max_inflight: int) -> Iterator[tuple[str, list[int]]]:
+    """The baseline (`bench.plain_asgi`): a plain ASGI app under uvicorn with the gateway's settings."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "bench.plain_asgi", "--port", str(port), "--processes", str(processes)]
+    child = ChildProcess([*cmd, "--max-inflight", str(max_inflight)], tmp / "plain.log", env=OFFLINE_ENV)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        child.wait_http(base + "/ready", timeout_s=60)
+        _settle(child, processes)
+        yield base, [child.pid]
+    finally:
+        child.stop()
 
 
 def run(
@@ -387,45 +372,53 @@ def run(
     settings: dict[str, int] | None = None,
     client: str = "fleet",
     repeats: int = 1,
-    replicas: int = 1,
+    processes: int | str = 1,
+    plain: bool = False,
 ) -> BenchResult:
     """`settings`: gateway settings instead of the defaults (e.g. the old `http_max_connections: 256`).
-    `replicas`: gateway processes (Redis state); the goal's verdict is on one, the default."""
-    result = BenchResult("13. a whole step posted at once (admission)")
+    `processes`: `rewardfleet gateway --processes` (a number or "auto"). `plain`: the same first burst, for
+    each size right after the gateway's, sent to `bench.plain_asgi` run as the gateway is."""
+    n_procs = parse_processes(str(processes))
+    name = "13. a whole step posted at once (admission)"
+    result = BenchResult(name if n_procs == 1 else f"{name}, --processes {processes}")
     raise_open_files_limit(2 * max(sizes) + 1024, "one client connection per post, and the judge's side")
     bursts: list[Burst] = []
-    with tempfile.TemporaryDirectory(prefix="rf-step-admission-") as tmp_name:
+    baselines: dict[int, Burst] = {}
+    with tempfile.TemporaryDirectory(prefix="rf-step-admission-") as tmp_name, ExitStack() as stack:
         tmp = Path(tmp_name)
         fns = write_fn(tmp / "fns", "step_judge", HTTP_JUDGE if judge == "http" else SLEEP_JUDGE)
         judge_proc = None
         judge_url = None
-        try:
-            if judge == "http":
-                port = free_port()
-                cmd = [sys.executable, "-m", "bench.judge_server", "--port", str(port)]
-                judge_proc = ChildProcess(cmd, tmp / "judge.log")
-                judge_proc.wait_http(f"http://127.0.0.1:{port}/health", timeout_s=60)
-                judge_url = f"http://127.0.0.1:{port}/judge"
-            with _gateway(tmp, fns, 2 * high_s + 60, settings or {}, replicas) as (base, pids):
-                for n in sizes:
-                    rng = random.Random(2900 + n)
-                    latencies = [rng.uniform(low_s, high_s) for _ in range(n)]
-                    judge_pid = None if judge_proc is None else judge_proc.pid
-                    timeout_s = 4 * high_s + 120
-                    burst = _bursts(base, latencies, judge_url, pids, timeout_s, judge_pid, client, repeats)
-                    bursts += [replace(b, processes=replicas) for b in asyncio.run(burst)]
-        finally:
-            if judge_proc is not None:
-                judge_proc.stop()
+        if judge == "http":
+            port = free_port()
+            cmd = [sys.executable, "-m", "bench.judge_server", "--port", str(port)]
+            judge_proc = ChildProcess(cmd, tmp / "judge.log")
+            stack.callback(judge_proc.stop)
+            judge_proc.wait_http(f"http://127.0.0.1:{port}/health", timeout_s=60)
+            judge_url = f"http://127.0.0.1:{port}/judge"
+        base, pids = stack.enter_context(_gateway(tmp, fns, 2 * high_s + 60, settings or {}, n_procs))
+        inflight = (settings or {}).get("max_inflight_requests", 16384)
+        plain_server = stack.enter_context(_plain(tmp, n_procs, inflight)) if plain else None
+        judge_pid = None if judge_proc is None else judge_proc.pid
+        timeout_s = 4 * high_s + 120
+        for n in sizes:
+            rng = random.Random(2900 + n)
+            latencies = [rng.uniform(low_s, high_s) for _ in range(n)]
+            burst = _bursts(base, latencies, judge_url, pids, timeout_s, judge_pid, client, repeats)
+            bursts += [replace(b, processes=n_procs) for b in asyncio.run(burst)]
+            if plain_server is not None:  # the same first burst, to the baseline, right after
+                pbase, ppids = plain_server
+                first = _bursts(pbase, latencies, judge_url, ppids, timeout_s, judge_pid, client, 1)
+                baselines[n] = asyncio.run(first)[0]
     result.notes.append(
         f"admission settings: {settings or 'defaults'}; async judge-style function ({judge}: "
         + ("a POST through the gateway's http_client to the stand-in judge process" if judge == "http"
            else "asyncio.sleep in the gateway")
         + f"), judge latency U({low_s:g} s, {high_s:g} s), one client process: "
         + ("the fleet's AsyncRewardClient" if client == "fleet" else "aiohttp, a new connection per post")
-        + ("" if replicas == 1 else
-           f"; {replicas} gateway processes on one socket (bench.gateway_replicas), state in Redis: "
-           "gateway CPU and RSS are theirs and Redis's together")
+        + ("" if n_procs == 1 else
+           f"; `rewardfleet gateway --processes {processes}`: {n_procs} processes on one socket, state in "
+           "its own state server: gateway CPU and RSS are theirs and the state server's together")
     )  # fmt: skip
     for b in bursts:
         size = f"{b.samples} posts" + (f", {b.processes} gateway processes" if b.processes > 1 else "")
@@ -470,18 +463,32 @@ def run(
                 fmt="{:.0f}",
             )
         )
-        default = b.processes == 1  # the goal is the default configuration's (one gateway process)
         result.rows.append(
             Row(
                 result.name,
                 f"wall time / largest single latency ({size})",
                 b.ratio,
-                f"<= {TARGET:g}" if default else "",
-                b.ratio <= TARGET if default else None,
+                f"<= {TARGET:g}",
+                b.ratio <= TARGET,
                 detail,
                 fmt="{:.3f}",
             )
         )
+        cpu_ms = b.gateway_cpu_s / b.samples * 1000
+        result.rows.append(
+            Row(
+                result.name,
+                f"gateway CPU per post, ms ({size}, first burst)",
+                cpu_ms,
+                f"<= {CPU_TARGET_MS:g}",
+                cpu_ms <= CPU_TARGET_MS,
+                "every gateway process"
+                + (" and its state server" if b.processes > 1 else "")
+                + " over the whole burst, from /proc",
+            )
+        )
+        if (base := baselines.get(b.samples)) is not None:
+            result.rows.append(_plain_row(result.name, size, b, base))
         if b.judged_cpu_s:  # the stand-in judge process is on the path (not with --judge sleep)
             result.rows.append(
                 Row(
@@ -503,7 +510,30 @@ def run(
                 fmt="{:.3f}",
             )
         )
+    for n, base in baselines.items():
+        result.notes.append(
+            f"{n} posts to bench.plain_asgi ({n_procs} process{'es' if n_procs > 1 else ''}, the same "
+            f"latencies and client): accepted {base.accepted}, failed {base.failed}; wall "
+            f"{base.wall_s:.2f} s = {base.ratio:.3f} of the largest latency; its CPU "
+            f"{base.gateway_cpu_s:.2f} s ({base.gateway_cpu_s / base.samples * 1000:.2f} ms a post), "
+            f"client {base.client_cpu_s:.2f} s"
+        )
     return result
+
+
+def _plain_row(bench: str, size: str, b: Burst, base: Burst) -> Row:
+    """The gateway's first-burst wall time over the plain ASGI app's, for the same posts in the same run."""
+    ratio = b.wall_s / base.wall_s
+    return Row(
+        bench,
+        f"wall time / plain ASGI app's ({size}, first burst)",
+        ratio,
+        f"<= {PLAIN_TARGET:g}",
+        ratio <= PLAIN_TARGET,
+        f"gateway {b.wall_s:.2f} s, plain {base.wall_s:.2f} s (its CPU "
+        f"{base.gateway_cpu_s / base.samples * 1000:.2f} ms a post); measured right after the gateway's",
+        fmt="{:.3f}",
+    )
 
 
 def main() -> None:
@@ -522,8 +552,9 @@ def main() -> None:
         "--set", nargs="*", default=[], metavar="KEY=INT", help="gateway settings instead of the defaults"
     )
     ap.add_argument("--repeats", type=int, default=1, help="bursts per size through one client")
+    ap.add_argument("--processes", default="1", help="rewardfleet gateway --processes: a number or auto")
     ap.add_argument(
-        "--replicas", type=int, default=1, help="gateway processes on one socket, state in Redis (default 1)"
+        "--plain", action="store_true", help="also send each first burst to bench.plain_asgi (the baseline)"
     )
     args = ap.parse_args()
     settings = {key: int(value) for key, value in (item.split("=", 1) for item in args.set)}
@@ -536,7 +567,8 @@ def main() -> None:
             settings,
             args.client,
             args.repeats,
-            args.replicas,
+            args.processes,
+            args.plain,
         )
     )
 

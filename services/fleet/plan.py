@@ -22,7 +22,7 @@ from rewardfleet.services.common.cpus import usable_cpus
 from rewardfleet.services.common.hosts import connect_host
 from rewardfleet.services.common.redact import redact_argv, redact_value
 from rewardfleet.services.fleet.config import FleetConfig, PoolConfig
-from rewardfleet.services.fleet.default_probes import default_probe_functions
+from rewardfleet.services.fleet.default_probes import default_probe_functions, probe_max_tokens
 from rewardfleet.services.fleet.determinism import deterministic_flags
 from rewardfleet.services.fleet.probe_key import probe_headers
 from rewardfleet.services.fleet.supervisor import ChildSpec
@@ -260,6 +260,8 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
     if "judge_probes" not in config.gateway.model_fields_set:
         judge_pools = {p.name for p in pools if p.config.kind == "judge"}
         gateway.judge_probes.functions = default_probe_functions(judge_pools, dict(gateway.functions))
+    if "pool_max_tokens" not in config.gateway.judge_probes.model_fields_set:
+        gateway.judge_probes.pool_max_tokens = probe_max_tokens((p.name, p.config) for p in pools)
     if gateway.reward_model_tokenizer is None:
         # The reward model's tokenizer; without a reward model, the judge's (its probability mode and
         # use_generate need it): a CPU pool's checkpoint is on this host.

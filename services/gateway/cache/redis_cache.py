@@ -14,8 +14,9 @@ sorted set) and expire after `result_cache_ttl_s`; a hit is not re-ordered (no w
 If the store fails before the run, the request fails with `StateStoreUnavailable` and nothing ran. If it
 fails after the run, the caller still gets its result (logged, counted in the errors metric); only the
 sharing of that one result is lost. So the caller is answered without waiting for `CACHE_FINISH`'s reply:
-the write is sent in the same event-loop turn, and a gateway that dies before Redis has it loses only the
-sharing (its waiters take the lease over after `lease_s`, as for a crash during the run).
+the write is sent within `FINISH_LINGER_S` (shared with other finishes), and a gateway that dies before Redis
+has it loses only the sharing (its waiters take the lease over after `lease_s`, as for a crash during the
+run).
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ from rewardfleet.services.gateway.state_store.redis_scripts import (
 
 logger = logging.getLogger(__name__)
 OUTCOME_TTL_MS = 30_000  # long enough for every waiter of a run to read its outcome
+# A finish may wait this long for other finishes to share its write to Redis: a step's answers come one or two
+# per event-loop turn, and a write each (a system call and a wake-up of Redis) was most of the shared state's
+# cost per post (docs/BENCHMARKS.md, issue 44). The lease stays held meanwhile, so nothing changes for others.
+FINISH_LINGER_S = 0.005
 
 
 class RedisResults:
@@ -155,8 +160,8 @@ class RedisResults:
         self._leases.drop(lease)
         cacheable = "1" if result.status == "ok" else "0"
         # Not awaited: the caller's answer does not depend on the store's, and a failed store changes
-        # nothing for this caller either way (logged and counted by `send`). The write leaves in this loop
-        # turn's pipeline; until Redis has run it, the lease is still held, so a retry arriving meanwhile
+        # nothing for this caller either way (logged and counted by `send`). The write leaves within
+        # FINISH_LINGER_S; until Redis has run it, the lease is still held, so a retry arriving meanwhile
         # joins this run and gets its outcome, never a second run.
         self.store.send(
             "cache_finish",
@@ -172,6 +177,7 @@ class RedisResults:
                     OUTCOME_TTL_MS,
                     channel,
                 ],
+                linger_s=FINISH_LINGER_S,
             ),
             f"result of {request.uid} not shared",
         )

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -28,7 +28,15 @@ class JudgeProbesConfig(BaseModel):
     )
     interval_s: float = Field(default=600.0, gt=0, description="Time between two rounds of one function.")
     retry_s: float = Field(
-        default=10.0, gt=0, description="Wait before the next round when no probe got an answer (not ready)."
+        default=10.0,
+        gt=0,
+        description="Wait before the next round when no probe got an answer (not ready, or failing); doubled "
+        "after each such round in a row, up to retry_max_s.",
+    )
+    retry_max_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="Longest wait between rounds that get no answer: retry_s doubles after each, up to this.",
     )
     timeout_s: float = Field(default=120.0, gt=0, description="Longest wait for one probe call.")
     max_concurrency: int = Field(default=2, ge=1, description="Probe calls in flight at once, in all.")
@@ -41,6 +49,11 @@ class JudgeProbesConfig(BaseModel):
     extra_answers: list[str] = Field(default_factory=list, description="Your own, sent as well.")
     questions: list[ReferenceQuestion] | None = Field(
         default=None, description="Reference questions; None = the built-in three."
+    )
+    pool_max_tokens: dict[str, Annotated[int, Field(ge=1)]] = Field(
+        default_factory=dict,
+        description="Largest max_tokens each judge pool accepts (a CPU pool's max-new-tokens-limit): a probe "
+        "of a function on that pool asks for at most this. The fleet fills it for the CPU pools it runs.",
     )
     degrade_above_ratio: float | None = Field(
         default=None,

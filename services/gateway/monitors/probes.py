@@ -6,7 +6,10 @@ an answer) and then every `interval_s`, through the function itself with its gua
 exactly these keys without asking the judge). A pool above `degrade_above_ratio` is reported, or refused
 (`JudgePoolDegraded`). With a shared state store one process holds the probe lease (jobs.py) and the others
 apply its reports. Probes never hold a sample's slot, and a failed probe is counted and logged, never
-raised. Behaviour, metrics and measurements: docs/judge_monitoring.md ("Master-key probes").
+raised. A failing pool is not made worse (sglang-router opens a worker's circuit on failed calls): a round
+stops at its first error while nothing answered, and the next waits `retry_s`, doubled up to `retry_max_s`;
+a probe asks for at most `pool_max_tokens[pool]` tokens. Behaviour, metrics and measurements:
+docs/judge_monitoring.md ("Master-key probes").
 """
 
 from __future__ import annotations
@@ -72,6 +75,20 @@ class ProbeMetrics:
             namespace=NAMESPACE,
             registry=registry,
         )
+        self.backoff = Gauge(
+            "judge_probe_backoff_seconds",
+            "Wait before the pool's next probe round after rounds that got no answer (0 after one that did).",
+            ["pool"],
+            namespace=NAMESPACE,
+            registry=registry,
+        )
+        self.backoffs = Counter(
+            "judge_probe_backoffs",
+            "Probe rounds that got no answer and so pushed the pool's next round back.",
+            ["pool"],
+            namespace=NAMESPACE,
+            registry=registry,
+        )
         self.degraded = Gauge(
             "judge_pool_degraded",
             "1 while the pool's last probe round is above judge_probes.degrade_above_ratio.",
@@ -100,6 +117,34 @@ class PoolProbeReport:
 def probe_pool(fn: RewardFunction) -> str:
     pool = fn.config.reward_kwargs.get("pool", "judge")
     return pool if isinstance(pool, str) else fn.name
+
+
+def capped(fn: RewardFunction, max_tokens: int | None) -> RewardFunction:
+    """`fn` asking its judge for at most `max_tokens` (its `generation.max_tokens`, or that when unset)."""
+    if max_tokens is None:
+        return fn
+    generation = fn.config.reward_kwargs.get("generation")
+    if generation is None:
+        generation = {}
+    if not isinstance(generation, Mapping):  # a settings object given in code: left as it is
+        return fn
+    asked = generation.get("max_tokens")
+    if isinstance(asked, int) and asked <= max_tokens:
+        return fn
+    kwargs = {**fn.config.reward_kwargs, "generation": {**generation, "max_tokens": max_tokens}}
+    return dataclasses.replace(fn, config=fn.config.model_copy(update={"reward_kwargs": kwargs}))
+
+
+@dataclass
+class _Round:
+    """One round's sending state: it stops at its first error while nothing has answered (a failing pool)."""
+
+    answered: bool = False
+    given_up: bool = False
+    skipped: int = 0
+
+    def failed(self) -> None:
+        self.given_up = self.given_up or not self.answered
 
 
 def unguarded(fn: RewardFunction) -> RewardFunction:
@@ -142,6 +187,7 @@ class JudgeProber:
         self._slots = asyncio.Semaphore(config.max_concurrency)
         self._tasks: list[asyncio.Task[None]] = []
         self.board: JobBoard = board if board is not None else MemoryJobBoard()
+        self._failed_rounds: dict[str, int] = {}  # rounds in a row that got no answer, by function
         self.renew_s = renew_s
         self.clock = clock  # wall time: a round's end is compared across processes (`finished_unix_s`)
         self.sleep = sleep
@@ -151,6 +197,8 @@ class JudgeProber:
             for outcome in OUTCOMES:
                 self.metrics.probes.labels(pool, outcome)
             self.metrics.degraded.labels(pool).set(0)
+            self.metrics.backoff.labels(pool).set(0)
+            self.metrics.backoffs.labels(pool)
 
     def start(self) -> None:
         self._tasks = [asyncio.create_task(self._hold(), name="judge-probes-lease")] + [
@@ -208,7 +256,23 @@ class JudgeProber:
         await self.board.publish(
             {"reports": self.summary(), "refused": refused}, ttl_s=3 * self.config.interval_s
         )
-        return self.config.interval_s if answered else self.config.retry_s
+        if answered:
+            self._failed_rounds[name] = 0
+            if fn is not None:
+                self.metrics.backoff.labels(probe_pool(fn)).set(0)
+            return self.config.interval_s
+        return self._back_off(name, fn)
+
+    def _back_off(self, name: str, fn: RewardFunction | None) -> float:
+        """The wait after a round that got no answer: `retry_s`, doubled for each such round in a row, at
+        most `retry_max_s`."""
+        failed = self._failed_rounds.get(name, 0)
+        self._failed_rounds[name] = failed + 1
+        wait: float = min(self.config.retry_s * 2.0 ** min(failed, 40), self.config.retry_max_s)
+        if fn is not None:
+            self.metrics.backoff.labels(probe_pool(fn)).set(wait)
+            self.metrics.backoffs.labels(probe_pool(fn)).inc()
+        return wait
 
     async def _follow(self) -> float:
         """Take the leader's reports and refusals as this process's own (its metrics stay the leader's)."""
@@ -235,10 +299,12 @@ class JudgeProber:
             return 0
         pool = probe_pool(fn)
         pairs = [(key, q) for q in self.questions for key in self.answers]
-        outcomes = await asyncio.gather(*(self._probe(fn, key, q) for key, q in pairs))
+        sending = _Round()
+        probed = capped(unguarded(fn), self.config.pool_max_tokens.get(pool))
+        outcomes = await asyncio.gather(*(self._probe(probed, key, q, sending) for key, q in pairs))
         report = self.reports[pool]
         answered = [(key, fp) for (key, _), fp in zip(pairs, outcomes, strict=True) if fp is not None]
-        errors = len(pairs) - len(answered)
+        errors = len(pairs) - len(answered) - sending.skipped
         for outcome, count in (
             ("false_positive", sum(1 for _, fp in answered if fp)),
             ("rejected", sum(1 for _, fp in answered if not fp)),
@@ -247,7 +313,10 @@ class JudgeProber:
             self.metrics.probes.labels(pool, outcome).inc(count)
         report.errors = errors
         if not answered:
-            logger.warning("judge probes of %s (pool %s): no probe got an answer; retrying", name, pool)
+            logger.warning(
+                "judge probes of %s (pool %s): no probe got an answer (%d sent, the rest not); backing off",
+                name, pool, errors,
+            )  # fmt: skip
             return 0
         false_positives = sum(1 for _, fp in answered if fp)
         report.rounds += 1
@@ -277,9 +346,11 @@ class JudgeProber:
         else:
             self.scorer.refused_pools.pop(pool, None)
 
-    async def _probe(self, fn: RewardFunction, answer: str, question: ReferenceQuestion) -> bool | None:
-        """True: a false positive; False: rejected; None: no usable answer (counted as an error, logged)."""
-        fn = unguarded(fn)
+    async def _probe(
+        self, fn: RewardFunction, answer: str, question: ReferenceQuestion, sending: _Round
+    ) -> bool | None:
+        """True: a false positive; False: rejected; None: no usable answer (counted as an error, logged),
+        or not sent: the round had given up (counted in `sending.skipped`)."""
         request = ScoreRequest(
             data_source=PROBE_DATA_SOURCE,
             solution_str=answer,
@@ -288,19 +359,25 @@ class JudgeProber:
             prompt=question.question,
         )
         async with self._slots:
+            if sending.given_up:
+                sending.skipped += 1
+                return None
             try:
                 async with asyncio.timeout(self.config.timeout_s):
                     outcome = await self.scorer.run_unrecorded(fn, request)
             except TimeoutError:
                 logger.warning("judge probe of %s timed out after %ss", fn.name, self.config.timeout_s)
+                sending.failed()
                 return None
         if outcome.status != "ok" or outcome.score is None:
+            sending.failed()
             error = outcome.error
             logger.warning(
                 "judge probe of %s failed: %s: %s",
                 fn.name, error.type if error else outcome.status, error.message if error else "",
             )  # fmt: skip
             return None
+        sending.answered = True
         return outcome.score >= self.config.pass_score
 
     def summary(self) -> dict[str, Any]:

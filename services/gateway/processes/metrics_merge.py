@@ -21,6 +21,7 @@ NAMESPACE = "rewardfleet_"
 GAUGE_POLICY: dict[str, str] = {
     f"{NAMESPACE}judge_probe_false_positive_ratio": "max",
     f"{NAMESPACE}judge_pool_degraded": "max",
+    f"{NAMESPACE}judge_probe_backoff_seconds": "max",
     f"{NAMESPACE}shadow_agreement_ratio": "mean",
     f"{NAMESPACE}shadow_kappa": "mean",
     f"{NAMESPACE}shadow_score_drift": "mean",

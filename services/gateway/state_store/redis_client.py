@@ -80,9 +80,12 @@ class RedisStore:
     def script(self, text: str) -> AsyncScript:
         return self.client.register_script(text)
 
-    def eval(self, script: AsyncScript, keys: Sequence[Any], args: Sequence[Any]) -> asyncio.Future[Any]:
-        """Run a Lua script, in the pipeline of this event-loop turn (redis_pipeline.py)."""
-        return self.pipeliner.run(script, keys, args)
+    def eval(
+        self, script: AsyncScript, keys: Sequence[Any], args: Sequence[Any], linger_s: float = 0.0
+    ) -> asyncio.Future[Any]:
+        """Run a Lua script, in the pipeline of this event-loop turn (redis_pipeline.py), or within `linger_s`
+        for a call nobody waits for."""
+        return self.pipeliner.run(script, keys, args, linger_s)
 
     async def call(self, op: str, pending: Awaitable[T]) -> T:
         """Run one store operation; any failure becomes `StateStoreUnavailable` naming the operation."""

@@ -1,5 +1,7 @@
 """Automatic pipelining: every Lua script call made during one turn of the event loop goes to Redis in one
-write, on one connection kept for the purpose, and the replies are matched to their callers in order.
+write, on one connection kept for the purpose, and the replies are matched to their callers in order. A call
+whose answer nobody waits for may linger a few milliseconds for others to share its write (`run`'s
+`linger_s`).
 
 Under load the costs of a round trip (two system calls, a wake-up of Redis, a wake-up of the gateway) are
 most of what shared state costs per request; with 64 requests in flight they are paid once per batch. The
@@ -111,6 +113,7 @@ class Pipeliner:
         self.link: _Link | None = None
         self._queue: list[Call] = []
         self._scheduled = False
+        self._lingering: asyncio.TimerHandle | None = None  # a flush held back for calls that may wait
         self._connecting: asyncio.Task[None] | None = None
         self._watchdog: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -118,11 +121,19 @@ class Pipeliner:
         self.batches = 0  # how many writes were sent (with `calls`: the mean batch size)
         self.calls = 0
 
-    def run(self, script: AsyncScript, keys: Sequence[Any], args: Sequence[Any]) -> asyncio.Future[Any]:
+    def run(
+        self, script: AsyncScript, keys: Sequence[Any], args: Sequence[Any], linger_s: float = 0.0
+    ) -> asyncio.Future[Any]:
+        """`linger_s` > 0: a call nobody waits for (a result's finish) may wait that long for others to share
+        its write. The first call that does not linger, or `drain`, sends it at once; the order of writes
+        stays the order of calls."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         self._queue.append(Call(script, keys, args, future))
-        if not self._scheduled:
+        if linger_s > 0:
+            if not self._scheduled and self._lingering is None:
+                self._lingering = loop.call_later(linger_s, self._flush)
+        elif not self._scheduled:
             self._scheduled = True
             loop.call_soon(self._flush)  # after every coroutine runnable now has had its turn
         return future
@@ -148,6 +159,9 @@ class Pipeliner:
 
     def _flush(self) -> None:
         self._scheduled = False
+        if self._lingering is not None:
+            self._lingering.cancel()
+            self._lingering = None
         if not self._queue:
             return
         link = self.link
