@@ -9,7 +9,8 @@
     spend        nano-dollars per UTC day and in total
 
 Only configured tenants ever reach these (the middleware refuses unknown keys first), so their state is
-bounded by the config.
+bounded by the config. Both read the time from `clock` (wall time, `time.time`: windows and days are aligned
+to it and shared by replicas), so a test moves a window on by hand (tests/clock.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import asyncio
 import contextlib
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from rewardfleet.services.gateway.state_store.redis_client import RedisStore
@@ -37,6 +39,8 @@ def utc_day(now: float | None = None) -> str:
 
 
 class Counters(Protocol):
+    clock: Callable[[], float]  # wall time; what the windows and days are counted on
+
     async def start(self) -> None: ...
 
     async def close(self) -> None: ...
@@ -61,7 +65,8 @@ class Counters(Protocol):
 
 
 class MemoryCounters:
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
         self._windows: dict[tuple[str, str], tuple[int, int]] = {}
         self._inflight: dict[str, int] = {}
         self._spend_total: dict[str, int] = {}
@@ -74,7 +79,7 @@ class MemoryCounters:
         return None
 
     async def window_add(self, tenant: str, quota: str, amount: int, limit: int, window_s: float) -> float:
-        index, left_s = window_index(window_s)
+        index, left_s = window_index(window_s, self.clock())
         at, used = self._windows.get((tenant, quota), (index, 0))
         if at != index:
             used = 0
@@ -84,7 +89,7 @@ class MemoryCounters:
         return 0.0
 
     async def window_used(self, tenant: str, quota: str, window_s: float) -> int:
-        index, _ = window_index(window_s)
+        index, _ = window_index(window_s, self.clock())
         at, used = self._windows.get((tenant, quota), (index, 0))
         return used if at == index else 0
 
@@ -103,13 +108,13 @@ class MemoryCounters:
 
     async def spend_add(self, tenant: str, nano_usd: int) -> None:
         self._spend_total[tenant] = self._spend_total.get(tenant, 0) + nano_usd
-        day = utc_day()
+        day = utc_day(self.clock())
         at, spent = self._spend_day.get(tenant, (day, 0))
         self._spend_day[tenant] = (day, (spent if at == day else 0) + nano_usd)
 
     async def spend(self, tenant: str) -> tuple[int, int]:
         at, spent = self._spend_day.get(tenant, ("", 0))
-        return (spent if at == utc_day() else 0), self._spend_total.get(tenant, 0)
+        return (spent if at == utc_day(self.clock()) else 0), self._spend_total.get(tenant, 0)
 
 
 # KEYS: the window's counter. ARGV: amount, limit, ttl ms. -> 1 added, 0 refused.
@@ -145,11 +150,20 @@ return total + n
 
 
 class RedisCounters:
-    """Shared by every replica on one Redis; `lease_s` as the state store's leases (`state_lease_s`)."""
+    """Shared by every replica on one Redis; `lease_s` as the state store's leases (`state_lease_s`). The
+    window and day keys and the heartbeats' expiry are computed from `clock`; `sleep` paces the heartbeat."""
 
-    def __init__(self, store: RedisStore, lease_s: float) -> None:
+    def __init__(
+        self,
+        store: RedisStore,
+        lease_s: float,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self.store = store
         self.lease_s = lease_s
+        self.clock = clock
+        self.sleep = sleep
         self.replica = uuid.uuid4().hex
         self.replicas = store.key("t", "replicas")
         self._window = store.script(WINDOW_ADD)
@@ -160,7 +174,7 @@ class RedisCounters:
         return self.store.key("t", tenant, *parts)
 
     async def _heartbeat(self) -> None:
-        expires = int((time.time() + self.lease_s) * 1000)
+        expires = int((self.clock() + self.lease_s) * 1000)
         await self.store.call(
             "tenant_heartbeat", self.store.client.zadd(self.replicas, {self.replica: expires})
         )
@@ -170,7 +184,7 @@ class RedisCounters:
 
         async def beat() -> None:
             while True:
-                await asyncio.sleep(self.lease_s / 3)
+                await self.sleep(self.lease_s / 3)
                 with contextlib.suppress(Exception):  # counted and logged by store.call; next beat retries
                     await self._heartbeat()
 
@@ -185,7 +199,7 @@ class RedisCounters:
             await self.store.call("tenant_heartbeat", self.store.client.zrem(self.replicas, self.replica))
 
     async def window_add(self, tenant: str, quota: str, amount: int, limit: int, window_s: float) -> float:
-        index, left_s = window_index(window_s)
+        index, left_s = window_index(window_s, self.clock())
         key = self._key(tenant, "w", quota, str(index))
         ttl_ms = int(window_s * 2000)
         added = await self.store.call(
@@ -194,14 +208,14 @@ class RedisCounters:
         return 0.0 if int(added) == 1 else left_s
 
     async def window_used(self, tenant: str, quota: str, window_s: float) -> int:
-        index, _ = window_index(window_s)
+        index, _ = window_index(window_s, self.clock())
         raw = await self.store.call(
             "tenant_read", self.store.client.get(self._key(tenant, "w", quota, str(index)))
         )
         return int(raw or 0)
 
     async def inflight_acquire(self, tenant: str, n: int, limit: int | None) -> bool:
-        args: list[Any] = [self.replica, n, -1 if limit is None else limit, int(time.time() * 1000)]
+        args: list[Any] = [self.replica, n, -1 if limit is None else limit, int(self.clock() * 1000)]
         got = await self.store.call(
             "tenant_inflight",
             self.store.eval(self._acquire, [self._key(tenant, "inflight"), self.replicas], args),
@@ -214,7 +228,7 @@ class RedisCounters:
         )
 
     async def inflight(self, tenant: str) -> int:
-        args: list[Any] = [self.replica, 0, -1, int(time.time() * 1000)]
+        args: list[Any] = [self.replica, 0, -1, int(self.clock() * 1000)]
         got = await self.store.call(
             "tenant_inflight",
             self.store.eval(self._acquire, [self._key(tenant, "inflight"), self.replicas], args),
@@ -222,7 +236,7 @@ class RedisCounters:
         return int(got)
 
     async def spend_add(self, tenant: str, nano_usd: int) -> None:
-        day = self._key(tenant, "usd", "day", utc_day())
+        day = self._key(tenant, "usd", "day", utc_day(self.clock()))
         pipe = self.store.client.pipeline(transaction=True)
         pipe.incrby(self._key(tenant, "usd", "total"), nano_usd)
         pipe.incrby(day, nano_usd)
@@ -233,7 +247,7 @@ class RedisCounters:
         day, total = await self.store.call(
             "tenant_spend",
             self.store.client.mget(
-                [self._key(tenant, "usd", "day", utc_day()), self._key(tenant, "usd", "total")]
+                [self._key(tenant, "usd", "day", utc_day(self.clock())), self._key(tenant, "usd", "total")]
             ),
         )
         return int(day or 0), int(total or 0)

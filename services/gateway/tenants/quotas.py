@@ -71,7 +71,7 @@ class Quotas:
                 f"spent ${total / NANO_PER_USD:.6f} of its usd_total ${quotas.usd_total:g}",
             )
         if quotas.usd_per_day is not None and day / NANO_PER_USD >= quotas.usd_per_day:
-            _, to_midnight = window_index(86400.0)
+            _, to_midnight = window_index(86400.0, self.counters.clock())
             raise self._refuse(
                 caller,
                 "usd_per_day",
