@@ -62,7 +62,7 @@ async def test_a_minute_window_refuses_until_the_clock_reaches_the_next(
 ) -> None:
     c, clock = counters
     assert [await c.window_add("b", "rpm", 1, 3, MINUTE_S) for _ in range(3)] == [0.0, 0.0, 0.0]
-    assert await c.window_add("b", "rpm", 1, 3, MINUTE_S) == pytest.approx(50.0)  # seconds to the window's end
+    assert await c.window_add("b", "rpm", 1, 3, MINUTE_S) == pytest.approx(50.0)  # to the window's end
     assert await c.window_used("b", "rpm", MINUTE_S) == 3
     assert await c.window_add("a", "rpm", 1, 3, MINUTE_S) == 0.0  # a's window is its own
     clock.advance(49.0)  # 01:00:59: the same window
@@ -73,7 +73,9 @@ async def test_a_minute_window_refuses_until_the_clock_reaches_the_next(
     assert await c.window_used("b", "rpm", MINUTE_S) == 1
 
 
-async def test_a_first_charge_larger_than_the_window_passes_once(counters: tuple[Counters, FakeClock]) -> None:
+async def test_a_first_charge_larger_than_the_window_passes_once(
+    counters: tuple[Counters, FakeClock],
+) -> None:
     c, clock = counters
     assert await c.window_add("b", "tpm", 5000, 1000, MINUTE_S) == 0.0  # never waits forever
     assert await c.window_add("b", "tpm", 1, 1000, MINUTE_S) > 0
@@ -126,6 +128,8 @@ async def test_in_flight_of_a_replica_whose_heartbeat_lapsed_is_freed(redis_serv
 
 async def _beats(replica: RedisCounters, clock: FakeClock) -> None:
     """Wait for `replica`'s heartbeat loop to have sent its beat and gone back to sleep on the clock."""
-    await eventually_async(lambda: clock.sleeping >= 1 and clock.next_wake() == pytest.approx(3.0), interval_s=0)
+    await eventually_async(
+        lambda: clock.sleeping >= 1 and clock.next_wake() == pytest.approx(3.0), interval_s=0
+    )
     score = await replica.store.client.zscore(replica.replicas, replica.replica)
     assert score == int((clock.now + replica.lease_s) * 1000)
