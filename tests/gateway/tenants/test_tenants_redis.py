@@ -11,16 +11,28 @@ import httpx
 import pytest
 
 from tests.gateway.state_store.redis_server import RedisServer
-from tests.gateway.tenants.helpers import KEY_A, KEY_B, auth, fresh_minute, gateway, sample, tenant_config
+from tests.gateway.tenants.helpers import (
+    KEY_A,
+    KEY_B,
+    KEY_C,
+    KEY_D,
+    auth,
+    gateway,
+    same_minute,
+    sample,
+    tenant_config,
+)
+from tests.waiting import eventually_async
 
 
 @pytest.fixture(scope="module")
 def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, RedisServer]]:
     tmp = tmp_path_factory.mktemp("tenants-redis")
-    fresh_minute(40.0)  # b's requests per minute are counted over the whole module
     server = RedisServer(tmp).start()
     config = tenant_config(tmp)
-    config["tenants"]["b"]["quotas"] = {"requests_per_minute": 6, "samples_in_flight": 2}
+    config["tenants"]["b"]["quotas"] = {"samples_in_flight": 2}
+    for name, key in (("c", KEY_C), ("d", KEY_D)):  # requests_per_minute is counted on c's (or d's) own
+        config["tenants"][name] = {"api_keys": [key], "quotas": {"requests_per_minute": 6}}
     config["tenants"]["a"]["quotas"]["samples_in_flight"] = 2
     try:
         with gateway(tmp, config, server.url, "r1") as one, gateway(tmp, config, server.url, "r2") as two:
@@ -55,7 +67,14 @@ def test_groups_are_per_tenant_across_replicas(replicas: tuple[str, str, RedisSe
                 asyncio.create_task(client.post(one + "/score", json=member(0), headers=auth(KEY_A))),
                 asyncio.create_task(client.post(two + "/score", json=member(1), headers=auth(KEY_B))),
             ]
-            await asyncio.sleep(0.5)
+            for url, key in ((one, KEY_A), (two, KEY_B)):  # until the replicas hold both members
+
+                async def held(url: str = url, key: str = key) -> bool:
+                    usage = (await client.get(url + "/tenants/self", headers=auth(key))).json()["usage"]
+                    return usage["samples_in_flight"] == 1
+
+                await eventually_async(held, what=f"{key}'s member in flight")
+            await asyncio.sleep(0.5)  # a window in which neither group may complete: the behaviour tested
             assert not any(t.done() for t in first)
             rest = [
                 client.post(two + "/score", json=member(1), headers=auth(KEY_A)),
@@ -69,13 +88,16 @@ def test_groups_are_per_tenant_across_replicas(replicas: tuple[str, str, RedisSe
 
 def test_quotas_are_fleet_wide(replicas: tuple[str, str, RedisServer]) -> None:
     one, two, _ = replicas
-    # requests_per_minute 6 for b: 6 requests spread over both replicas (the two above included), then 429s
-    codes = [post(one if i % 2 else two, KEY_B, sample()).status_code for i in range(8)]
-    refused = [c for c in codes if c == 429]
-    assert 2 <= len(refused) <= 8 and codes.count(200) <= 6
-    resp = post(one, KEY_B, sample())
+
+    def attempt(key: str) -> tuple[list[int], httpx.Response, dict]:
+        # requests_per_minute 6: 6 requests spread over both replicas, then 429s on either
+        codes = [post(one if i % 2 else two, key, sample()).status_code for i in range(8)]
+        resp = post(one, key, sample())
+        return codes, resp, httpx.get(two + "/tenants/self", headers=auth(key), timeout=10).json()
+
+    codes, resp, mine = same_minute(attempt, [KEY_C, KEY_D])
+    assert codes == [200] * 6 + [429] * 2
     assert resp.status_code == 429 and resp.json()["error"]["quota"] == "requests_per_minute"
-    mine = httpx.get(two + "/tenants/self", headers=auth(KEY_B), timeout=10).json()
     assert mine["usage"]["requests_this_minute"] == 6  # the fleet's count, read on either replica
 
 
