@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -45,6 +46,12 @@ class Backlog:
         self.depth = depth
 
 
+class Timer(Protocol):
+    """Where `queue_timeout_s` is counted: the event loop, or a test's clock (tests/clock.py)."""
+
+    def call_later(self, delay: float, callback: Callable[[], object]) -> Any: ...
+
+
 class Admission:
     """The counters and the FIFO of waiting requests; shared by the middleware and the drain."""
 
@@ -58,7 +65,9 @@ class Admission:
         max_backlog: int,
         backlog: Backlog,
         metrics: GatewayMetrics,
+        timer: Timer | None = None,
     ) -> None:
+        self.timer = timer  # None: the running event loop
         self.max_inflight = max_inflight
         self.max_inflight_body_bytes = max_inflight_body_bytes
         self.max_queued = max_queued
@@ -70,8 +79,9 @@ class Admission:
         self.active = 0
         self.body_bytes = 0  # reserved by the requests in flight
         self.draining = False
-        # (reservation, future): the future's result is True once `_wake` has reserved it, False on drain.
-        self._waiters: deque[tuple[int, asyncio.Future[bool]]] = deque()
+        # (reservation, future): the future's result is True once `_wake` has reserved it, False on drain,
+        # None when queue_timeout_s ran out first (whichever comes first settles it).
+        self._waiters: deque[tuple[int, asyncio.Future[bool | None]]] = deque()
 
     @property
     def queued(self) -> int:
@@ -113,18 +123,16 @@ class Admission:
                     f"max_queued_requests={self.max_queued})"
                 )
             )
-        waiter: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[bool | None] = loop.create_future()
         entry = (body_bytes, waiter)
         self._waiters.append(entry)
+        expiry = (self.timer or loop).call_later(
+            self.queue_timeout_s, lambda: waiter.done() or waiter.set_result(None)
+        )
         try:
-            # Reserved by `leave` (True) or refused by `start_draining` (False).
-            admitted = await asyncio.wait_for(asyncio.shield(waiter), self.queue_timeout_s)
-        except TimeoutError:
-            if waiter.done() and waiter.result():  # reserved just as the wait ran out: give it back
-                self.leave(body_bytes)
-            else:
-                waiter.cancel()
-            return self._refuse(Overloaded(f"no slot freed within queue_timeout_s={self.queue_timeout_s}"))
+            # Reserved by `leave` (True), refused by `start_draining` (False), or timed out (None).
+            admitted = await asyncio.shield(waiter)
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled() and waiter.result():
                 self.leave(body_bytes)
@@ -132,9 +140,12 @@ class Admission:
                 waiter.cancel()
             raise
         finally:
+            expiry.cancel()
             if entry in self._waiters:
                 self._waiters.remove(entry)
                 self._wake()  # a large request that gave up may have held back smaller ones behind it
+        if admitted is None:
+            return self._refuse(Overloaded(f"no slot freed within queue_timeout_s={self.queue_timeout_s}"))
         if not admitted:
             return self._draining()
         return None
