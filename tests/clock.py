@@ -75,6 +75,11 @@ class FakeClock:
         """Sleepers not yet woken (cancelled ones left out)."""
         return sum(1 for _, _, future in self._sleepers if not future.done())
 
+    @property
+    def timers(self) -> int:
+        """Timers (`call_later`) not yet run nor cancelled."""
+        return sum(1 for _, _, handle in self._timers if not handle.cancelled())
+
     def next_wake(self) -> float | None:
         """Seconds from now to the earliest sleeper's end, or None with nobody asleep."""
         ends = [end for end, _, future in self._sleepers if not future.done()]

@@ -13,14 +13,23 @@ import asyncio
 import contextlib
 import weakref
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from rewardfleet.services.gateway.groups.config import GroupsConfig
 from rewardfleet.services.gateway.groups.store import GroupId, Reported
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 
 OPEN_SLACK_S = 10.0  # an open group counts against max_open_groups until this long past its deadline
+
+
+class Timer(Protocol):
+    """What deadlines are read from and waits are timed on: the event loop, or a test's clock."""
+
+    def time(self) -> float: ...
+
+    def call_later(self, delay: float, callback: Callable[[], object]) -> Any: ...
 
 
 @dataclass(eq=False)
@@ -42,11 +51,12 @@ class _Wake:
     """A waiter's wake-up; it holds its group, so a retired group stays readable while someone listens."""
 
     group: _Group | None
+    timer: Timer | None = None  # None: the running event loop
     event: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def wait(self, timeout_s: float) -> None:
         if not self.event.is_set():
-            timer = asyncio.get_running_loop().call_later(timeout_s, self.event.set)
+            timer = (self.timer or asyncio.get_running_loop()).call_later(timeout_s, self.event.set)
             try:
                 await self.event.wait()
             finally:
@@ -57,8 +67,9 @@ class _Wake:
 class MemoryGroupStore:
     poll_s = 0.5
 
-    def __init__(self, config: GroupsConfig) -> None:
+    def __init__(self, config: GroupsConfig, timer: Timer | None = None) -> None:
         self.config = config
+        self.timer = timer  # None: the running event loop
         self._groups: dict[GroupId, _Group] = {}  # open or completing
         self._open: dict[GroupId, float] = {}  # group -> when it stops counting as open
         self._done: OrderedDict[GroupId, _Group] = OrderedDict()
@@ -72,9 +83,8 @@ class MemoryGroupStore:
                 return group
         return None
 
-    @staticmethod
-    def _now() -> float:
-        return asyncio.get_running_loop().time()
+    def _now(self) -> float:
+        return (self.timer or asyncio.get_running_loop()).time()
 
     async def join(self, group_id: GroupId, member: str, size: int, fn_name: str | None) -> tuple[str, float]:
         now, group = self._now(), self._find(group_id)
@@ -110,7 +120,7 @@ class MemoryGroupStore:
     @contextlib.asynccontextmanager
     async def listen(self, group_id: GroupId) -> AsyncIterator[_Wake]:
         group = self._find(group_id)
-        wake = _Wake(group)
+        wake = _Wake(group, self.timer)
         if group is not None:
             group.waiters.add(wake)
             self._listened[group_id] = group

@@ -35,7 +35,7 @@ from rewardfleet.services.gateway.execution.contain import UserCodeExit, awaited
 from rewardfleet.services.gateway.execution.loader import load_module, resolve
 from rewardfleet.services.gateway.execution.results import as_score
 from rewardfleet.services.gateway.groups.config import GroupFunctionConfig, GroupsConfig
-from rewardfleet.services.gateway.groups.memory_store import MemoryGroupStore
+from rewardfleet.services.gateway.groups.memory_store import MemoryGroupStore, Timer
 from rewardfleet.services.gateway.groups.store import GroupStore, Waiter, group_key
 from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
 
@@ -199,14 +199,24 @@ class GroupScorer:
     """The group logic over a `GroupStore` (groups/store.py): in-process by default, or fleet-wide
     (groups/redis_store.py), with the same answers."""
 
-    def __init__(self, config: GroupsConfig, scorer: Scorer, store: GroupStore | None = None) -> None:
+    def __init__(
+        self,
+        config: GroupsConfig,
+        scorer: Scorer,
+        store: GroupStore | None = None,
+        timer: Timer | None = None,
+    ) -> None:
         self.config = config
         self.scorer = scorer
-        self.store: GroupStore = store if store is not None else MemoryGroupStore(config)
+        self.timer = timer  # what deadlines are read from; None: the running event loop
+        self.store: GroupStore = store if store is not None else MemoryGroupStore(config, timer)
         self._background: set[asyncio.Task[Any]] = set()
         # The caller's namespace (tenants/: its tenant; "" without tenants): one tenant's group_id never
         # names another's group.
         self.namespace: Callable[[], str] = lambda: ""
+
+    def _now(self) -> float:
+        return (self.timer or asyncio.get_running_loop()).time()
 
     def _member_key(self, request: ScoreRequest) -> MemberKey:
         if request.group_size is None:
@@ -265,7 +275,7 @@ class GroupScorer:
             raise GroupRequestError(
                 f"group {gid!r} is already answered; {key[0]} {key[1]!r} is not one of it"
             )
-        deadline = asyncio.get_running_loop().time() + (value if status != "answered" else 0.0)
+        deadline = self._now() + (value if status != "answered" else 0.0)
         if status == "new":
             task = asyncio.create_task(self._own(request, fn, label, spec, member, deadline))
             self._background.add(task)
@@ -306,7 +316,6 @@ class GroupScorer:
     ) -> ScoreResult:
         """Wait for this member's answer; past the deadline, time the group out and (if this request scored
         the member) write its `group_timeout` answer."""
-        loop = asyncio.get_running_loop()
         poll_s = self.store.poll_s
         give_up = deadline + 2 * spec.lease_s + poll_s
         partial_lease_s = spec.lease_s if spec.fn is not None and spec.fn.score_partial else 0.0
@@ -314,7 +323,7 @@ class GroupScorer:
             answer = await self.store.read(spec.key, member)
             if answer is not None:
                 return answer
-            now = loop.time()
+            now = self._now()
             if now >= deadline:
                 state, received = await self.store.expire(spec.key, partial_lease_s)
                 if state == "partial":
