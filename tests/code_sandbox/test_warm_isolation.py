@@ -18,7 +18,6 @@ import os
 import secrets
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ import pytest
 from rewardfleet.reward_fns import code
 from rewardfleet.reward_fns._sandbox.settings import SandboxSettings
 from rewardfleet.reward_fns._sandbox.zygote_run import ZygoteRun, check_zygote
+from tests.waiting import eventually_async
 
 SANDBOX: dict[str, Any] = {"case_timeout_s": 5.0, "retry_case_timeout_s": 5.0, "retry_cases": 4, "slots": 1}
 SANDBOX["sample_timeout_s"] = 90.0
@@ -170,12 +170,12 @@ for _ in range(8):
                     io.open(p, 'wb').write(b'x')
                 except OSError:
                     pass
-            time.sleep(0.01)
+            time.sleep(0.01)  # the hostile child's own pace (the behaviour), not a wait
         posix._exit(0)
 for _ in range(200):  # a fork bomb's worth of sleeping children, up to the process limit
     try:
         if posix.fork() == 0:
-            time.sleep(30)
+            time.sleep(30)  # a child that outlives its run (the behaviour): the sandbox must kill it
             posix._exit(0)
     except OSError:
         break
@@ -204,10 +204,12 @@ async def test_state_left_behind_does_not_reach_the_retry_pass_or_the_next_sampl
     honest = await _score("print(int(input()) * 2)", {"inputs": ["4\n", "5\n"], "outputs": ["8\n", "10\n"]})
     assert honest == {"score": 1.0, "all_passed": True, "verdicts": ["pass", "pass"]}
     # Our own descendants, not every slot-uid process: other test runs on this machine use the same uids.
-    deadline = time.monotonic() + 10
-    while set(_descendants(os.getpid())) - before and time.monotonic() < deadline:  # noqa: ASYNC110 - kernel
-        await asyncio.sleep(0.1)
-    assert set(_descendants(os.getpid())) - before == set()
+    await eventually_async(  # the kernel reaps them: no event to wait on
+        lambda: not set(_descendants(os.getpid())) - before,
+        timeout_s=10,
+        interval_s=0.1,
+        what="no descendant left",
+    )
 
 
 def _descendants(pid: int) -> list[int]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from tests.deploy.helpers import DEPLOY, K8S, tool
 from tests.deploy.test_k8s_autoscaling import adapter_rules, render_adapter_query
 from tests.support import ChildProcess, free_port, rewardfleet_cmd, running
 from tests.tiny_models import build_tiny_qwen2
+from tests.waiting import eventually
 
 NAMESPACE = "rewardfleet"
 GATEWAY_POD = "gateway-5d8f7c9b6-x2k4p"
@@ -123,13 +123,16 @@ def _query(prometheus: str, expr: str) -> list[dict[str, Any]]:
 
 def _wait_for(prometheus: str, expr: str, ok: Any, timeout_s: float = 30.0) -> list[dict[str, Any]]:
     """Poll the query until `ok(result)`; fail with the last result after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    result = _query(prometheus, expr)
-    while not ok(result) and time.monotonic() < deadline:
-        time.sleep(0.5)
-        result = _query(prometheus, expr)
-    assert ok(result), f"{expr}: {result}"
-    return result
+    last: list[list[dict[str, Any]]] = []
+
+    def answered() -> bool:
+        last[:] = [_query(prometheus, expr)]
+        return bool(ok(last[0]))
+
+    eventually(
+        answered, timeout_s=timeout_s, interval_s=0.5, what=expr, retry_on=(), detail=lambda: str(last)
+    )
+    return last[0]
 
 
 def _at_least(n: float) -> Any:

@@ -26,6 +26,7 @@ from tests.deploy import images as im
 from tests.deploy import seccomp_profile as sp
 from tests.deploy.helpers import DOCKER, tool
 from tests.support import free_port
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(1800)
 
@@ -82,19 +83,20 @@ def _start(image: Image, profile: dict[str, Any], name: str) -> tuple[Any, str, 
 
 
 def _wait_ready(url: str, proc: Any, log: Path, timeout_s: float = 240) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"gateway exited {proc.returncode}:\n{log.read_text()[-4000:]}")
-        try:
-            resp = httpx.get(f"{url}/ready", timeout=5)
-            if resp.status_code == 200:
-                body: dict[str, Any] = resp.json()
-                return body
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"{url}/ready not 200 after {timeout_s}s:\n{log.read_text()[-4000:]}")
+    def ready() -> dict[str, Any] | None:
+        if proc.poll() is not None:  # not retried: the gateway is gone
+            raise RuntimeError(f"gateway exited {proc.returncode}:\n{log.read_text()[-4000:]}")
+        resp = httpx.get(f"{url}/ready", timeout=5)
+        return resp.json() if resp.status_code == 200 else None
+
+    return eventually(
+        ready,
+        timeout_s=timeout_s,
+        interval_s=0.5,
+        what=f"{url}/ready 200",
+        retry_on=(httpx.HTTPError,),
+        detail=lambda: log.read_text()[-4000:],
+    )
 
 
 def _status_of(pid: int) -> dict[str, str]:

@@ -34,6 +34,7 @@ from tests.determinism.harness import REPORT, Comparison, alone, compare, mixed
 from tests.fleet.procs import cmdline, descendants
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 from tests.tiny_models import build_tiny_qwen2
+from tests.waiting import eventually
 
 N_RM = 60
 N_JUDGE = 24  # each a sampled generation of up to 40 tokens, one forward per token and request
@@ -87,9 +88,7 @@ def _up(tmp: Path, deterministic: bool, judge: bool) -> Iterator[Fleet]:
     try:
         proc.wait_http(f"http://127.0.0.1:{port}/ready", timeout_s=300)
         state_file = tmp / "run" / "fleet.json"
-        deadline = time.monotonic() + 30
-        while not state_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        eventually(state_file.exists, timeout_s=30, interval_s=0.1, what=f"{state_file}")
         yield Fleet(proc, json.loads(state_file.read_text()), tmp)
     finally:
         proc.stop(timeout_s=60)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pytest
 import yaml
 
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.waiting import eventually, eventually_async
 
 FNS = Path(__file__).parent / "fns"
 PROBE_ROUND = 2  # answers x questions in the probe config below
@@ -33,25 +33,11 @@ def runs(log: Path) -> list[tuple[str, int]]:
 
 
 def poll(check: Any, what: str, timeout_s: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+    return eventually(check, what=what, timeout_s=timeout_s, interval_s=0.05, retry_on=())
 
 
 async def apoll(check: Any, what: str, timeout_s: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
+    return await eventually_async(check, what=what, timeout_s=timeout_s, interval_s=0.05, retry_on=())
 
 
 class Gateway:
@@ -132,7 +118,7 @@ async def post_each_on_new_connection(url: str, bodies: list[dict[str, Any]]) ->
                 resp = await client.post("/score", json=b)
                 if resp.status_code != 503:
                     return resp
-                await asyncio.sleep(0.1)
+                await asyncio.sleep(0.1)  # a trainer's back-off before it retries a 503 (the behaviour)
             return resp
 
     return list(await asyncio.gather(*(post(b) for b in bodies)))
@@ -222,7 +208,7 @@ def test_state_server_killed_mid_load_recovers(gateway: Gateway) -> None:
                     if resp.status_code != 503:
                         return resp
                     seen.append(resp.json())
-                    await asyncio.sleep(0.05)
+                    await asyncio.sleep(0.05)  # a trainer's back-off before it retries a 503 (the behaviour)
                 return resp
 
             tasks = [asyncio.create_task(post(b)) for b in bodies[:60]]

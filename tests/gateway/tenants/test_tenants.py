@@ -38,9 +38,10 @@ def base(tmp: Path) -> Iterator[str]:
         yield url
 
 
-async def in_flight(client: httpx.AsyncClient, base: str, key: str) -> bool:
+async def in_flight(client: httpx.AsyncClient, base: str, key: str, n: int = 1) -> bool:
+    """Whether the gateway holds `n` of `key`'s tenant's samples (its own /tenants/self says so)."""
     usage = (await client.get(base + "/tenants/self", headers=auth(key))).json()["usage"]
-    return usage["samples_in_flight"] == 1
+    return usage["samples_in_flight"] == n
 
 
 def post(base: str, key: str, body: dict, path: str = "/score", run: str | None = None) -> httpx.Response:
@@ -118,11 +119,8 @@ def test_eval_goes_before_train_on_a_saturated_pool(base: str) -> None:
                 done.append(name)
 
             train = [asyncio.create_task(one(KEY_A, f"a{i}")) for i in range(5)]
-            for _ in range(200):  # until all five are in (one running, four waiting for the slot)
-                usage = (await client.get(base + "/tenants/self", headers=auth(KEY_A))).json()["usage"]
-                if usage["samples_in_flight"] == 5:
-                    break
-                await asyncio.sleep(0.01)
+            # until all five are in (one running, four waiting for the slot)
+            await eventually_async(lambda: in_flight(client, base, KEY_A, 5), what="a's five calls in flight")
             await asyncio.gather(one(KEY_B, "b"), *train)
         return done
 
@@ -224,11 +222,8 @@ def test_samples_in_flight_429_and_batch(tmp_path: Path) -> None:
                 held = asyncio.create_task(
                     client.post(base + "/score/batch", json={"samples": [slow, slow]}, headers=auth(KEY_A))
                 )
-                for _ in range(100):  # until the batch holds both samples
-                    usage = (await client.get(base + "/tenants/self", headers=auth(KEY_A))).json()["usage"]
-                    if usage["samples_in_flight"] == 2:
-                        break
-                    await asyncio.sleep(0.02)
+                # until the batch holds both samples
+                await eventually_async(lambda: in_flight(client, base, KEY_A, 2), what="the batch in flight")
                 over = await client.post(base + "/score", json=sample(), headers=auth(KEY_A))
                 other = await client.post(base + "/score", json=sample(), headers=auth(KEY_B))
                 return [await held, over, other]

@@ -111,11 +111,12 @@ def test_samples_in_flight_are_counted_fleet_wide(replicas: tuple[str, str, Redi
                 asyncio.create_task(client.post(url + "/score", json=slow, headers=auth(KEY_A)))
                 for url in (one, two)
             ]
-            for _ in range(200):  # until both replicas hold one of a's samples
+
+            async def both_held() -> bool:  # both replicas hold one of a's samples
                 usage = (await client.get(one + "/tenants/self", headers=auth(KEY_A))).json()["usage"]
-                if usage["samples_in_flight"] == 2:
-                    break
-                await asyncio.sleep(0.02)
+                return usage["samples_in_flight"] == 2
+
+            await eventually_async(both_held, what="a's two samples in flight")
             over = [
                 await client.post(url + "/score", json=sample(), headers=auth(KEY_A)) for url in (one, two)
             ]
