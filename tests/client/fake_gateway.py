@@ -114,7 +114,7 @@ class FakeGateway:
         try:
             reply = self.behaviour(body, attempt)
             if reply.delay_s:
-                await asyncio.sleep(reply.delay_s)
+                await asyncio.sleep(reply.delay_s)  # the reply's scripted latency (the behaviour)
             if reply.drop:
                 if request.transport is not None:
                     request.transport.close()

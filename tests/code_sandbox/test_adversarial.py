@@ -71,6 +71,7 @@ def _hostile(port: int, config: Path) -> dict[str, tuple[str, str]]:
             "",
         ),
         "sleeping_child": (
+            # the child sleeps past its run (the behaviour): the sandbox must kill it
             "import posix, time\nif posix.fork() == 0:\n    posix.setsid()\n    time.sleep(600)\n"
             "n = int(input())\nprint(n * 2)",
             "42",

@@ -37,7 +37,7 @@ class _Scripted(BubblewrapRun):
         ("import os; print('right'); os._exit(7)", False, {"verdict": "error"}),
         ("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", False, {"verdict": "crashed"}),
         ("import os, signal; os.kill(os.getpid(), signal.SIGALRM)", False, {"verdict": "timeout"}),
-        ("import time; time.sleep(30)", False, {"verdict": "timeout"}),
+        ("import time; time.sleep(30)", False, {"verdict": "timeout"}),  # a program past its case timeout
     ],
 )
 async def test_a_case_is_judged_from_outside(script: str, call_based: bool, outcome: dict[str, Any]) -> None:

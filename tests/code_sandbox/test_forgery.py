@@ -67,7 +67,7 @@ ATTACKS: dict[str, str] = {
         "            posix.kill(pid, 9)\n        except OSError:\n            pass\n" + WRONG
     ),
     "fork_and_outlive": (
-        "import posix, time\nif posix.fork() == 0:\n    time.sleep(0.3)\n"
+        "import posix, time\nif posix.fork() == 0:\n    time.sleep(0.3)\n"  # a child outliving its run
         f"    exec({SPRAY + PROC_FDS!r})\n    posix._exit(0)\n" + WRONG
     ),
     "files_the_host_might_read": (

@@ -42,7 +42,7 @@ name, nr = sys.argv[1], int(sys.argv[2])
 if name == "ptrace":
     child = os.fork()
     if child == 0:
-        time.sleep(5)
+        time.sleep(5)  # a process to attach to
         os._exit(0)
     print(call(nr, 16, child, 0, 0))  # PTRACE_ATTACH to another process of the same user
     os.kill(child, 9)

@@ -112,9 +112,10 @@ async def test_stop_kills_the_whole_group_and_not_ready_times_out(tmp_path: Path
     script = (
         "import signal, subprocess, sys, time\n"
         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        # the grandchild sleeps past its parent (the behaviour): the supervisor must reap it
         "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
         "print(p.pid, flush=True)\n"
-        "time.sleep(60)\n"
+        "time.sleep(60)\n"  # the child, too, stays until killed
     )
     log = tmp_path / "g.log"
     port = free_port()

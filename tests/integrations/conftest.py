@@ -28,7 +28,7 @@ FUNCTIONS = {
         import asyncio
 
         async def compute_score(data_source, solution_str, ground_truth, extra_info=None):
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.02)  # its own work (the behaviour)
             return float(solution_str == str(ground_truth))
     """,
     # a verl multi-turn reward: the answer after "####" in the decoded trajectory; the agent loop's tool
@@ -51,7 +51,7 @@ FUNCTIONS = {
         import asyncio
 
         async def compute_score(data_source, solution_str, ground_truth, extra_info=None):
-            await asyncio.sleep(30)
+            await asyncio.sleep(30)  # past the client's timeout (the behaviour)
             return 1.0
     """,
     "fallback.py": """

@@ -67,9 +67,8 @@ async def test_gateway_restart_during_score_many(live_gateway: LiveGateway) -> N
         assert not scoring.done()
         live_gateway.child.signal(signal.SIGKILL)
         await asyncio.to_thread(live_gateway.child.proc.wait, 10)
-        await asyncio.sleep(
-            0.5
-        )  # an outage of 0.5 s, the behaviour: clients meanwhile see refused connections
+        # an outage of 0.5 s, the behaviour: clients meanwhile see refused connections
+        await asyncio.sleep(0.5)
         await asyncio.to_thread(live_gateway.start)
         results = await asyncio.wait_for(scoring, 120)
     assert [r.status for r in results] == ["ok"] * len(samples)

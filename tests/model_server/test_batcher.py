@@ -21,7 +21,7 @@ def recording(calls: list[list[int]], delay_s: float = 0.0):  # type: ignore[no-
     def forward(items: list[int]) -> list[int]:
         calls.append(list(items))
         if delay_s:
-            time.sleep(delay_s)
+            time.sleep(delay_s)  # the forward pass's own work (the behaviour)
         return [x * 10 for x in items]
 
     return forward

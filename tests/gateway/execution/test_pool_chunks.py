@@ -88,15 +88,14 @@ async def test_calls_wait_for_a_free_worker_and_go_out_together(pool: WorkerPool
     hung, sent = [], _CountingSchedule(pool)
     for i in range(4):  # a turn each: four one-call chunks, the pool's limit for 2 workers
         hung.append(asyncio.ensure_future(pool.submit(ref, _kwargs(i, "hang"), 1.0, None)))
-        await asyncio.sleep(
-            0
-        )  # one event-loop turn (not a timer): the next call arrives in a turn of its own
+        # one event-loop turn (not a timer): the next call arrives in a turn of its own
+        await asyncio.sleep(0)
     await eventually_async(lambda: sent.tasks == [1, 1, 1, 1], what="the four hung calls handed to pebble")
     counter = _CountingSchedule(pool)
     held = []
     for i in range(20):
         held.append(asyncio.ensure_future(pool.submit(ref, _kwargs(i), 10.0, None)))
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # one loop turn per call: each arrives on its own (not a timer)
     assert counter.tasks == []  # nothing scheduled while every worker is busy
     results = await asyncio.gather(*held)
     assert [r[1][0] for r in results] == [float(i % 7) for i in range(20)]
@@ -159,7 +158,7 @@ async def test_cancelled_callers_do_not_disturb_the_rest(pool: WorkerPool) -> No
     for i in range(4):
         await pool.submit(ref, _kwargs(i), 10.0, None)
     tasks = [asyncio.ensure_future(pool.submit(ref, _kwargs(i), 10.0, None)) for i in range(16)]
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one loop turn: every call is queued (not a timer)
     tasks[2].cancel()
     results = await asyncio.gather(*tasks, return_exceptions=True)
     assert isinstance(results[2], asyncio.CancelledError)

@@ -29,7 +29,7 @@ def admission(
 
 async def settle() -> None:
     for _ in range(5):
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # scheduler passes only: the waiters run to their wait
 
 
 async def test_waiters_are_admitted_in_arrival_order() -> None:

@@ -59,7 +59,7 @@ def create_app(always_a: bool, latency_min_s: float, latency_max_s: float) -> Fa
         entry: dict[str, Any] = {"start": time.monotonic(), "regex": body.get("regex")}
         log.append(entry)
         if latency_max_s > 0:
-            await asyncio.sleep(random.uniform(latency_min_s, latency_max_s))
+            await asyncio.sleep(random.uniform(latency_min_s, latency_max_s))  # latency (the behaviour)
         prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
         entry["end"] = time.monotonic()
         if "FAIL" in prompt:

@@ -24,7 +24,7 @@ async def health(state: StateDep) -> Response:
     # SGLang's /health sends a one-token generation, sleeps 1 s, then checks that the scheduler answered.
     if not state.ready():
         return Response(status_code=503)
-    await asyncio.sleep(state.config.health_delay_s)
+    await asyncio.sleep(state.config.health_delay_s)  # SGLang's own pause (the protocol), not a wait
     return Response(status_code=200 if state.ready() else 503)
 
 

@@ -12,5 +12,5 @@ async def compute_score(data_source, solution_str, ground_truth, extra_info=None
             os.write(fd, f"{uid} {os.getpid()}\n".encode())  # one write(2): lines never interleave
         finally:
             os.close(fd)
-    await asyncio.sleep(float((extra_info or {}).get("delay_s", 0.0)))
+    await asyncio.sleep(float((extra_info or {}).get("delay_s", 0.0)))  # its own work (the behaviour)
     return {"score": float(len(solution_str)), "pid": os.getpid()}

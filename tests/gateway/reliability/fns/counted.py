@@ -8,7 +8,7 @@ def compute_score(
     data_source, solution_str, ground_truth, extra_info=None, uid=None, log_path=None, delay_s=0.0
 ):
     if delay_s:
-        time.sleep(delay_s)
+        time.sleep(delay_s)  # the function's own work (the behaviour), not a wait
     if log_path:
         fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:

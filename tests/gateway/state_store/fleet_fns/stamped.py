@@ -14,5 +14,5 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, uid=
             os.close(fd)
     delay_s = (extra_info or {}).get("delay_s", 0.0)
     if delay_s:
-        time.sleep(delay_s)
+        time.sleep(delay_s)  # the function's own work (the behaviour), not a wait
     return float(len(solution_str))
