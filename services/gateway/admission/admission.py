@@ -24,6 +24,7 @@ stays cheap under overload.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
@@ -127,9 +128,7 @@ class Admission:
         waiter: asyncio.Future[bool | None] = loop.create_future()
         entry = (body_bytes, waiter)
         self._waiters.append(entry)
-        expiry = (self.timer or loop).call_later(
-            self.queue_timeout_s, lambda: waiter.done() or waiter.set_result(None)
-        )
+        expiry = (self.timer or loop).call_later(self.queue_timeout_s, functools.partial(_time_out, waiter))
         try:
             # Reserved by `leave` (True), refused by `start_draining` (False), or timed out (None).
             admitted = await asyncio.shield(waiter)
@@ -177,6 +176,12 @@ class Admission:
             _, waiter = self._waiters.popleft()
             if not waiter.done():
                 waiter.set_result(False)
+
+
+def _time_out(waiter: asyncio.Future[bool | None]) -> None:
+    """queue_timeout_s ran out: settle the wait as timed out, unless a slot or the drain settled it first."""
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def reserved_body_bytes(scope: Scope, max_body_bytes: int) -> int:
