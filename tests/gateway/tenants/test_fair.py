@@ -8,6 +8,7 @@ import asyncio
 import pytest
 
 from rewardfleet.services.gateway.tenants.fair import FairScheduler
+from tests.waiting import eventually_async
 
 
 async def _order(scheduler: FairScheduler, arrivals: list[tuple[str, float, int]]) -> list[str]:
@@ -20,10 +21,10 @@ async def _order(scheduler: FairScheduler, arrivals: list[tuple[str, float, int]
         served.append(tenant)
 
     tasks = [asyncio.create_task(one(*arrival)) for arrival in arrivals]
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one scheduler pass (not a timer): every arrival queued, in order
     for _ in arrivals:
         scheduler.release()
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # one pass: the waiter granted the slot runs
     await asyncio.gather(*tasks)
     return served
 
@@ -52,7 +53,7 @@ async def test_a_cancelled_waiter_passes_its_slot_on() -> None:
     await scheduler.acquire("a", 1.0, 0)
     gone = asyncio.create_task(scheduler.acquire("b", 1.0, 0))
     kept = asyncio.create_task(scheduler.acquire("c", 1.0, 0))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one scheduler pass (not a timer)
     gone.cancel()
     scheduler.release()
     await asyncio.wait_for(kept, 5)
@@ -66,7 +67,7 @@ async def test_granted_then_cancelled_releases() -> None:
     scheduler = FairScheduler(1)
     await scheduler.acquire("a", 1.0, 0)
     waiter = asyncio.create_task(scheduler.acquire("b", 1.0, 0))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one scheduler pass (not a timer)
     scheduler.release()  # b is given the slot ...
     waiter.cancel()  # ... and cancelled before it ran
     with pytest.raises(asyncio.CancelledError):
@@ -93,10 +94,10 @@ async def test_entry_mode_keeps_one_waiter_at_the_inner_gate() -> None:
         current.set(Caller(tenant, TenantConfig(), 1, "default", frozenset()))
         async with gate.hold(1):
             served.append(tenant)
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.01)  # the call's own work while it holds the slot (the behaviour)
 
     flood = [asyncio.create_task(call("a")) for _ in range(10)]
-    await asyncio.sleep(0.001)
+    await eventually_async(lambda: served, interval_s=0, what="the flood's first call holding the slot")
     late = [asyncio.create_task(call("b")) for _ in range(2)]
     await asyncio.gather(*flood, *late)
     assert max(i for i, t in enumerate(served) if t == "b") <= 5, served
@@ -104,7 +105,7 @@ async def test_entry_mode_keeps_one_waiter_at_the_inner_gate() -> None:
 
 async def _flood(scheduler: FairScheduler, tenant: str, calls: int) -> list[asyncio.Task[str]]:
     tasks = [asyncio.create_task(scheduler.acquire(tenant, 1.0, 1)) for _ in range(calls)]
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one scheduler pass (not a timer): every call granted or queued
     return tasks
 
 
@@ -116,13 +117,13 @@ async def test_a_tenant_within_its_share_is_served_at_once_while_another_floods(
     for _ in range(2):
         await asyncio.wait_for(scheduler.acquire("b", 1.0, 1), 1)  # the headroom: at once
     late = asyncio.create_task(scheduler.acquire("b", 1.0, 1))  # the pool is full now
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one scheduler pass (not a timer)
     assert not late.done()
     scheduler.release("a")
     await asyncio.wait_for(late, 1)  # a's freed slot goes to b, not to a's 47 waiting calls
     for _ in range(3):
         scheduler.release("a")
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one scheduler pass (not a timer)
     # a borrows again only above the headroom: 16 - 2 - b's 4
     assert (scheduler.held("a"), scheduler.held("b"), scheduler.busy) == (10, 4, 14)
     for task in flood:
@@ -138,15 +139,15 @@ async def test_a_flooding_tenant_gets_its_share_back_as_slots_free() -> None:
     assert scheduler.held("a") == 6  # the free slots, taken while a's demand was still within its share
     for _ in range(2):
         scheduler.release("b")
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one scheduler pass (not a timer)
     # a (demand 66) borrows only above the headroom: share - headroom while b is within its share
     assert (scheduler.held("a"), scheduler.held("b"), scheduler.busy) == (6, 8, 14)
     scheduler.release("b")
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one scheduler pass (not a timer)
     assert (scheduler.held("a"), scheduler.held("b"), scheduler.busy) == (7, 7, 14)
     for _ in range(7):
         scheduler.release("b")  # b leaves: a alone takes every slot (work-conserving)
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one scheduler pass (not a timer)
     assert (scheduler.held("a"), scheduler.held("b"), scheduler.busy) == (16, 0, 16)
     for task in flood:
         task.cancel()
@@ -158,13 +159,13 @@ async def test_a_flooding_tenant_gets_its_share_back_as_slots_free() -> None:
 async def test_both_flooding_share_by_weight() -> None:
     scheduler = FairScheduler(12, headroom=2)
     heavy = [asyncio.create_task(scheduler.acquire("a", 2.0, 1)) for _ in range(40)]
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one scheduler pass (not a timer)
     assert scheduler.held("a") == 12  # alone: every slot
     light = [asyncio.create_task(scheduler.acquire("b", 1.0, 1)) for _ in range(40)]
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one scheduler pass (not a timer)
     for _ in range(30):  # slots churn: each release goes to the waiter the rule and the fair order pick
         scheduler.release(max(("a", "b"), key=scheduler.held))
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # one scheduler pass (not a timer)
     assert (scheduler.held("a"), scheduler.held("b")) == (8, 4)  # shares 2:1, both over them
     for task in heavy + light:
         task.cancel()

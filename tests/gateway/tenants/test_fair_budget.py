@@ -45,9 +45,9 @@ async def _served(arrivals: list[tuple[str, int]]) -> list[str]:
         served.append(tenant)
 
     tasks = [asyncio.create_task(call("a", 1)) for _ in range(10)]
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one scheduler pass (not a timer): a's calls queue first
     tasks += [asyncio.create_task(call(t, r)) for t, r in arrivals]
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # ... and the later arrivals behind them
     for _ in tasks:
         while inner.waiting == 0:  # the next call in fair order has reached the budget
             inner.arrived.clear()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import httpx
 import pytest
 
 from tests.gateway.tenants.helpers import ADMIN, KEY_A, KEY_B, auth, gateway
+from tests.waiting import eventually_async
 
 FNS = Path(__file__).parent / "fair_fns"
 KEY_E = "tenant-e-key-0123456789"
@@ -24,7 +26,7 @@ FLOOD = 12
 LATE = 3
 PLUGS = 2  # long calls posted first: the pool is full before the flood comes
 PLUG_S = 2.0
-PROGRAM = "```python\nimport time\ntime.sleep(%s)\nprint(input())\n```"
+PROGRAM = "```python\nimport time\ntime.sleep(%s)\nprint(input())\n```"  # its own work (the behaviour)
 CASES = {"inputs": ["1\n"], "outputs": ["1\n"]}
 
 
@@ -56,6 +58,10 @@ def _gauge(text: str, name: str, tenant: str | None = None) -> float:
     return float(found.group(1)) if found else 0.0
 
 
+async def _at_least(count: Awaitable[float], n: float) -> bool:
+    return await count >= n
+
+
 async def _flood_then_late(base: str, fn: str, flood_key: str, late_key: str, tenants: bool) -> list[str]:
     """`PLUGS` long calls and `FLOOD` calls of the flooding tenant, then (once all are waiting) `LATE` of the
     late one; the order the pool served them in ('a' / 'late')."""
@@ -70,12 +76,11 @@ async def _flood_then_late(base: str, fn: str, flood_key: str, late_key: str, te
             served.append((stamp if stamp is not None else len(served), who))
 
         async def until(ready: Any) -> None:
-            for _ in range(1000):
+            async def check() -> bool:
                 metrics = (await client.get(base + "/metrics", headers=auth(ADMIN) if tenants else {})).text
-                if ready(metrics):
-                    return
-                await asyncio.sleep(0.01)
-            pytest.fail("the pool never filled")
+                return bool(ready(metrics))
+
+            await eventually_async(check, timeout_s=30, what="the pool filled")
 
         def admitted(metrics: str) -> float:
             if tenants:
@@ -148,23 +153,19 @@ def test_weights_share_the_worker_pool(fair: str) -> None:
 
             base = fair
             tasks = [asyncio.create_task(one(KEY_A, "plug", PLUG_S)) for _ in range(PLUGS)]
-            for _ in range(1000):
+
+            async def plugged() -> bool:
                 metrics = (await client.get(base + "/metrics", headers=auth(ADMIN))).text
-                if _gauge(metrics, "gateway_pool_queue_depth") >= PLUGS - 1:
-                    break
-                await asyncio.sleep(0.01)
+                return _gauge(metrics, "gateway_pool_queue_depth") >= PLUGS - 1
+
+            await eventually_async(plugged, timeout_s=30, what="the plugs in the pool")
             tasks += [asyncio.create_task(one(KEY_LIGHT, "light")) for _ in range(FLOOD)]
-            for _ in range(1000):  # light's flood waits before heavy's comes
-                if await queued() >= FLOOD - 1:
-                    break
-                await asyncio.sleep(0.01)
+            # light's flood waits before heavy's comes
+            await eventually_async(lambda: _at_least(queued(), FLOOD - 1), timeout_s=30, what="light queued")
             tasks += [asyncio.create_task(one(KEY_HEAVY, "heavy")) for _ in range(FLOOD)]
-            for _ in range(1000):
-                if await queued() >= 2 * FLOOD - 1:
-                    break
-                await asyncio.sleep(0.01)
-            else:
-                pytest.fail("the floods never queued")
+            await eventually_async(
+                lambda: _at_least(queued(), 2 * FLOOD - 1), timeout_s=30, what="both queued"
+            )
             await asyncio.gather(*tasks)
         return [who for _, who in sorted(served)]
 
