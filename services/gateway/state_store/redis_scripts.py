@@ -81,7 +81,8 @@ redis.call('PUBLISH', ARGV[2], '1')
 return 1
 """
 
-# A batch of renewals (redis_leases.py): KEYS: lease 1..n. ARGV: token 1, lease_ms 1, ..., token n, lease_ms n.
+# A batch of renewals (redis_leases.py): KEYS: lease 1..n. ARGV: token 1, lease_ms 1, ..., token n, lease_ms n
+# (one pair per key).
 # Extends each lease still held by its token. -> one 1 (renewed) or 0 (lost) per key, in order.
 LEASE_RENEW = """
 local out = {}
