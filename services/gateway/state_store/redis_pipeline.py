@@ -120,6 +120,7 @@ class Pipeliner:
         self._scheduled = False
         self._lingering: asyncio.TimerHandle | None = None  # a flush held back for calls that may wait
         self._after_replies = False  # the held-back flush goes as soon as the batch in flight is answered
+        self._linger_at = 0.0  # when the held-back flush is due (loop time)
         self._connecting: asyncio.Task[None] | None = None
         self._watchdog: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -148,11 +149,12 @@ class Pipeliner:
         if linger_s > 0:
             if not self._scheduled:
                 when = loop.time() + linger_s
-                if self._lingering is not None and self._lingering.when() > when:
-                    self._lingering.cancel()
+                if self._lingering is not None and self._linger_at > when:
+                    self._lingering.cancel()  # (uvloop's handle of a timer due now has no `when`)
                     self._lingering = None
                 if self._lingering is None:
-                    self._lingering = loop.call_at(when, self._flush)
+                    self._linger_at = when
+                    self._lingering = loop.call_later(linger_s, self._flush)
         elif not self._scheduled:
             self._scheduled = True
             loop.call_soon(self._flush)  # after every coroutine runnable now has had its turn
