@@ -31,6 +31,7 @@ import httpx
 import yaml
 
 from bench.common import BenchResult, Row
+from bench.state_calls import script_calls, state_url
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 
 INFLIGHT = "17. in flight: 65,536 posts through --processes"
@@ -65,6 +66,8 @@ class Outcome:
     rss_growth_bytes: dict[str, int]  # per role (WORKERS, STATE, SUPERVISOR): peak over before the burst
     held: int  # the most posts in flight at once (the gateway's own count)
     state_after_bytes: int  # the state server's growth once every post was answered (results cached)
+    script_calls_per_s: float  # the state server's script calls over the whole run (bench/state_calls.py)
+    held_calls_per_s: float  # ... over a window with every post held, none arriving or answered: renewals
 
     @property
     def lost(self) -> int:
@@ -236,6 +239,8 @@ def run(
         gateway.wait_http(f"http://127.0.0.1:{port}/ready", timeout_s=180)
         _, cpu_before = _rss_and_cpu(_tree(gateway.pid))
         before = _rss_by_role(gateway.pid)
+        url = state_url(_roles(gateway.pid)[WORKERS])
+        calls_before = script_calls(url)
         ctx = multiprocessing.get_context("spawn")
         out: multiprocessing.Queue = ctx.Queue()
         share = posts // clients
@@ -267,6 +272,13 @@ def run(
             if inflight >= posts or not any(p.is_alive() for p in procs):
                 break
             time.sleep(0.5)
+        held_calls_per_s = 0.0
+        # Every post held (none arrives, none is answered before the first one's latency): renewals only.
+        window_s = min(latency_s / 4, started + latency_s - time.monotonic() - 2)
+        if held >= posts and window_s >= 3:
+            first, t0 = script_calls(url), time.monotonic()
+            time.sleep(window_s)
+            held_calls_per_s = (script_calls(url) - first) / (time.monotonic() - t0)
         failures: dict[str, int] = {}
         for _ in procs:
             for key, n in out.get(timeout=latency_s * 4 + 240).items():
@@ -275,6 +287,7 @@ def run(
         for proc in procs:
             proc.join(timeout=30)
         _, cpu_after = _rss_and_cpu(_tree(gateway.pid))
+        calls = script_calls(url) - calls_before
         state_after = _rss_by_role(gateway.pid)[STATE] - before[STATE]  # with the answers' cached results
         answered = failures.pop("ok", 0)
         growth = {role: peak[role] - before[role] for role in before}
@@ -289,6 +302,8 @@ def run(
             rss_growth_bytes=growth,
             held=int(held),
             state_after_bytes=state_after,
+            script_calls_per_s=calls / wall,
+            held_calls_per_s=held_calls_per_s,
         )
     finally:
         gateway.stop(timeout_s=60)
@@ -349,7 +364,9 @@ def main() -> None:
         f"({o.rss_growth_bytes[STATE] / max(o.held, 1):.0f} bytes a post in flight), "
         f"{o.state_after_bytes / 2**20:.1f} MiB once answered; supervisor and the rest: "
         f"{o.rss_growth_bytes[SUPERVISOR] / 2**20:.1f} MiB\n"
-        f"gateway CPU per post={o.cpu_per_post_ms:.3f} ms"
+        f"gateway CPU per post={o.cpu_per_post_ms:.3f} ms\n"
+        f"state server script calls/s={o.script_calls_per_s:.0f} over the run, "
+        f"{o.held_calls_per_s:.0f} with every post held (renewals; 0: no such window)"
     )
 
 

@@ -45,6 +45,10 @@ OUTCOME_TTL_MS = 30_000  # long enough for every waiter of a run to read its out
 # per event-loop turn, and a write each (a system call and a wake-up of Redis) was most of the shared state's
 # cost per post (docs/BENCHMARKS.md, issue 44). The lease stays held meanwhile, so nothing changes for others.
 FINISH_LINGER_S = 0.005
+# A claim made while other calls await Redis' replies waits for them (at most this long) to share one write
+# with the claims made meanwhile: under a burst, one write per round trip instead of one per arrival. With
+# nothing in flight it goes at once (redis_pipeline.py, `busy_linger_s`).
+CLAIM_BUSY_LINGER_S = 0.001
 
 
 class RedisResults:
@@ -95,7 +99,12 @@ class RedisResults:
         token = new_token()
         kind, value = await self.store.call(
             "cache_claim",
-            self.store.eval(self._claim, [result_key, lease_key, out_key], [token, self.lease_ms]),
+            self.store.eval(
+                self._claim,
+                [result_key, lease_key, out_key],
+                [token, self.lease_ms],
+                busy_linger_s=CLAIM_BUSY_LINGER_S,
+            ),
         )
         if kind == 1:
             self.metrics.result_cache_answered("hit")

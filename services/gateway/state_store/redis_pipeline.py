@@ -1,7 +1,10 @@
 """Automatic pipelining: every Lua script call made during one turn of the event loop goes to Redis in one
 write, on one connection kept for the purpose, and the replies are matched to their callers in order. A call
 whose answer nobody waits for may linger a few milliseconds for others to share its write (`run`'s
-`linger_s`).
+`linger_s`). Under load a call may also wait for the batch in flight (`run`'s `busy_linger_s`): while
+replies are due, the calls made meanwhile are written together when the last of them arrives (or after
+`busy_linger_s`), one write per round trip instead of one per event-loop turn; with nothing in flight they
+go at once, as any call.
 
 Under load the costs of a round trip (two system calls, a wake-up of Redis, a wake-up of the gateway) are
 most of what shared state costs per request; with 64 requests in flight they are paid once per batch. The
@@ -78,6 +81,8 @@ class _Link(asyncio.Protocol):
                 self.fail(RedisConnectionError("Redis sent a reply no call was waiting for"))
                 return
             self.owner.answer(self.waiting.popleft(), reply)
+        if not self.waiting:
+            self.owner.replies_in()
 
     def connection_lost(self, exc: Exception | None) -> None:
         error = self.error or RedisConnectionError(
@@ -114,6 +119,8 @@ class Pipeliner:
         self._queue: list[Call] = []
         self._scheduled = False
         self._lingering: asyncio.TimerHandle | None = None  # a flush held back for calls that may wait
+        self._after_replies = False  # the held-back flush goes as soon as the batch in flight is answered
+        self._linger_at = 0.0  # when the held-back flush is due (loop time)
         self._connecting: asyncio.Task[None] | None = None
         self._watchdog: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -122,17 +129,32 @@ class Pipeliner:
         self.calls = 0
 
     def run(
-        self, script: AsyncScript, keys: Sequence[Any], args: Sequence[Any], linger_s: float = 0.0
+        self,
+        script: AsyncScript,
+        keys: Sequence[Any],
+        args: Sequence[Any],
+        linger_s: float = 0.0,
+        busy_linger_s: float = 0.0,
     ) -> asyncio.Future[Any]:
         """`linger_s` > 0: a call nobody waits for (a result's finish) may wait that long for others to share
-        its write. The first call that does not linger, or `drain`, sends it at once; the order of writes
-        stays the order of calls."""
+        its write. `busy_linger_s` > 0: while earlier calls await their replies, this one waits for them (at
+        most that long) and shares the write of everything made meanwhile. The first call that does not
+        linger, or `drain`, sends it at once; the order of writes stays the order of calls."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         self._queue.append(Call(script, keys, args, future))
+        if busy_linger_s > 0 and self.link is not None and self.link.waiting:
+            linger_s = busy_linger_s if linger_s <= 0 else min(linger_s, busy_linger_s)
+            self._after_replies = True
         if linger_s > 0:
-            if not self._scheduled and self._lingering is None:
-                self._lingering = loop.call_later(linger_s, self._flush)
+            if not self._scheduled:
+                when = loop.time() + linger_s
+                if self._lingering is not None and self._linger_at > when:
+                    self._lingering.cancel()  # (uvloop's handle of a timer due now has no `when`)
+                    self._lingering = None
+                if self._lingering is None:
+                    self._linger_at = when
+                    self._lingering = loop.call_later(linger_s, self._flush)
         elif not self._scheduled:
             self._scheduled = True
             loop.call_soon(self._flush)  # after every coroutine runnable now has had its turn
@@ -157,8 +179,15 @@ class Pipeliner:
             self.link.transport.close()
             self.link = None
 
+    def replies_in(self) -> None:
+        """The batch in flight is answered: what waits for it (`busy_linger_s`) goes now."""
+        if self._after_replies and self._queue and not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
     def _flush(self) -> None:
         self._scheduled = False
+        self._after_replies = False
         if self._lingering is not None:
             self._lingering.cancel()
             self._lingering = None

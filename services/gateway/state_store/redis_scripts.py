@@ -81,10 +81,20 @@ redis.call('PUBLISH', ARGV[2], '1')
 return 1
 """
 
-# KEYS: lease. ARGV: token, lease_ms. Extends a lease still held by `token`; 0 if it was lost.
+# A batch of renewals (redis_leases.py): KEYS: lease 1..n. ARGV: token 1, lease_ms 1, ..., token n, lease_ms n
+# (one pair per key).
+# Extends each lease still held by its token. -> one 1 (renewed) or 0 (lost) per key, in order.
 LEASE_RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0
+local out = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[2 * i - 1] then
+    redis.call('PEXPIRE', key, ARGV[2 * i])
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+return out
 """
 
 # ---- budgets (redis_budget.py) -----------------------------------------------------------------------------
@@ -102,16 +112,23 @@ return 0
 """
 )
 
-# KEYS: slots. ARGV: token, lease_ms.
+# A batch of renewals (redis_leases.py): KEYS: slots 1..n (a key may repeat). ARGV: token 1, lease_ms 1, ...,
+# token n, lease_ms n. -> one 1 (renewed) or 0 (lost) per key, in order.
 SLOT_RENEW = (
     _NOW
     + """
-if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
-  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-  return 1
+local out = {}
+for i, key in ipairs(KEYS) do
+  local token, ms = ARGV[2 * i - 1], tonumber(ARGV[2 * i])
+  if redis.call('ZSCORE', key, token) then
+    redis.call('ZADD', key, now + ms, token)
+    if redis.call('PTTL', key) < ms then redis.call('PEXPIRE', key, ms) end
+    out[i] = 1
+  else
+    out[i] = 0
+  end
 end
-return 0
+return out
 """
 )
 

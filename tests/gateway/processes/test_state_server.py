@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 import redis
 
@@ -73,3 +76,42 @@ def test_stop_removes_its_folder(tmp_path: Path) -> None:
 def test_a_missing_binary_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(StateServerUnavailable, match=r"exited|no socket"):
         StateServer(binary=Path("/bin/false"), folder=tmp_path / "s").start()
+
+
+SUPERVISOR = """
+import sys
+from rewardfleet.services.gateway.processes.state_server import StateServer
+server = StateServer()
+server.start()
+print(server.pid, flush=True)
+sys.stdin.read()  # until the test kills this process
+"""
+
+
+def test_the_server_dies_with_a_killed_supervisor(tmp_path: Path) -> None:
+    """A supervisor killed with SIGKILL runs no cleanup: the kernel kills its state server (PR_SET_PDEATHSIG),
+    which is in a session of its own and would otherwise be left running."""
+    supervisor = subprocess.Popen(
+        [sys.executable, "-c", SUPERVISOR],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},  # the dead supervisor's folder: the test's to remove
+    )
+    try:
+        assert supervisor.stdout is not None
+        pid = int(supervisor.stdout.readline())
+        server = psutil.Process(pid)
+        assert server.is_running() and "redis" in server.name()
+        assert os.getsid(pid) != os.getsid(supervisor.pid)  # its own session: no terminal signal reaches it
+        supervisor.kill()
+        supervisor.wait(timeout=10)
+
+        def gone() -> bool:
+            return not server.is_running() or server.status() == psutil.STATUS_ZOMBIE
+
+        eventually(gone, what="the state server exiting with its supervisor")
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()
+            supervisor.wait()

@@ -96,3 +96,62 @@ async def test_a_slot_held_longer_than_its_lease_stays_taken(replicas: list[Redi
         await eventually_async(lambda: renewals(replicas[0], "slot_renew") >= 3, what="3 slot renewals")
         assert await second._acquire(keys=[second.slots_key], args=["other", 300, 1]) == 0  # type: ignore[attr-defined]
     assert await second._acquire(keys=[second.slots_key], args=["other", 300, 1]) == 1  # type: ignore[attr-defined]
+
+
+async def test_a_tick_renews_its_holds_in_bounded_batches_and_names_a_lost_lease(
+    replicas: list[RedisBackend], caplog: Any
+) -> None:
+    """1,200 holds due in one tick: three script calls (500, 500, 200 holds), not 1,200. A lease another
+    token took meanwhile is not extended and is logged by its own key; every other lease is extended."""
+    backend = replicas[0]
+    store = backend.store
+    clock = FakeClock()
+    leases = Leases(store, "batch_renew", store.script(LEASE_RENEW), lease_s=30.0, timer=clock)
+    sent = record_sends(store)
+    keys = [store.key("lease", f"batch{i}") for i in range(1200)]
+    tokens = [new_token() for _ in keys]
+    async with store.client.pipeline(transaction=False) as pipe:
+        for key, token in zip(keys, tokens, strict=True):
+            pipe.set(key, token, px=30_000)
+        await pipe.execute()
+    held = [leases.hold([key], [token, 60_000]) for key, token in zip(keys, tokens, strict=True)]
+    stolen = keys[777]
+    await store.client.set(stolen, b"t" * 32, px=30_000)  # another holder's now
+    with caplog.at_level("WARNING", logger="rewardfleet.services.gateway.state_store.redis_leases"):
+        clock.advance(10.0)
+        assert sent == ["batch_renew"] * 3
+        await store.pipeliner.drain()
+    lost = [r.getMessage() for r in caplog.records if "was lost" in r.getMessage()]
+    assert lost == [f"batch_renew: the lease {stolen} was lost before its renewal"]
+    async with store.client.pipeline(transaction=False) as pipe:
+        for key in keys:
+            pipe.pttl(key)
+        ttls = await pipe.execute()
+    assert all(ttl > 30_000 for i, ttl in enumerate(ttls) if i != 777)  # every other lease extended to 60 s
+    assert ttls[777] <= 30_000 and await store.client.get(stolen) == b"t" * 32  # the thief's, untouched
+    assert renewals(backend, "batch_renew") == 3
+    for ident in held:
+        leases.drop(ident)
+
+
+async def test_slot_renewals_of_one_tick_go_in_one_call(replicas: list[RedisBackend]) -> None:
+    """Several slots held by one gateway, renewed by one SLOT_RENEW call per tick, each kept in its set."""
+    gate = gate_for(replicas[0], "judge", 8, None, None, 30.0)
+    clock = FakeClock()
+    store = replicas[0].store
+    gate._leases.timer = clock  # type: ignore[attr-defined]
+    sent = record_sends(store)
+    holds = [gate.hold(1) for _ in range(5)]
+    for hold in holds:
+        await hold.__aenter__()
+    before = await store.client.zrange(gate.slots_key, 0, -1, withscores=True)  # type: ignore[attr-defined]
+    clock.advance(5.0)
+    clock.advance(5.0)
+    assert sent == ["slot_renew"]
+    await store.pipeliner.drain()
+    after = await store.client.zrange(gate.slots_key, 0, -1, withscores=True)  # type: ignore[attr-defined]
+    assert len(after) == 5 and {m for m, _ in after} == {m for m, _ in before}
+    old, new = dict(before), dict(after)
+    assert all(new[m] > old[m] for m in old)  # every slot's expiry moved on
+    for hold in holds:
+        await hold.__aexit__(None, None, None)
