@@ -19,6 +19,13 @@ class TenantMetrics:
             namespace=NAMESPACE,
             registry=registry,
         )
+        self.pool_calls = Counter(
+            "tenant_pool_calls",
+            "External-pool calls forwarded for the tenant, by the caller's run label (this replica).",
+            ["tenant", "run"],
+            namespace=NAMESPACE,
+            registry=registry,
+        )
         self.samples = Counter(
             "tenant_samples",
             "Samples admitted for scoring, by tenant (this replica).",
