@@ -51,6 +51,7 @@ class FairScheduler:
         self.vtime = 0.0
         self._finish: dict[str, float] = {}  # tenant -> finish tag of its last call
         self._held: dict[str, int] = {}
+        self._busy = 0  # sum of _held
         self._parties: dict[str, tuple[float, int]] = {}  # tenant -> (weight, rank) as it last asked
         self._queues: dict[str, deque[tuple[float, asyncio.Future[bool]]]] = {}
         self._waiting: dict[str, int] = {}  # tenant -> its calls waiting (not cancelled)
@@ -62,7 +63,7 @@ class FairScheduler:
 
     @property
     def busy(self) -> int:
-        return sum(self._held.values())
+        return self._busy
 
     @property
     def waiting(self) -> int:
@@ -133,6 +134,8 @@ class FairScheduler:
             self._held[tenant] = left
         else:
             self._held.pop(tenant, None)
+        if left >= 0:
+            self._busy -= 1
         self._dispatch()
 
     def _not_waiting(self, tenant: str) -> None:
@@ -150,7 +153,10 @@ class FairScheduler:
         """Give free slots (up to `limit` held, else `capacity`) to waiters: the lowest (rank, start tag)
         among the tenants the rule admits."""
         capacity = self.capacity if limit is None else limit
-        while self.busy < capacity:
+        if self.headroom == 0 and len(self._queues) == 1:
+            self._dispatch_one_tenant(capacity, limit is not None)
+            return
+        while self._busy < capacity:
             heads: list[tuple[int, float, str]] = []
             for tenant, queue in list(self._queues.items()):
                 while queue and queue[0][1].done():
@@ -167,11 +173,36 @@ class FairScheduler:
                     _, fut = self._queues[tenant].popleft()
                     self._not_waiting(tenant)
                     self._held[tenant] = self._held.get(tenant, 0) + 1
+                    self._busy += 1
                     self.vtime = max(self.vtime, start)
                     fut.set_result(limit is not None)
                     break
             else:
                 return
+
+    def _dispatch_one_tenant(self, capacity: int, batched: bool) -> None:
+        """`_dispatch` when one tenant waits and there is no headroom: the rule admits it to every free
+        slot (nobody else waits, so no class is ahead of it) and its own calls go in FIFO order."""
+        ((tenant, queue),) = self._queues.items()
+        granted, last_start = 0, self.vtime
+        while self._busy + granted < capacity and queue:
+            start, fut = queue.popleft()
+            if fut.done():
+                continue  # cancelled while waiting
+            fut.set_result(batched)
+            granted += 1
+            last_start = start
+        if not queue:
+            del self._queues[tenant]
+        if granted:
+            self._held[tenant] = self._held.get(tenant, 0) + granted
+            self._busy += granted
+            left = self._waiting.get(tenant, 0) - granted
+            if left > 0:
+                self._waiting[tenant] = left
+            else:
+                self._waiting.pop(tenant, None)
+            self.vtime = max(self.vtime, last_start)
 
 
 class FairGate:

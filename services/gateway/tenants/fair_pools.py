@@ -81,6 +81,7 @@ class FairWorkerPool:
         self._queued = 0  # calls in the queued path of `submit` that have not entered the pool
         self._held = 0
         self._room = asyncio.Event()
+        self._series: dict[str, tuple[Any, Any]] = {}  # tenant -> its (fair_queued, fair_wait) series
         # The admission backlog counts calls waiting here as well as those waiting inside the pool.
         self._report = getattr(inner, "on_queue_depth", None)
         if self._report is not None:
@@ -114,19 +115,19 @@ class FairWorkerPool:
         self._queued += 1
         self._depth(self.inner.queue_depth)
         try:
-            async with fair_turn(self.entry, self.metrics, self.last_rank, WORKERS_LABEL):
-                if self.entry.granted_by_grant():
-                    self._held -= 1  # let in by the call ahead of it: its place is counted in `inside`
-                    self.entry.release()
-                else:
-                    try:
-                        while self.inside >= self.limit(ref, timeout_s):
-                            self._room.clear()
-                            await self._room.wait()
-                        self.inside += 1
-                        self._let_in(self.limit(ref, timeout_s) - self.inside)
-                    finally:
-                        self.entry.release()  # in (or gone): the next in fair order may wait for room
+            await self._turn()
+            if self.entry.granted_by_grant():
+                self._held -= 1  # let in by the call ahead of it: its place is counted in `inside`
+                self.entry.release()
+            else:
+                try:
+                    while self.inside >= self.limit(ref, timeout_s):
+                        self._room.clear()
+                        await self._room.wait()
+                    self.inside += 1
+                    self._let_in(self.limit(ref, timeout_s) - self.inside)
+                finally:
+                    self.entry.release()  # in (or gone): the next in fair order may wait for room
         finally:
             self._queued -= 1
             self._depth(self.inner.queue_depth)
@@ -135,6 +136,28 @@ class FairWorkerPool:
         finally:
             self.inside -= 1
             self._room.set()
+
+    async def _turn(self) -> None:
+        """`fair_turn` for this queue, without an async generator and with the tenant's metric series kept
+        (per call, both cost as much as the queue itself on a cheap rule)."""
+        caller = current.get()
+        if caller is None:
+            await self.entry.acquire(NO_TENANT, 1.0, self.last_rank)
+            return
+        series = self._series.get(caller.tenant)
+        if series is None:
+            series = self._series[caller.tenant] = (
+                self.metrics.fair_queued.labels(caller.tenant),
+                self.metrics.fair_wait.labels(caller.tenant, WORKERS_LABEL),
+            )
+        queued, waited = series
+        started = time.perf_counter()
+        queued.inc()
+        try:
+            await self.entry.acquire(caller.tenant, caller.config.weight, caller.rank)
+        finally:
+            queued.dec()
+        waited.observe(time.perf_counter() - started)
 
     def _let_in(self, room: int) -> None:
         """Let the next `room` waiters in at once, in fair order (FairScheduler.grant): their places are
