@@ -1,6 +1,7 @@
 """External-pool calls name their caller: a `score_model` grader run by `/graders/run` is charged to the
-calling tenant (its addresses are read per call, not built once per catalog), and a forwarded call is
-counted under the caller's run label. Over a real gateway (uvicorn) and the OpenAI stand-in."""
+calling tenant (its addresses are read per call, not built once per catalog), a forwarded call is counted
+under the caller's run label, and `/admin/tenants` (so `rewardfleet status`) shows the tenant's external
+spend and fair-queue waits. Over a real gateway (uvicorn) and the OpenAI stand-in."""
 
 from __future__ import annotations
 
@@ -75,3 +76,24 @@ def test_a_forwarded_segment_with_an_empty_run_is_refused(base: str) -> None:
     resp = httpx.post(base + "/pools/not-a-token./hosted/named/v1/chat/completions", json={}, timeout=10)
     assert resp.status_code == 404
     assert pool_calls(base) == {}
+
+
+def test_admin_tenants_shows_external_spend_and_fair_queue_waits(base: str) -> None:
+    from rewardfleet.services.fleet.status import tenant_rows
+
+    assert grade(base, KEY_B)["status"] == "ok"
+    scored = httpx.post(base + "/score", json=sample(2), headers=auth(KEY_B), timeout=60).json()
+    assert scored["status"] == "ok", scored
+    summary = httpx.get(base + "/admin/tenants", headers=auth(ADMIN), timeout=10).json()
+    b, a = summary["tenants"]["b"], summary["tenants"]["a"]
+    assert b["usage"]["usd_total"] == pytest.approx(usd_total(base, KEY_B), abs=1e-9) > 0
+    queues = b["fair_queues"]["queues"]
+    assert queues["pool:hosted"]["waits"] == 2  # the grader's call and the function's, at the pool's budget
+    assert queues["named"]["waits"] == 1  # the function's gate (max_concurrency 1)
+    assert b["fair_queues"]["waiting_now"] == 0
+    assert a["fair_queues"] == {"waiting_now": 0, "queues": {}} and a["usage"]["usd_total"] == 0.0
+    rows = {row[0]: row for row in tenant_rows(summary)}
+    assert "fair queues 0 waiting, 3 waits" in rows["tenant b"][3]
+    assert "fair queues" not in rows["tenant a"][3]
+    own = httpx.get(base + "/tenants/self", headers=auth(KEY_A), timeout=10).json()
+    assert own["fair_queues"] == {"waiting_now": 0, "queues": {}}  # a's own view: nothing of b's
