@@ -145,6 +145,11 @@ def tenant_rows(summary: Any) -> list[tuple[str, str, str, str]]:
             f"today {_of(u['usd_today'], q['usd_per_day'], True)}",
             f"total {_of(u['usd_total'], q['usd_total'], True)}",
         ]
+        fair = t.get("fair_queues") or {}
+        waits = sum(q.get("waits", 0) for q in (fair.get("queues") or {}).values())
+        if waits or fair.get("waiting_now"):
+            waited_s = sum(q.get("wait_s_total", 0.0) for q in (fair.get("queues") or {}).values())
+            parts.append(f"fair queues {fair.get('waiting_now', 0)} waiting, {waits} waits {waited_s:.1f}s")
         detail = ", ".join(parts)
         rows.append((f"tenant {name}", "", "at quota: " + ", ".join(over) if over else "ok", detail))
     return rows

@@ -10,6 +10,7 @@ A hot reload (`reload.py`) builds a new catalog the same way and swaps it in who
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,7 @@ from rewardfleet.services.gateway.schemas import ScoreRequest
 
 # A grader's call gets this much beyond its own limit, so the grader's own timeout error wins the race.
 GRADER_TIMEOUT_MARGIN_S = 1.0
+MAX_ADDRESS_SETS = 1024  # graders' address mappings kept (one per tenant and run label)
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,23 @@ def _functions(
     return functions
 
 
+def grader_addresses(scorer: Scorer) -> Callable[[], dict[str, str]]:
+    """The graders' `router_addresses` at call time: the scorer's (per calling tenant with tenants, see
+    tenants/pool_tokens.py), under the graders' function label; one mapping kept per distinct source."""
+    made: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
+
+    def addresses() -> dict[str, str]:
+        source = scorer.injectables.router_addresses
+        hit = made.get(id(source))
+        if hit is None or hit[0] is not source:
+            if len(made) > MAX_ADDRESS_SETS:
+                made.clear()
+            hit = made[id(source)] = (source, for_function(source, GRADERS_CALLER))
+        return hit[1]
+
+    return addresses
+
+
 def build_catalog(
     config: GatewayConfig,
     loaded: dict[str, RewardFunction],
@@ -131,9 +150,11 @@ def build_catalog(
     http_client: aiohttp.ClientSession | None,
 ) -> Catalog:
     """The served catalog over `loaded` (see the module docstring); raises `LoadError`."""
-    # Graders see the external pools too, under one function label for their budget and token metrics.
-    addresses = for_function(scorer.injectables.router_addresses, GRADERS_CALLER)
-    graders = GraderRuntime(config.graders, addresses, config.reward_router_address, http_client)
+    # Graders see the external pools too, under one function label for their budget and token metrics;
+    # the addresses are read at each call (with tenants they name the calling tenant).
+    graders = GraderRuntime(
+        config.graders, grader_addresses(scorer), config.reward_router_address, http_client
+    )
     group_functions = load_group_functions(config.groups)
     functions = _functions(config, loaded, graders, scorer)
     dispatcher = Dispatcher(functions, config.dispatch, config.default_reward_fn)

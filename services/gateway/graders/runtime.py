@@ -74,15 +74,25 @@ class GraderRuntime:
     def __init__(
         self,
         graders: Mapping[str, GraderSpec],
-        router_addresses: Mapping[str, str],
+        router_addresses: Mapping[str, str] | Callable[[], Mapping[str, str]],
         reward_router_address: str | None,
         http_client: aiohttp.ClientSession | None,
     ) -> None:
         self.graders = dict(graders)
-        self.router_addresses = dict(router_addresses)
+        if callable(router_addresses):
+            self._addresses = router_addresses
+        else:
+            fixed = dict(router_addresses)
+            self._addresses = lambda: fixed
         self.reward_router_address = reward_router_address
         self.http_client = http_client
         self._python: dict[str, Callable[..., Any]] = {}
+
+    @property
+    def router_addresses(self) -> Mapping[str, str]:
+        """The pools' addresses as of this call: with tenants, external pools' forwarding addresses name the
+        calling tenant (tenants/pool_tokens.py), so a grader's spend is charged to it."""
+        return self._addresses()
 
     # ---- checks -------------------------------------------------------------------------------------------
     def problems(self, spec: GraderSpec, where: str = "grader", depth: int = 0) -> list[str]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -51,14 +51,19 @@ class FairScheduler:
         self.vtime = 0.0
         self._finish: dict[str, float] = {}  # tenant -> finish tag of its last call
         self._held: dict[str, int] = {}
+        self._busy = 0  # sum of _held
         self._parties: dict[str, tuple[float, int]] = {}  # tenant -> (weight, rank) as it last asked
-        self._queues: dict[str, deque[tuple[float, asyncio.Future[None]]]] = {}
+        self._queues: dict[str, deque[tuple[float, asyncio.Future[bool]]]] = {}
         self._waiting: dict[str, int] = {}  # tenant -> its calls waiting (not cancelled)
         self._mine: ContextVar[tuple[str, ...]] = ContextVar(f"fair_held_{id(self)}", default=())
+        self._batched: ContextVar[bool] = ContextVar(f"fair_batched_{id(self)}", default=False)
+        # Called (with the tenant) when a waiter `grant` let in is cancelled before it resumed (its slot is
+        # given back here; the granter's own bookkeeping is the hook's).
+        self.on_lost_grant: Callable[[str], None] | None = None
 
     @property
     def busy(self) -> int:
-        return sum(self._held.values())
+        return self._busy
 
     @property
     def waiting(self) -> int:
@@ -74,14 +79,16 @@ class FairScheduler:
 
     async def acquire(self, tenant: str, weight: float, rank: int) -> str:
         self._parties[tenant] = (weight, rank)
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._queues.setdefault(tenant, deque()).append((self._tag(tenant, weight), fut))
         self._waiting[tenant] = self._waiting.get(tenant, 0) + 1
         self._dispatch()
         try:
-            await fut
+            batched = await fut
         except asyncio.CancelledError:
             if fut.done() and not fut.cancelled():
+                if fut.result() and self.on_lost_grant is not None:
+                    self.on_lost_grant(tenant)
                 self._give_back(tenant)  # given the slot as it was cancelled: pass it on
             else:
                 fut.cancel()  # left in its queue, skipped by the dispatch
@@ -89,7 +96,12 @@ class FairScheduler:
                 self._dispatch()  # its demand no longer holds the headroom back
             raise
         self._mine.set((*self._mine.get(), tenant))
+        self._batched.set(batched)
         return tenant
+
+    def granted_by_grant(self) -> bool:
+        """Whether this task's last `acquire` was answered by a `grant` (else by a free slot)."""
+        return self._batched.get()
 
     def release(self, tenant: str | None = None) -> None:
         """A slot of `tenant` is free: the next waiter the rule admits takes it (see the class docstring)."""
@@ -106,12 +118,24 @@ class FairScheduler:
             self._mine.set(mine[:last] + mine[last + 1 :])
         self._give_back(tenant)
 
+    def grant(self, k: int) -> int:
+        """Give up to `k` more waiters a slot now, beyond `capacity`, in the fair order `acquire` uses, in one
+        pass (their tasks resume together, in that order); answers how many. For a holder that knows there
+        is room for more than the scheduler's own slots (FairWorkerPool: the pool has room for k more calls).
+        Each waiter granted holds a slot and releases it as after `acquire`."""
+        before = self.busy
+        if k > 0:
+            self._dispatch(before + k)
+        return self.busy - before
+
     def _give_back(self, tenant: str) -> None:
         left = self._held.get(tenant, 0) - 1
         if left > 0:
             self._held[tenant] = left
         else:
             self._held.pop(tenant, None)
+        if left >= 0:
+            self._busy -= 1
         self._dispatch()
 
     def _not_waiting(self, tenant: str) -> None:
@@ -125,9 +149,14 @@ class FairScheduler:
         weight, rank = self._parties[tenant]
         return Party(self._held.get(tenant, 0), self._waiting.get(tenant, 0), weight, rank)
 
-    def _dispatch(self) -> None:
-        """Give free slots to waiters: the lowest (rank, start tag) among the tenants the rule admits."""
-        while self.busy < self.capacity:
+    def _dispatch(self, limit: int | None = None) -> None:
+        """Give free slots (up to `limit` held, else `capacity`) to waiters: the lowest (rank, start tag)
+        among the tenants the rule admits."""
+        capacity = self.capacity if limit is None else limit
+        if self.headroom == 0 and len(self._queues) == 1:
+            self._dispatch_one_tenant(capacity, limit is not None)
+            return
+        while self._busy < capacity:
             heads: list[tuple[int, float, str]] = []
             for tenant, queue in list(self._queues.items()):
                 while queue and queue[0][1].done():
@@ -140,15 +169,40 @@ class FairScheduler:
                 return
             parties = {t: self._party(t) for t in {*self._held, *self._queues}}
             for _, start, tenant in sorted(heads):
-                if may_take(tenant, parties, self.capacity, self.headroom):
+                if may_take(tenant, parties, capacity, self.headroom):
                     _, fut = self._queues[tenant].popleft()
                     self._not_waiting(tenant)
                     self._held[tenant] = self._held.get(tenant, 0) + 1
+                    self._busy += 1
                     self.vtime = max(self.vtime, start)
-                    fut.set_result(None)
+                    fut.set_result(limit is not None)
                     break
             else:
                 return
+
+    def _dispatch_one_tenant(self, capacity: int, batched: bool) -> None:
+        """`_dispatch` when one tenant waits and there is no headroom: the rule admits it to every free
+        slot (nobody else waits, so no class is ahead of it) and its own calls go in FIFO order."""
+        ((tenant, queue),) = self._queues.items()
+        granted, last_start = 0, self.vtime
+        while self._busy + granted < capacity and queue:
+            start, fut = queue.popleft()
+            if fut.done():
+                continue  # cancelled while waiting
+            fut.set_result(batched)
+            granted += 1
+            last_start = start
+        if not queue:
+            del self._queues[tenant]
+        if granted:
+            self._held[tenant] = self._held.get(tenant, 0) + granted
+            self._busy += granted
+            left = self._waiting.get(tenant, 0) - granted
+            if left > 0:
+                self._waiting[tenant] = left
+            else:
+                self._waiting.pop(tenant, None)
+            self.vtime = max(self.vtime, last_start)
 
 
 class FairGate:

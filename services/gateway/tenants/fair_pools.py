@@ -5,14 +5,15 @@ Each uses fair.py's `FairScheduler` as is, tagged with the calling tenant (conte
 pool gives its next place to the lowest (priority rank, start tag) waiter, so a flooding tenant lengthens
 only its own queue. Built only with tenants configured (runtime.py); without them nothing here exists.
 
-- `FairWorkerPool` (sync functions): the queue admits one call at a time into `WorkerPool`, and only while
-  fewer calls are inside than `workers x CHUNKS_AHEAD x chunk`, where `chunk` is how many calls of that
-  function fit in `AHEAD_S` of compute (its measured cost; 1 while unknown or with chunking off). So the pool
-  still chunks cheap rules (thousands of calls inside, a few ms of work) while a slow function's calls enter
-  two per worker: a call that reaches the head of the fair queue waits behind at most about
-  `CHUNKS_AHEAD x AHEAD_S` of work per worker, whatever the other tenants have queued. Calls let in right
-  behind one another are held and enter the pool in one turn, in their fair order (the pool's chunking
-  sees a batch, not a trickle); they go as soon as the pool is full or nobody is behind them.
+- `FairWorkerPool` (sync functions): calls enter `WorkerPool` only while fewer are inside than
+  `workers x CHUNKS_AHEAD x chunk`, where `chunk` is how many calls of that function fit in `AHEAD_S` of
+  compute (its measured cost; 1 while unknown or with chunking off). So the pool still chunks cheap rules
+  (thousands of calls inside, a few ms of work) while a slow function's calls enter two per worker: a call
+  that reaches the head of the fair queue waits behind at most about `CHUNKS_AHEAD x AHEAD_S` of work per
+  worker, whatever the other tenants have queued. The head of the queue waits for room; once in, it lets in
+  as many of the next waiters as there is room for, in fair order, in one pass (`FairScheduler.grant`):
+  they resume together in the next event-loop turn and enter the pool as a batch (its chunking sees a
+  batch, not a trickle), each resumed once, as a bare call is by the pool's answer.
 - `FairSlots` (the `code` and `sql` rewards' sandboxes): one scheduler per `SlotPool` with its capacity; the
   sandbox reaches it through `reward_fns.contract.slot_queue`, set per request by the tenant middleware.
 - `FairBudget` (external pools): one call at a time of this replica waits at a function's RPM/TPM budget
@@ -65,20 +66,22 @@ async def fair_turn(
 
 
 class FairWorkerPool:
-    """`WorkerPool` with a fair entry (module docstring); every other attribute is the pool's own."""
+    """`WorkerPool` with a fair entry (module docstring); every other attribute is the pool's own.
+
+    `waiting` counts calls in the fair queue not yet let in; `_held` those a grant let in that have not
+    resumed yet (their places are already counted in `inside`)."""
 
     def __init__(self, inner: Any, metrics: TenantMetrics, last_rank: int) -> None:
         self.inner = inner
         self.metrics = metrics
         self.last_rank = last_rank
         self.entry = FairScheduler(1)
+        self.entry.on_lost_grant = self._lost_grant
         self.inside = 0
-        self.waiting = 0
-        self._room = asyncio.Event()
-        # Calls let in that wait for the ones right behind them, to enter the pool in one event-loop turn
-        # (one at a time, each would reach the pool's chunking alone and go in chunks of one or two).
-        self._go = asyncio.Event()
+        self._queued = 0  # calls in the queued path of `submit` that have not entered the pool
         self._held = 0
+        self._room = asyncio.Event()
+        self._series: dict[str, tuple[Any, Any]] = {}  # tenant -> its (fair_queued, fair_wait) series
         # The admission backlog counts calls waiting here as well as those waiting inside the pool.
         self._report = getattr(inner, "on_queue_depth", None)
         if self._report is not None:
@@ -86,6 +89,10 @@ class FairWorkerPool:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+    @property
+    def waiting(self) -> int:
+        return self._queued - self._held
 
     def _depth(self, inner_depth: int) -> None:
         if self._report is not None:
@@ -105,42 +112,66 @@ class FairWorkerPool:
     ) -> Any:
         if self.waiting == 0 and self.inside < self.limit(ref, timeout_s):
             return await self._run(ref, kwargs, timeout_s, tokenizer_path)  # room, nobody waiting: no queue
-        self.waiting += 1
+        self._queued += 1
         self._depth(self.inner.queue_depth)
         try:
-            async with fair_turn(self.entry, self.metrics, self.last_rank, WORKERS_LABEL):
+            await self._turn()
+            if self.entry.granted_by_grant():
+                self._held -= 1  # let in by the call ahead of it: its place is counted in `inside`
+                self.entry.release()
+            else:
                 try:
                     while self.inside >= self.limit(ref, timeout_s):
-                        self._go_together()  # the pool is full: what waits to go in goes now
                         self._room.clear()
                         await self._room.wait()
+                    self.inside += 1
+                    self._let_in(self.limit(ref, timeout_s) - self.inside)
                 finally:
                     self.entry.release()  # in (or gone): the next in fair order may wait for room
         finally:
-            self.waiting -= 1
+            self._queued -= 1
             self._depth(self.inner.queue_depth)
-            if self.waiting == 0:
-                self._go_together()
-        self.inside += 1
         try:
-            if self.waiting > 0 and self.inside < self.limit(ref, timeout_s):
-                # More calls are coming in right behind this one: they enter the pool together, in this
-                # order, so the pool chunks them as it chunks a batch.
-                go = self._go
-                self._held += 1
-                await go.wait()
-            else:
-                self._go_together()
             return await self.inner.submit(ref, kwargs, timeout_s, tokenizer_path)
         finally:
             self.inside -= 1
             self._room.set()
 
-    def _go_together(self) -> None:
-        if self._held:
-            self._held = 0
-            self._go.set()
-            self._go = asyncio.Event()
+    async def _turn(self) -> None:
+        """`fair_turn` for this queue, without an async generator and with the tenant's metric series kept
+        (per call, both cost as much as the queue itself on a cheap rule)."""
+        caller = current.get()
+        if caller is None:
+            await self.entry.acquire(NO_TENANT, 1.0, self.last_rank)
+            return
+        series = self._series.get(caller.tenant)
+        if series is None:
+            series = self._series[caller.tenant] = (
+                self.metrics.fair_queued.labels(caller.tenant),
+                self.metrics.fair_wait.labels(caller.tenant, WORKERS_LABEL),
+            )
+        queued, waited = series
+        started = time.perf_counter()
+        queued.inc()
+        try:
+            await self.entry.acquire(caller.tenant, caller.config.weight, caller.rank)
+        finally:
+            queued.dec()
+        waited.observe(time.perf_counter() - started)
+
+    def _let_in(self, room: int) -> None:
+        """Let the next `room` waiters in at once, in fair order (FairScheduler.grant): their places are
+        taken now and they resume together, so the pool's chunking sees a batch."""
+        if room > 0 and self.waiting > 0:
+            granted = self.entry.grant(min(room, self.waiting))
+            self._held += granted
+            self.inside += granted
+
+    def _lost_grant(self, tenant: str) -> None:
+        """A call let in by `_let_in` was cancelled before it resumed: its place is free again."""
+        self._held -= 1
+        self.inside -= 1
+        self._room.set()
 
     async def _run(
         self, ref: Any, kwargs: dict[str, Any], timeout_s: float, tokenizer_path: str | None

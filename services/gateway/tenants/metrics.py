@@ -3,6 +3,8 @@ series), `run` only for a tenant's first `max_run_labels` run labels (then "othe
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from rewardfleet.services.gateway.metrics import NAMESPACE
@@ -15,6 +17,13 @@ class TenantMetrics:
         self.requests = Counter(
             "tenant_requests",
             "Authenticated work requests, by tenant and run label (this replica).",
+            ["tenant", "run"],
+            namespace=NAMESPACE,
+            registry=registry,
+        )
+        self.pool_calls = Counter(
+            "tenant_pool_calls",
+            "External-pool calls forwarded for the tenant, by the caller's run label (this replica).",
             ["tenant", "run"],
             namespace=NAMESPACE,
             registry=registry,
@@ -62,3 +71,21 @@ class TenantMetrics:
             namespace=NAMESPACE,
             registry=registry,
         )
+
+    def fair_queues(self, tenant: str) -> dict[str, Any]:
+        """The tenant's fair-queue waits on this replica (from its series here): calls waiting now, and per
+        queue (`reward_fn` label) the waits ended and their total seconds."""
+        waiting = 0.0
+        for family in self.fair_queued.collect():
+            waiting += sum(s.value for s in family.samples if s.labels.get("tenant") == tenant)
+        queues: dict[str, dict[str, float]] = {}
+        for family in self.fair_wait.collect():
+            for sample in family.samples:
+                if sample.labels.get("tenant") != tenant or sample.name.endswith("_created"):
+                    continue
+                queue = queues.setdefault(sample.labels["reward_fn"], {"waits": 0, "wait_s_total": 0.0})
+                if sample.name.endswith("_count"):
+                    queue["waits"] = int(sample.value)
+                elif sample.name.endswith("_sum"):
+                    queue["wait_s_total"] = sample.value
+        return {"waiting_now": int(waiting), "queues": dict(sorted(queues.items()))}

@@ -92,13 +92,18 @@ class TenantMiddleware:
 
     async def _public(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A public path; a forwarding request with a tenant's pool token (pool_tokens.py) is served as that
-        tenant."""
+        tenant, under the caller's run label it carries (folded as at any request)."""
         tokens = self.tenancy.pool_tokens
-        tenant = tokens.rewrite(scope) if tokens is not None else None
-        if tenant is None or tenant not in self.tenancy.directory.table.tenants:
+        found = tokens.rewrite(scope) if tokens is not None else None
+        if found is None or found[0] not in self.tenancy.directory.table.tenants:
             await self.app(scope, receive, send)
             return
-        token = current.set(self.tenancy.caller(tenant, DEFAULT_RUN))
+        tenant, run = found
+        if not RUN_LABEL_RE.match(run.encode()):
+            run = DEFAULT_RUN  # not a label the gateway wrote: counted as the tenant's default run
+        caller = self.tenancy.caller(tenant, run)
+        self.tenancy.metrics.pool_calls.labels(caller.tenant, caller.run).inc()
+        token = current.set(caller)
         try:
             await self.app(scope, receive, send)
         finally:

@@ -6,7 +6,9 @@ A reward function reaches an external pool through a forwarding address on the g
 given name its caller: `<token>` is the tenant's own, an HMAC of the gateway's secret token and the tenant's
 name (unguessable without the secret, new at every start, masked like the secret in every log and error).
 The forwarding request is then served as that tenant (context.current): the call is charged to the tenant's
-spend and caps, and queued fairly at the pool's budget.
+spend and caps, and queued fairly at the pool's budget. A caller's run label other than `default` follows
+the token after a `.` (`<token>.<run>`; a token has no `.`), so the forwarded call is counted under the
+caller's run; it is the label already checked and folded at the caller's request, checked and folded again.
 
 A token is compared with every tenant's by `hmac.compare_digest`, without stopping at a match; a token of
 no tenant is passed on unchanged (the route's own check refuses it, with the same 404 as before).
@@ -25,6 +27,8 @@ from starlette.types import Scope
 from rewardfleet.services.gateway.tenants.context import current
 
 POOLS_PREFIX = "/pools/"
+RUN_SEP = "."
+DEFAULT_RUN = "default"
 
 
 class TenantPoolTokens:
@@ -49,30 +53,38 @@ class TenantPoolTokens:
                 found = tenant
         return found
 
-    def rewrite(self, scope: Scope) -> str | None:
-        """For a forwarding request with a tenant's token: the tenant, with the path's token swapped for the
-        gateway's own (so the route checks and serves it as before); else None, the scope untouched."""
+    def segment(self, tenant: str, run: str) -> str:
+        """The path segment naming `tenant` and its caller's `run` label."""
+        token = self.token(tenant)
+        return token if run == DEFAULT_RUN else f"{token}{RUN_SEP}{run}"
+
+    def rewrite(self, scope: Scope) -> tuple[str, str] | None:
+        """For a forwarding request with a tenant's token: (the tenant, the run label as sent; the caller
+        checks it), with the path's segment swapped for the gateway's own token (so the route checks and
+        serves it as before); else None, the scope untouched."""
         path: str = scope["path"]
         if not path.startswith(POOLS_PREFIX):
             return None
         presented, sep, rest = path[len(POOLS_PREFIX) :].partition("/")
-        tenant = self.resolve(presented) if sep else None
+        token, dot, run = presented.partition(RUN_SEP)
+        tenant = self.resolve(token) if sep and (run or not dot) else None
         if tenant is None:
             return None
         scope["path"] = f"{POOLS_PREFIX}{self.secret}/{rest}"
         raw = scope.get("raw_path")
         if isinstance(raw, bytes):
             scope["raw_path"] = raw.replace(presented.encode(), self.secret.encode(), 1)
-        return tenant
+        return tenant, run or DEFAULT_RUN
 
 
 class TenantInjectables:
-    """The scorer's `Injectables`, whose `router_addresses` name the calling tenant's forwarding token."""
+    """The scorer's `Injectables`, whose `router_addresses` name the calling tenant's forwarding token (and
+    its run label). One mapping kept per (tenant, run): both are bounded (configured tenants, folded runs)."""
 
     def __init__(self, inner: Any, tokens: TenantPoolTokens) -> None:
         self.inner = inner
         self.tokens = tokens
-        self._cache: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
+        self._cache: dict[tuple[str, str], tuple[dict[str, str], dict[str, str]]] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -83,11 +95,12 @@ class TenantInjectables:
         caller = current.get()
         if caller is None:
             return addresses
-        cached = self._cache.get(caller.tenant)
+        key = (caller.tenant, caller.run)
+        cached = self._cache.get(key)
         if cached is not None and cached[0] is addresses:
             return cached[1]
-        mine = f"{POOLS_PREFIX}{self.tokens.token(caller.tenant)}/"
+        mine = f"{POOLS_PREFIX}{self.tokens.segment(*key)}/"
         ours = f"{POOLS_PREFIX}{self.tokens.secret}/"
         swapped = {pool: address.replace(ours, mine, 1) for pool, address in addresses.items()}
-        self._cache[caller.tenant] = (addresses, swapped)
+        self._cache[key] = (addresses, swapped)
         return swapped

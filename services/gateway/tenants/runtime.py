@@ -165,4 +165,5 @@ class Tenancy:
                 "usd_total": total / NANO_PER_USD,
             },
             "runs": sorted(self._runs.get(tenant, {})),  # this replica's
+            "fair_queues": self.metrics.fair_queues(tenant),  # this replica's
         }

@@ -1,6 +1,6 @@
 """`FairWorkerPool` over a real `WorkerPool` (spawn workers, the real gsm8k rule): a saturating burst is all
 answered, chunked as the bare pool chunks it (not one call per task), and calls cancelled anywhere (waiting in
-the fair queue, held to go in together, inside the pool) leave nothing behind and strand nobody."""
+the fair queue, let in together but not yet resumed, inside the pool) leave nothing behind, strand nobody."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ async def test_cancelled_calls_strand_nobody(pools: tuple[WorkerPool, FairWorker
     rng = random.Random(7)
     for _ in range(3):
         calls = [asyncio.create_task(fair.submit(REF, kwargs(i), 10.0, None)) for i in range(3000)]
-        for _ in range(20):  # cancel some at every stage: queued, held, inside
+        for _ in range(20):  # cancel some at every stage: queued, let in, inside
             await asyncio.sleep(0)
             for task in rng.sample(calls, 40):
                 task.cancel()
@@ -81,25 +81,29 @@ async def test_cancelled_calls_strand_nobody(pools: tuple[WorkerPool, FairWorker
         assert (fair.inside, fair.waiting, fair.entry.busy) == (0, 0, 0)
 
 
-async def test_calls_held_to_go_together_go_when_the_last_waiter_is_cancelled(
+async def test_calls_let_in_together_and_cancelled_before_they_resume_give_their_places_back(
     pools: tuple[WorkerPool, FairWorkerPool],
 ) -> None:
-    """Calls let in wait for the ones right behind them; if those are cancelled, the held ones still go."""
+    """A call let in with a batch (`FairScheduler.grant`) has its place taken for it; cancelled before it
+    resumes, the place is freed, and the calls behind it still all go."""
     inner, fair = pools
     current.set(Caller("a", TenantConfig(), 1, "default", frozenset()))
     await _all(inner, 512)
     limit = fair.limit(REF, 10.0)
-    calls = [asyncio.create_task(fair.submit(REF, kwargs(i), 10.0, None)) for i in range(limit + 50)]
-    for _ in range(100_000):  # until some are held and some still wait behind them
+    calls = [asyncio.create_task(fair.submit(REF, kwargs(i), 10.0, None)) for i in range(4 * limit)]
+    for _ in range(100_000):  # until a batch is let in with others still waiting behind it
         if fair._held and fair.waiting:
             break
         await asyncio.sleep(0)
     else:
-        pytest.fail("never caught calls held with others behind them")
-    behind = fair.waiting
-    for task in calls[-behind:]:  # one tenant: fair order is arrival order, so these are the ones behind
+        pytest.fail("never caught calls let in together with others behind them")
+    held, behind = fair._held, fair.waiting
+    # one tenant: fair order is arrival order, so the newest `behind` wait and the `held` before them are in
+    lost = calls[-(held + behind) : -behind]
+    for task in lost:
         task.cancel()
     done, pending = await asyncio.wait(calls, timeout=60)
     assert not pending, f"{len(pending)} calls stranded"
-    assert sum(not t.cancelled() for t in done) >= limit
-    assert (fair.inside, fair.waiting, fair._held) == (0, 0, 0)
+    assert all(t.cancelled() for t in lost)
+    assert sum(not t.cancelled() for t in done) == len(calls) - held
+    assert (fair.inside, fair.waiting, fair._held, fair.entry.busy) == (0, 0, 0, 0)
