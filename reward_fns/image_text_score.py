@@ -17,6 +17,9 @@ image; nothing is fetched: a URL is refused here (an allow-listed URL must be in
 The score of an image is its cosine c with the text, in [-1, 1]; `rescale="linear"` maps it to (c + 1) / 2 in
 [0, 1]; `logit_scale=s` gives s * c instead (PickScore reports 100 * c: exp of the model's `logit_scale`).
 With several images the score is their mean. Extras: `cosine` (the mean raw cosine), `num_images`.
+
+The reward_kwargs stay flat keywords, declared from two groups (`judging/keywords.py`): the server's
+`ImageScoreContext` and `ImageScoreSettings`.
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ import io
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
+from rewardfleet.reward_fns.judging.keywords import Keywords
 from rewardfleet.reward_fns.judging.templates import problem_text
 from rewardfleet.reward_fns.similarity import checked_cosine, embedding_vectors
 from rewardfleet.services.common.router_http import RemoteCallError, post_json, resolve_address
@@ -44,6 +49,35 @@ class ImageRewardCallError(RemoteCallError):
 
 class ImageRewardInputError(ValueError):
     """The sample has no text or no usable image, or the configuration is wrong."""
+
+
+@dataclass(frozen=True)
+class ImageScoreContext:
+    """What the server passes with each call: the sample's images, the routers, the shared HTTP session and
+    the sample's prompt."""
+
+    images: Sequence[Any] | None = None
+    reward_router_address: str | None = None
+    router_addresses: Mapping[str, str] | None = None
+    http_client: aiohttp.ClientSession | None = None
+    prompt: Any = None
+
+
+@dataclass(frozen=True)
+class ImageScoreSettings:
+    """The reward_kwargs: the pool and model asked, which text the images are scored against (`text`), how
+    the cosine becomes the score (`rescale`, `logit_scale`), the call's timeout."""
+
+    pool: str = "image_reward_model"
+    model: str = "default"
+    text: str = "prompt"
+    rescale: str = "none"
+    logit_scale: float | None = None
+    timeout_s: float = 30.0
+
+
+# The flat keywords of compute_score: what the server passes, then the reward's settings.
+KEYWORDS = Keywords(ImageScoreContext, ImageScoreSettings)
 
 
 def inline_image(item: Any, where: str) -> str:
@@ -88,48 +122,57 @@ def sample_images(images: Sequence[Any] | None, extra_info: Mapping[str, Any] | 
     return list(found) if isinstance(found, list | tuple) else [found]
 
 
+@KEYWORDS.declare
 async def compute_score(
     data_source: str,
     solution_str: str,
     ground_truth: Any = None,
     extra_info: dict[str, Any] | None = None,
-    *,
-    images: Sequence[Any] | None = None,
-    reward_router_address: str | None = None,
-    router_addresses: Mapping[str, str] | None = None,
-    http_client: aiohttp.ClientSession | None = None,
-    prompt: Any = None,
-    pool: str = "image_reward_model",
-    model: str = "default",
-    text: str = "prompt",
-    rescale: str = "none",
-    logit_scale: float | None = None,
-    timeout_s: float = 30.0,
+    **reward_kwargs: Any,
 ) -> dict[str, Any]:
-    """{"score", "cosine": the mean raw cosine, "num_images"}: see the module docstring (no ground truth)."""
+    """{"score", "cosine": the mean raw cosine, "num_images"}: see the module docstring (no ground truth).
+    The keywords are those of `ImageScoreContext` and `ImageScoreSettings` (`inspect.signature` lists
+    them)."""
+    context, settings = KEYWORDS.read(reward_kwargs)
+    return await score_images(solution_str, extra_info, context, settings)
+
+
+async def score_images(
+    solution_str: str,
+    extra_info: dict[str, Any] | None,
+    context: ImageScoreContext,
+    settings: ImageScoreSettings,
+) -> dict[str, Any]:
+    """`compute_score`'s work, on its settings once read."""
+    text, rescale, logit_scale = settings.text, settings.rescale, settings.logit_scale
     if text not in ("prompt", "response"):
         raise ImageRewardInputError(f"text must be 'prompt' or 'response', not {text!r}")
     if rescale not in ("none", "linear"):
         raise ImageRewardInputError(f"rescale must be 'none' or 'linear', not {rescale!r}")
     if logit_scale is not None and (rescale != "none" or not math.isfinite(logit_scale) or logit_scale <= 0):
         raise ImageRewardInputError("logit_scale must be a positive number, and only with rescale='none'")
-    caption = solution_str if text == "response" else problem_text(prompt, extra_info)
+    caption = solution_str if text == "response" else problem_text(context.prompt, extra_info)
     if not caption or not caption.strip():
         raise ImageRewardInputError(f"no text to score the image against: the {text} is empty")
-    found = sample_images(images, extra_info)
+    found = sample_images(context.images, extra_info)
     if not found:
         raise ImageRewardInputError(
             "no image for this sample: send `images`, extra_info['images'] or extra_info['multi_modal_data']"
         )
     inline = [inline_image(item, f"images[{i}]") for i, item in enumerate(found)]
     try:
-        address = resolve_address(pool, router_addresses, reward_router_address)
+        address = resolve_address(settings.pool, context.router_addresses, context.reward_router_address)
     except ValueError as exc:
         raise ImageRewardInputError(str(exc)) from exc
     url = f"{address}/v1/embeddings"
-    payload = {"model": model, "input": [{"text": caption}, *({"image": image} for image in inline)]}
+    payload = {"model": settings.model, "input": [{"text": caption}, *({"image": image} for image in inline)]}
     body = await post_json(
-        http_client, address, "/v1/embeddings", payload, timeout_s=timeout_s, error_cls=ImageRewardCallError
+        context.http_client,
+        address,
+        "/v1/embeddings",
+        payload,
+        timeout_s=settings.timeout_s,
+        error_cls=ImageRewardCallError,
     )
     text_vec, *image_vecs = embedding_vectors(body, url, 1 + len(inline), ImageRewardCallError)
     cosines = [checked_cosine(text_vec, vec, url, ImageRewardCallError) for vec in image_vecs]

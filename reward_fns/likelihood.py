@@ -21,6 +21,9 @@ trainer, not a per-sample reward, and is not done here.
 Returns {"score", "likelihood_prob", "likelihood_baseline" (None without debias), "likelihood_tokens",
 "likelihood_cut", "usage"}. A missing tokenizer or question raises `LikelihoodConfigError`; a failed call
 `LikelihoodCallError`: never a silent 0.
+
+The reward_kwargs stay flat keywords, declared from two groups (`judging/keywords.py`): the server's
+`LikelihoodContext` and `LikelihoodSettings`.
 """
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ import asyncio
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
 from rewardfleet.reward_fns.judging.guards import GuardSettings, check_answer
+from rewardfleet.reward_fns.judging.keywords import Keywords
 from rewardfleet.reward_fns.judging.templates import as_text, problem_text
 from rewardfleet.services.common.router_http import RemoteCallError, post_json, resolve_address
 
@@ -50,6 +55,36 @@ class LikelihoodCallError(RemoteCallError):
 
 class LikelihoodConfigError(ValueError):
     """The settings or the sample do not allow this reward (no tokenizer, no reference, unknown option)."""
+
+
+@dataclass(frozen=True)
+class LikelihoodContext:
+    """What the server passes with each call: the routers, the shared HTTP session, the pool's tokenizer
+    and the sample's prompt."""
+
+    router_addresses: Mapping[str, str] | None = None
+    reward_router_address: str | None = None
+    http_client: aiohttp.ClientSession | None = None
+    reward_model_tokenizer: Any = None
+    prompt: Any = None
+
+
+@dataclass(frozen=True)
+class LikelihoodSettings:
+    """The reward_kwargs: the pool asked, how token probabilities make the score (`aggregate`, `debias`),
+    the answer's lead-in when the response has none, the reference's bound, the call's timeout, the guards."""
+
+    pool: str = "judge"
+    aggregate: str = "mean_prob"
+    debias: str = "none"
+    answer_prefix: str = "The answer is "
+    max_reference_tokens: int = 256
+    timeout_s: float = 120.0
+    guards: GuardSettings | Mapping[str, Any] | bool | None = None
+
+
+# The flat keywords of compute_score: what the server passes, then the reward's settings.
+KEYWORDS = Keywords(LikelihoodContext, LikelihoodSettings)
 
 
 def cut_answer(response: str) -> tuple[str, str, str]:
@@ -126,60 +161,66 @@ def _check(how: str, debias: str) -> None:
 
 
 def startup_check(reward_kwargs: dict[str, Any]) -> None:
-    """Check `aggregate` and `debias` once at start-up."""
-    _check(str(reward_kwargs.get("aggregate", "mean_prob")), str(reward_kwargs.get("debias", "none")))
+    """Check the reward_kwargs once at start-up: a misspelt or mistyped key, `aggregate` and `debias`."""
+    KEYWORDS.check(reward_kwargs)
+    _, settings = KEYWORDS.read(reward_kwargs)
+    _check(settings.aggregate, settings.debias)
 
 
+@KEYWORDS.declare
 async def compute_score(
     data_source: str,
     solution_str: str,
     ground_truth: Any,
     extra_info: dict[str, Any] | None = None,
-    *,
-    router_addresses: Mapping[str, str] | None = None,
-    reward_router_address: str | None = None,
-    http_client: aiohttp.ClientSession | None = None,
-    reward_model_tokenizer: Any = None,
-    prompt: Any = None,
-    pool: str = "judge",
-    aggregate: str = "mean_prob",
-    debias: str = "none",
-    answer_prefix: str = "The answer is ",
-    max_reference_tokens: int = 256,
-    timeout_s: float = 120.0,
-    guards: GuardSettings | Mapping[str, Any] | bool | None = None,
+    **reward_kwargs: Any,
 ) -> dict[str, Any]:
-    """Score `solution_str` by the reference's likelihood after its reasoning (see the module docstring)."""
-    how = aggregate
+    """Score `solution_str` by the reference's likelihood after its reasoning (see the module docstring).
+    The keywords are those of `LikelihoodContext` and `LikelihoodSettings` (`inspect.signature` lists
+    them)."""
+    context, settings = KEYWORDS.read(reward_kwargs)
+    return await score_likelihood(solution_str, ground_truth, extra_info, context, settings)
+
+
+async def score_likelihood(
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: dict[str, Any] | None,
+    context: LikelihoodContext,
+    settings: LikelihoodSettings,
+) -> dict[str, Any]:
+    """`compute_score`'s work, on its settings once read."""
+    how, debias, http_client = settings.aggregate, settings.debias, context.http_client
     _check(how, debias)
-    tokenizer = reward_model_tokenizer
+    tokenizer = context.reward_model_tokenizer
     if tokenizer is None:
         raise LikelihoodConfigError("likelihood needs the pool's tokenizer (reward_model_tokenizer)")
     reference = as_text(ground_truth)
     if not reference:
         raise LikelihoodConfigError("likelihood needs a reference answer (ground_truth)")
-    question = problem_text(prompt, extra_info)
+    question = problem_text(context.prompt, extra_info)
     if not question:
         raise LikelihoodConfigError("likelihood needs the question (extra_info.question or the prompt)")
     try:
-        address = resolve_address(pool, router_addresses, reward_router_address)
+        address = resolve_address(settings.pool, context.router_addresses, context.reward_router_address)
     except ValueError as exc:
         raise LikelihoodConfigError(str(exc)) from exc
-    tripped = check_answer(solution_str, GuardSettings.coerce(guards))
+    guards = GuardSettings.coerce(settings.guards)
+    tripped = check_answer(solution_str, guards)
     if tripped is not None:
-        return _result(GuardSettings.coerce(guards).score, None, None, 0, "guard", {}, tripped)
+        return _result(guards.score, None, None, 0, "guard", {}, tripped)
     reasoning, lead, cut = cut_answer(solution_str)
     if lead == "":
-        lead = answer_prefix
+        lead = settings.answer_prefix
     prefix, ref_ids = await asyncio.to_thread(
         lambda: (_prefix_ids(tokenizer, question, reasoning, lead), _ids(tokenizer, reference))
     )
-    if len(ref_ids) > max_reference_tokens:
+    if len(ref_ids) > settings.max_reference_tokens:
         raise LikelihoodConfigError(f"the reference is {len(ref_ids)} tokens, over max_reference_tokens")
-    calls = [reference_logprobs(http_client, address, prefix, ref_ids, timeout_s)]
+    calls = [reference_logprobs(http_client, address, prefix, ref_ids, settings.timeout_s)]
     if debias == "baseline":
         bare = await asyncio.to_thread(_prefix_ids, tokenizer, question, "", lead)
-        calls.append(reference_logprobs(http_client, address, bare, ref_ids, timeout_s))
+        calls.append(reference_logprobs(http_client, address, bare, ref_ids, settings.timeout_s))
     answers = await asyncio.gather(*calls)
     prob = combine(answers[0][0], how)
     baseline = combine(answers[1][0], how) if len(answers) > 1 else None

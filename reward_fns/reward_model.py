@@ -6,6 +6,9 @@ own tokenizer (`reward_model_tokenizer.apply_chat_template(chat, add_generation_
 tokenize=False)`), with a leading BOS string stripped (the server's tokenizer adds it again). The text goes to
 `POST /v1/embeddings {"model", "input"}` — what SGLang serves for `--is-embedding` reward models and what the
 router proxies — and the score is `data[-1].embedding[-1]`, the model's raw last-token logit.
+
+The reward_kwargs stay flat keywords, declared from two groups (`judging/keywords.py`): the server's
+`RewardModelContext` and `RewardModelSettings`.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
+from rewardfleet.reward_fns.judging.keywords import Keywords
 from rewardfleet.reward_fns.judging.templates import chat_messages_from
 from rewardfleet.services.common.router_http import RemoteCallError, post_json, resolve_address
 
@@ -29,6 +34,32 @@ class RewardModelCallError(RemoteCallError):
 
 class RewardModelInputError(ValueError):
     """The sample or configuration does not allow building the reward model's input."""
+
+
+@dataclass(frozen=True)
+class RewardModelContext:
+    """What the server passes with each call: the routers, the shared HTTP session, the reward model's
+    tokenizer and the sample's prompt."""
+
+    reward_router_address: str | None = None
+    router_addresses: Mapping[str, str] | None = None
+    http_client: aiohttp.ClientSession | None = None
+    reward_model_tokenizer: Any = None
+    prompt: Any = None
+
+
+@dataclass(frozen=True)
+class RewardModelSettings:
+    """The reward_kwargs: the pool and model asked, the policy's eos string to remove, the call's timeout."""
+
+    pool: str = "reward_model"
+    model: str | None = None
+    policy_eos_token: str | None = None
+    timeout_s: float = 60.0
+
+
+# The flat keywords of compute_score: what the server passes, then the reward's settings.
+KEYWORDS = Keywords(RewardModelContext, RewardModelSettings)
 
 
 def build_disrm_input(
@@ -53,21 +84,13 @@ def build_disrm_input(
     return text
 
 
+@KEYWORDS.declare
 async def compute_score(
     data_source: str,
     solution_str: str,
     ground_truth: Any = None,
     extra_info: dict[str, Any] | None = None,
-    *,
-    reward_router_address: str | None = None,
-    router_addresses: Mapping[str, str] | None = None,
-    http_client: aiohttp.ClientSession | None = None,
-    reward_model_tokenizer: Any = None,
-    prompt: Any = None,
-    pool: str = "reward_model",
-    model: str | None = None,
-    policy_eos_token: str | None = None,
-    timeout_s: float = 60.0,
+    **reward_kwargs: Any,
 ) -> dict[str, Any]:
     """`{"score": the reward model's raw score of (prompt, response), "prompt_source": where the prompt came
     from}`. `ground_truth` is not used. `prompt_source` is "prompt", "extra_info.raw_prompt", ... (see
@@ -75,31 +98,44 @@ async def compute_score(
     not the full prompt verl's own DisRM renders.
 
     `model` is sent as the request's `model` field (the router ignores it outside IGW mode; SGLang accepts
-    its served name); it defaults to the tokenizer's `name_or_path`.
+    its served name); it defaults to the tokenizer's `name_or_path`. The keywords are those of
+    `RewardModelContext` and `RewardModelSettings` (`inspect.signature` lists them).
     """
+    context, settings = KEYWORDS.read(reward_kwargs)
+    return await score_response(solution_str, extra_info, context, settings)
+
+
+async def score_response(
+    solution_str: str,
+    extra_info: dict[str, Any] | None,
+    context: RewardModelContext,
+    settings: RewardModelSettings,
+) -> dict[str, Any]:
+    """`compute_score`'s work, on its settings once read."""
+    reward_model_tokenizer = context.reward_model_tokenizer
     if reward_model_tokenizer is None:
         raise RewardModelInputError(
             "reward_model needs reward_model_tokenizer: configure the reward model so the gateway injects it"
         )
-    messages, prompt_source = chat_messages_from(prompt, extra_info)
+    messages, prompt_source = chat_messages_from(context.prompt, extra_info)
     if messages is None:
         raise RewardModelInputError(
             "no prompt for this sample: send `prompt` (text or chat messages) or extra_info['raw_prompt']"
         )
     try:
-        address = resolve_address(pool, router_addresses, reward_router_address)
+        address = resolve_address(settings.pool, context.router_addresses, context.reward_router_address)
     except ValueError as exc:
         raise RewardModelInputError(str(exc)) from exc
     text = await asyncio.to_thread(
-        build_disrm_input, solution_str, messages, reward_model_tokenizer, policy_eos_token
+        build_disrm_input, solution_str, messages, reward_model_tokenizer, settings.policy_eos_token
     )
-    name = model or str(getattr(reward_model_tokenizer, "name_or_path", "") or "default")
+    name = settings.model or str(getattr(reward_model_tokenizer, "name_or_path", "") or "default")
     body = await post_json(
-        http_client,
+        context.http_client,
         address,
         "/v1/embeddings",
         {"model": name, "input": text},
-        timeout_s=timeout_s,
+        timeout_s=settings.timeout_s,
         error_cls=RewardModelCallError,
     )
     try:

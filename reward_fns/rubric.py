@@ -10,6 +10,10 @@ Each judge call carries `criteria_per_call` criteria (1 by default; 0 = all in o
 SGLang's `regex` as one `N: yes|no` line per criterion; calls of one sample run concurrently (at most
 `max_concurrent_calls`). Guards (`guards.py`) run first: a guarded answer gets `guards.score` without a call.
 
+The reward_kwargs stay flat keywords, declared from three groups (`judging/keywords.py`): the server's
+`RubricContext`, the judge call's `RubricCall` and the rubric's `RubricKwargs` (checked into
+`RubricSettings`).
+
 Returns {"score", "reward_components": {name: 1.0 met | 0.0 not}, "rubric_verdicts": {name: "yes"|"no"},
 "rubric_reasons": {name: reason} (with `reasons: true`, else {}), "rubric_source", "judge_calls",
 "judge_pool", "usage", "guard"}. A malformed or oversized rubric raises `RubricInputError` naming the field;
@@ -45,14 +49,64 @@ from rewardfleet.reward_fns._rubric_spec import (
 from rewardfleet.reward_fns.judging.endpoint import JudgeEndpoint, ask_judge, total_usage
 from rewardfleet.reward_fns.judging.errors import JudgeConfigError
 from rewardfleet.reward_fns.judging.guards import GuardSettings, GuardSettingsError, check_answer
+from rewardfleet.reward_fns.judging.keywords import Keywords
 from rewardfleet.reward_fns.judging.templates import as_text, problem_text
 from rewardfleet.services.common.router_http import resolve_address
 
 DATA_SOURCES: tuple[str, ...] = ()
-__all__ = ["RubricInputError", "RubricParseError", "RubricSettings", "compute_score", "startup_check"]
+__all__ = [
+    "RubricCall",
+    "RubricContext",
+    "RubricInputError",
+    "RubricKwargs",
+    "RubricParseError",
+    "RubricSettings",
+    "compute_score",
+    "startup_check",
+]
 
 # Tokens of one verdict line without a reason ("12: yes\n"), with room to spare.
 _LINE_TOKENS = 8
+
+
+@dataclass(frozen=True)
+class RubricContext:
+    """What the server passes with each call: the routers, the shared HTTP session, the sample's prompt."""
+
+    router_addresses: Mapping[str, str] | None = None
+    reward_router_address: str | None = None
+    http_client: aiohttp.ClientSession | None = None
+    prompt: Any = None
+
+
+@dataclass(frozen=True)
+class RubricCall:
+    """How each judge call is made: the pool and model asked, the call's timeout and temperature."""
+
+    pool: str = "judge"
+    model: str = "default"
+    timeout_s: float = 120.0
+    temperature: float = 0.0
+
+
+@dataclass(frozen=True)
+class RubricKwargs:
+    """The rubric's reward_kwargs as given (flat, as in YAML); `RubricSettings.build` checks them together."""
+
+    criteria_per_call: int = 1
+    max_concurrent_calls: int = 8
+    reasons: bool = False
+    reason_chars: int = 120
+    essential_gate: bool = True
+    rubric_set: str | None = None
+    rubric_name: str | None = None
+    max_criteria: int = RubricLimits.max_criteria
+    max_criterion_chars: int = RubricLimits.max_criterion_chars
+    guards: GuardSettings | Mapping[str, Any] | bool | None = None
+
+
+# The flat keywords of compute_score: what the server passes, the judge call's, then the rubric's.
+KEYWORDS = Keywords(RubricContext, RubricCall, RubricKwargs)
 
 
 @dataclass(frozen=True)
@@ -126,15 +180,11 @@ def _rubric_set(path: str, limits: RubricLimits) -> dict[str, list[Criterion]]:
 
 
 def startup_check(reward_kwargs: dict[str, Any]) -> None:
-    """Check the rubric settings (and the rubric set file, if named) once at start-up."""
-    RubricSettings.build(_own_kwargs(reward_kwargs))
-
-
-_CALL_KWARGS = ("pool", "model", "timeout_s", "max_tokens", "temperature")
-
-
-def _own_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in kwargs.items() if k not in _CALL_KWARGS}
+    """Check the rubric settings (and the rubric set file, if named) once at start-up, naming a misspelt or
+    mistyped key."""
+    KEYWORDS.check(reward_kwargs)
+    _, _, given = KEYWORDS.read(reward_kwargs)
+    RubricSettings.build(vars(given))
 
 
 def sample_rubric(
@@ -164,44 +214,36 @@ def _chunks(criteria: Sequence[Criterion], per_call: int) -> list[list[Criterion
     return [list(criteria[i : i + size]) for i in range(0, len(criteria), size)]
 
 
+@KEYWORDS.declare
 async def compute_score(
     data_source: str,
     solution_str: str,
     ground_truth: Any,
     extra_info: dict[str, Any] | None = None,
-    *,
-    router_addresses: Mapping[str, str] | None = None,
-    reward_router_address: str | None = None,
-    http_client: aiohttp.ClientSession | None = None,
-    prompt: Any = None,
-    pool: str = "judge",
-    model: str = "default",
-    timeout_s: float = 120.0,
-    temperature: float = 0.0,
-    criteria_per_call: int = 1,
-    max_concurrent_calls: int = 8,
-    reasons: bool = False,
-    reason_chars: int = 120,
-    essential_gate: bool = True,
-    rubric_set: str | None = None,
-    rubric_name: str | None = None,
-    max_criteria: int = RubricLimits.max_criteria,
-    max_criterion_chars: int = RubricLimits.max_criterion_chars,
-    guards: GuardSettings | Mapping[str, Any] | bool | None = None,
+    **reward_kwargs: Any,
 ) -> dict[str, Any]:
-    """Score `solution_str` against its rubric; see the module docstring."""
-    settings = RubricSettings.build(
-        {
-            "criteria_per_call": criteria_per_call, "max_concurrent_calls": max_concurrent_calls,
-            "reasons": reasons, "reason_chars": reason_chars, "essential_gate": essential_gate,
-            "rubric_set": rubric_set, "rubric_name": rubric_name, "max_criteria": max_criteria,
-            "max_criterion_chars": max_criterion_chars, "guards": guards,
-        }
-    )  # fmt: skip
+    """Score `solution_str` against its rubric; see the module docstring. The keywords are those of
+    `RubricContext`, `RubricCall` and `RubricKwargs` (`inspect.signature` lists them)."""
+    context, call, given = KEYWORDS.read(reward_kwargs)
+    return await score_rubric(
+        solution_str, ground_truth, extra_info, context, call, RubricSettings.build(vars(given))
+    )
+
+
+async def score_rubric(
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Mapping[str, Any] | None,
+    context: RubricContext,
+    call: RubricCall,
+    settings: RubricSettings,
+) -> dict[str, Any]:
+    """`compute_score`'s work, on its settings once read and checked."""
+    pool = call.pool
     reference = as_text(ground_truth)
     criteria, source = sample_rubric(settings, extra_info, reference)
     try:
-        address = resolve_address(pool, router_addresses, reward_router_address)
+        address = resolve_address(pool, context.router_addresses, context.reward_router_address)
     except ValueError as exc:
         raise JudgeConfigError(str(exc)) from exc
     names = [c.name for c in criteria]
@@ -209,14 +251,14 @@ async def compute_score(
     if tripped is not None:
         unmet = [False] * len(names)
         return _result(settings.guards.score, names, unmet, [""] * len(names), source, 0, pool, {}, tripped)
-    question = problem_text(prompt, extra_info)
+    question = problem_text(context.prompt, extra_info)
     gate = asyncio.Semaphore(settings.max_concurrent_calls)
 
     async def judge_chunk(chunk: list[Criterion]) -> tuple[list[tuple[bool, str]], Any]:
         per_line = _LINE_TOKENS + (settings.reason_chars if settings.reasons else 0)
         endpoint = JudgeEndpoint(
-            session=http_client, address=address, model=model, max_tokens=per_line * len(chunk) + 8,
-            temperature=temperature, timeout_s=timeout_s,
+            session=context.http_client, address=address, model=call.model,
+            max_tokens=per_line * len(chunk) + 8, temperature=call.temperature, timeout_s=call.timeout_s,
             regex=rubric_regex(len(chunk), reasons=settings.reasons, reason_chars=settings.reason_chars),
         )  # fmt: skip
         messages = rubric_messages(
