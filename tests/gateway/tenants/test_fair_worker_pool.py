@@ -71,7 +71,7 @@ async def test_cancelled_calls_strand_nobody(pools: tuple[WorkerPool, FairWorker
     for _ in range(3):
         calls = [asyncio.create_task(fair.submit(REF, kwargs(i), 10.0, None)) for i in range(3000)]
         for _ in range(20):  # cancel some at every stage: queued, let in, inside
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # one scheduler pass: the calls move a stage on before the next cancels
             for task in rng.sample(calls, 40):
                 task.cancel()
         done, pending = await asyncio.wait(calls, timeout=120)
@@ -94,7 +94,7 @@ async def test_calls_let_in_together_and_cancelled_before_they_resume_give_their
     for _ in range(100_000):  # until a batch is let in with others still waiting behind it
         if fair._held and fair.waiting:
             break
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # one scheduler pass, watched for the state (bounded by the loop count)
     else:
         pytest.fail("never caught calls let in together with others behind them")
     held, behind = fair._held, fair.waiting
