@@ -147,7 +147,8 @@ def test_a_bad_fleet_config_is_named_before_anything_is_read_or_written(tmp_path
         app, ["score", str(src), "-o", str(out), "--config", str(config), "--no-progress"]
     )
     assert result.exit_code == 2, result.output
-    assert "invalid fleet config" in result.output and "gateway.workers" in result.output
+    # The flat key `workers` now lives in the `sync_pool` section (docs/gateway.md): named by its section.
+    assert "invalid fleet config" in result.output and "gateway.sync_pool.workers" in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)  # no traceback
     assert not out.exists()
 
