@@ -47,7 +47,7 @@ async def test_calls_made_while_a_batch_is_in_flight_share_one_write(replicas: l
     calls = []
     for i in range(20):  # one per event-loop turn, each of which would have been a write of its own
         calls.append(store.eval(echo, ["k"], [str(i)], busy_linger_s=LONG_S))
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # one event-loop turn (not a timer)
     async with asyncio.timeout(LONG_S / 3):
         assert await slow == 1
         assert await asyncio.gather(*calls) == [str(i).encode() for i in range(20)]
@@ -67,13 +67,13 @@ def test_a_lingering_write_joins_the_busy_ones_under_uvloop(redis_server: RedisS
             await asyncio.gather(store.eval(echo, ["k"], ["warm"]), store.eval(busy, ["k"], [1]))
             before = store.pipeliner.batches
             slow = store.eval(busy, ["k"], [300_000])
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # one event-loop turn (not a timer)
             lingering = store.eval(echo, ["k"], ["finish"], linger_s=LONG_S)
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # one event-loop turn (not a timer)
             claims = []
             for i in range(10):
                 claims.append(store.eval(echo, ["k"], [str(i)], busy_linger_s=LONG_S / 2))
-                await asyncio.sleep(0)
+                await asyncio.sleep(0)  # one event-loop turn (not a timer)
             async with asyncio.timeout(LONG_S / 3):
                 assert await slow == 1
                 assert await lingering == b"finish"
@@ -81,7 +81,7 @@ def test_a_lingering_write_joins_the_busy_ones_under_uvloop(redis_server: RedisS
             assert store.pipeliner.batches - before == 2
             # Lingers shorter than uvloop's millisecond timers (a handle with no `when`), while busy.
             slow = store.eval(busy, ["k"], [50_000])
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # one event-loop turn (not a timer)
             short = [store.eval(echo, ["k"], ["f"], linger_s=0.0001)]
             short += [store.eval(echo, ["k"], ["c"], busy_linger_s=0.0001) for _ in range(3)]
             async with asyncio.timeout(LONG_S / 3):

@@ -29,7 +29,7 @@ async def _queue(scheduler: FairScheduler) -> tuple[list[str], list[bool], list[
         granted.append(scheduler.granted_by_grant())
 
     tasks = [asyncio.create_task(one(*arrival)) for arrival in ARRIVALS]
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one event-loop turn (not a timer)
     return served, granted, tasks
 
 
@@ -38,7 +38,7 @@ async def test_grant_lets_in_several_in_the_order_releases_would() -> None:
     expected, marks, tasks = await _queue(one_by_one)
     for _ in ARRIVALS:
         one_by_one.release()
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # one event-loop turn (not a timer)
     await asyncio.gather(*tasks)
     assert not any(marks)
 
@@ -48,7 +48,7 @@ async def test_grant_lets_in_several_in_the_order_releases_would() -> None:
     for size in sizes:
         got = batched.grant(size)
         assert got == min(size, len(ARRIVALS) - len(served))
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # one event-loop turn (not a timer)
         assert len(served) == min(len(ARRIVALS), sum(sizes[: sizes.index(size) + 1]))  # together, one turn
     await asyncio.gather(*tasks)
     assert served == expected and len(served) == len(ARRIVALS)
@@ -64,7 +64,7 @@ async def test_a_granted_waiter_cancelled_before_it_resumes_is_reported_and_give
     await scheduler.acquire("a", 1.0, 0)
     gone = asyncio.create_task(scheduler.acquire("b", 1.0, 0))
     kept = asyncio.create_task(scheduler.acquire("c", 1.0, 0))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one event-loop turn (not a timer)
     assert scheduler.grant(1) == 1  # b, then cancelled before it runs
     gone.cancel()
     with pytest.raises(asyncio.CancelledError):
