@@ -79,6 +79,19 @@ def find_binary() -> Path:
     )
 
 
+MAX_SOCKET_PATH_BYTES = 107  # Linux's sun_path holds 108 bytes, the last a NUL
+
+
+def _socket_folder() -> Path:
+    """A new private folder for the socket, in the temp folder; in /tmp when that path is too long
+    for a unix socket (the server would make none)."""
+    folder = Path(tempfile.mkdtemp(prefix="rewardfleet-state-"))
+    if len(bytes(folder / "redis.sock")) <= MAX_SOCKET_PATH_BYTES:
+        return folder
+    folder.rmdir()
+    return Path(tempfile.mkdtemp(prefix="rewardfleet-state-", dir="/tmp"))
+
+
 class StateServer:
     """One supervised `redis-server` on a unix socket; `url` is what every gateway process connects to."""
 
@@ -89,7 +102,12 @@ class StateServer:
         pause: Callable[[float], bool] | None = None,
     ) -> None:
         self.binary = binary or find_binary()
-        self.folder = folder or Path(tempfile.mkdtemp(prefix="rewardfleet-state-"))
+        self.folder = folder or _socket_folder()
+        if len(bytes(self.folder / "redis.sock")) > MAX_SOCKET_PATH_BYTES:
+            raise ValueError(
+                f"state server folder {str(self.folder)!r}: a unix socket path is at most "
+                f"{MAX_SOCKET_PATH_BYTES} bytes; choose a shorter folder"
+            )
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.folder.chmod(0o700)
         self.socket = self.folder / "redis.sock"

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import pytest
 import redis
 
 from rewardfleet.services.gateway.processes.state_server import (
+    MAX_SOCKET_PATH_BYTES,
     StateServer,
     StateServerUnavailable,
     find_binary,
@@ -91,12 +94,14 @@ sys.stdin.read()  # until the test kills this process
 def test_the_server_dies_with_a_killed_supervisor(tmp_path: Path) -> None:
     """A supervisor killed with SIGKILL runs no cleanup: the kernel kills its state server (PR_SET_PDEATHSIG),
     which is in a session of its own and would otherwise be left running."""
+    # The dead supervisor's folder is the test's to remove (short: pytest's can be too long for a socket).
+    folder = Path(tempfile.mkdtemp(prefix="rf-test-", dir="/tmp"))
     supervisor = subprocess.Popen(
         [sys.executable, "-c", SUPERVISOR],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "TMPDIR": str(tmp_path)},  # the dead supervisor's folder: the test's to remove
+        env={**os.environ, "TMPDIR": str(folder)},
     )
     try:
         assert supervisor.stdout is not None
@@ -115,3 +120,25 @@ def test_the_server_dies_with_a_killed_supervisor(tmp_path: Path) -> None:
         if supervisor.poll() is None:
             supervisor.kill()
             supervisor.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_temp_folder_too_long_for_a_socket(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A unix socket path holds at most 107 bytes: in a deep temp folder the server would make no socket and
+    start would time out. The folder moves to /tmp instead; a folder given too long is refused, named."""
+    deep = tmp_path / ("d" * 100)
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    server = StateServer()
+    try:
+        assert server.folder.parent == Path("/tmp")
+        assert len(bytes(server.socket)) <= MAX_SOCKET_PATH_BYTES
+        server.start()
+        client = redis.Redis.from_url(server.url)
+        assert client.ping()
+        client.close()
+    finally:
+        server.stop()
+        shutil.rmtree(server.folder, ignore_errors=True)
+    with pytest.raises(ValueError, match="at most 107 bytes"):
+        StateServer(folder=deep / "state")
