@@ -48,7 +48,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     its stand-in here should take as little of the benchmark machine's shared cores as it can."""
     route = scope["method"], scope["path"]
     if route == ("GET", "/health"):
-        await _answer(send, 200, {"ok": True})
+        await answer_json(send, 200, {"ok": True})
     elif route == ("POST", "/judge"):
         chunks = []
         while True:
@@ -60,17 +60,18 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             body = json.loads(b"".join(chunks))
             latency_s, response = float(body["latency_s"]), str(body["response"])
         except (ValueError, KeyError, TypeError) as exc:
-            await _answer(send, 400, {"error": f"bad request: {exc!r}"})
+            await answer_json(send, 400, {"error": f"bad request: {exc!r}"})
             return
         received = time.monotonic()
         await asyncio.sleep(latency_s)
         score = 1.0 if response.endswith("yes") else 0.0
-        await _answer(send, 200, {"score": score, "received_monotonic": received})
+        await answer_json(send, 200, {"score": score, "received_monotonic": received})
     else:
-        await _answer(send, 404, {"error": "not found"})
+        await answer_json(send, 404, {"error": "not found"})
 
 
-async def _answer(send: Any, status: int, payload: dict[str, Any]) -> None:
+async def answer_json(send: Any, status: int, payload: dict[str, Any]) -> None:
+    """Send `payload` as a whole JSON response (the plain ASGI apps of bench/ answer this way)."""
     body = json.dumps(payload).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 import uvicorn
 
+from bench.judge_server import answer_json
 from rewardfleet.services.common.open_files import raise_open_files_limit
 from rewardfleet.services.gateway.processes.args import listen_backlog
 
@@ -54,10 +55,10 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         return
     route = scope["method"], scope["path"]
     if route == ("GET", "/ready"):
-        await _answer(send, 200, {"ready": True})
+        await answer_json(send, 200, {"ready": True})
         return
     if route != ("POST", "/score"):
-        await _answer(send, 404, {"error": "not found"})
+        await answer_json(send, 404, {"error": "not found"})
         return
     chunks = []
     while True:
@@ -80,14 +81,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         "cached": False,
         "version": None,
     }
-    await _answer(send, 200, result)
-
-
-async def _answer(send: Any, status: int, payload: dict[str, Any]) -> None:
-    body = json.dumps(payload).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await answer_json(send, 200, result)
 
 
 def main() -> None:
