@@ -20,22 +20,14 @@ from tests.support import REPO_ROOT
 ANTLR_FOR_VERL = REPO_ROOT / ".venv" / "antlr4-4.9"
 
 
-def test_verl_cases_in_their_own_interpreter() -> None:
+def run_verl_cases(cases: str, at_least: int = 1) -> None:
+    """Run the pytest module `cases` (a path from the repo root) in an interpreter with verl's antlr4 first on
+    the path, in one process (the cases share verl's Ray), and check that every case in it passed."""
     if not (ANTLR_FOR_VERL / "antlr4").is_dir():
         pytest.fail(f"no antlr4 4.9 for verl in {ANTLR_FOR_VERL}: run .ci/setup")
     pythonpath = os.pathsep.join(p for p in (str(ANTLR_FOR_VERL), os.environ.get("PYTHONPATH")) if p)
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "tests/integrations/verl_cases.py",
-            "-q",
-            "-n",
-            "0",
-            "-p",
-            "no:cacheprovider",
-        ],
+        [sys.executable, "-m", "pytest", cases, "-q", "-n", "0", "-p", "no:cacheprovider"],
         cwd=REPO_ROOT,
         env={**os.environ, "PYTHONPATH": pythonpath},
         capture_output=True,
@@ -44,5 +36,9 @@ def test_verl_cases_in_their_own_interpreter() -> None:
     )
     assert proc.returncode == 0, proc.stdout[-8000:] + proc.stderr[-3000:]
     # every case ran: none skipped, none deselected
-    cases = len(re.findall(r"^def test_", (REPO_ROOT / "tests/integrations/verl_cases.py").read_text(), re.M))
-    assert cases >= 5 and re.search(rf"^{cases} passed", proc.stdout, re.M), proc.stdout[-3000:]
+    count = len(re.findall(r"^(?:async )?def test_", (REPO_ROOT / cases).read_text(), re.M))
+    assert count >= at_least and re.search(rf"^{count} passed", proc.stdout, re.M), proc.stdout[-3000:]
+
+
+def test_verl_cases_in_their_own_interpreter() -> None:
+    run_verl_cases("tests/integrations/verl_cases.py", at_least=5)
