@@ -31,6 +31,7 @@ import httpx
 import yaml
 
 from bench.common import BenchResult, Row
+from bench.proc_stats import tree
 from bench.state_calls import script_calls, state_url
 from tests.support import ChildProcess, free_port, rewardfleet_cmd
 
@@ -74,15 +75,6 @@ class Outcome:
         return self.posts - self.answered
 
 
-def _tree(pid: int) -> list[int]:
-    pids, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        pids.append(p)
-        todo += _children(p)
-    return pids
-
-
 def _roles(root: int) -> dict[str, list[int]]:
     """The gateway's processes by role: the uvicorn workers (the root's children that multiprocessing
     started, with whatever they start), the state server (redis-server), the supervisor (the root) and the
@@ -97,9 +89,9 @@ def _roles(root: int) -> dict[str, list[int]]:
         if b"redis-server" in cmdline:
             roles[STATE].append(child)
         elif b"spawn_main" in cmdline and b"resource_tracker" not in cmdline:
-            roles[WORKERS] += _tree(child)
+            roles[WORKERS] += tree(child)
         else:
-            roles[SUPERVISOR] += _tree(child)
+            roles[SUPERVISOR] += tree(child)
     return roles
 
 
@@ -237,7 +229,7 @@ def run(
         for p, proc in zip(judge_ports, judge_procs, strict=True):
             proc.wait_http(f"http://127.0.0.1:{p}/health", timeout_s=60)
         gateway.wait_http(f"http://127.0.0.1:{port}/ready", timeout_s=180)
-        _, cpu_before = _rss_and_cpu(_tree(gateway.pid))
+        _, cpu_before = _rss_and_cpu(tree(gateway.pid))
         before = _rss_by_role(gateway.pid)
         url = state_url(_roles(gateway.pid)[WORKERS])
         calls_before = script_calls(url)
@@ -286,7 +278,7 @@ def run(
         wall = time.monotonic() - started
         for proc in procs:
             proc.join(timeout=30)
-        _, cpu_after = _rss_and_cpu(_tree(gateway.pid))
+        _, cpu_after = _rss_and_cpu(tree(gateway.pid))
         calls = script_calls(url) - calls_before
         state_after = _rss_by_role(gateway.pid)[STATE] - before[STATE]  # with the answers' cached results
         answered = failures.pop("ok", 0)

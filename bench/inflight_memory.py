@@ -26,11 +26,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import yaml
 
 from bench.common import ChildProcess, free_port, rewardfleet_cmd
-from bench.inflight import JUDGE_FN, _client, _rss_and_cpu, _tree
+from bench.inflight import JUDGE_FN, _client, _inflight, _rss_and_cpu
+from bench.proc_stats import tree
 
 SLEEP_FN = """
 import asyncio
@@ -57,17 +57,6 @@ class Point:
     @property
     def per_post_bytes(self) -> float:
         return (self.peak_rss_bytes - self.idle_rss_bytes) / max(self.held, 1)
-
-
-def _inflight(port: int) -> float:
-    try:  # a scrape waits in the same accept queue as the burst: it may be late
-        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
-    except httpx.HTTPError:
-        return 0.0
-    for line in text.splitlines():
-        if line.startswith("rewardfleet_gateway_inflight_requests "):
-            return float(line.split()[1]) - 1  # less the scrape itself
-    return 0.0
 
 
 def _burst(port: int, first: int, count: int, latency_s: float) -> tuple[multiprocessing.Process, object]:
@@ -100,7 +89,7 @@ def measure(function: str, posts: int, latency_s: float, tmp: Path, judge_ports:
         out.get(timeout=latency_s * 4 + 120)  # type: ignore[attr-defined]
         proc.join(30)
         time.sleep(1.0)  # the warm-up's connections close
-        idle, _ = _rss_and_cpu(_tree(gateway.pid))
+        idle, _ = _rss_and_cpu(tree(gateway.pid))
         proc, out = _burst(port, 0, posts, latency_s)
         peak, held = idle, 0.0
         deadline = time.monotonic() + latency_s * 2 + 60
@@ -109,7 +98,7 @@ def measure(function: str, posts: int, latency_s: float, tmp: Path, judge_ports:
             if held >= posts:
                 time.sleep(1.0)  # the last posts' judge calls connect
                 held = _inflight(port)
-                peak = max(peak, _rss_and_cpu(_tree(gateway.pid))[0])
+                peak = max(peak, _rss_and_cpu(tree(gateway.pid))[0])
                 break
             time.sleep(0.5)
         results: dict[str, int] = out.get(timeout=latency_s * 4 + 240)  # type: ignore[attr-defined]
