@@ -71,6 +71,7 @@ from rewardfleet.services.gateway.routes import (
 )
 from rewardfleet.services.gateway.routes.error_handlers import install_error_handlers
 from rewardfleet.services.gateway.routes.score_asgi import ScoreFastPath
+from rewardfleet.services.gateway.routes.score_front import GatewayApp
 from rewardfleet.services.gateway.routes.trainer_protocol import gateway_backend
 from rewardfleet.services.gateway.spend.meter import SpendMeter
 from rewardfleet.services.gateway.spend.stores import spend_ledger_for
@@ -117,7 +118,7 @@ def create_app(
                 tune_for_own_process()
             yield
 
-    app = FastAPI(
+    app = GatewayApp(
         title="Reward Fleet gateway",
         summary="POST /score runs drop-in (verl-compatible) reward functions, isolated, timed out, measured.",
         version="0.1.0",

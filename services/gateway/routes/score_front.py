@@ -1,0 +1,116 @@
+"""`GatewayApp`: the gateway's FastAPI application, with `POST /score` entering below FastAPI's outer layers.
+
+A post awaiting its function holds one coroutine frame per ASGI layer it went through. Ahead of the gateway's
+own middleware FastAPI puts five: `FastAPI.__call__`, `Starlette.__call__`, the server-error middleware (and
+its `send` closure), exception telemetry and the app-wide body limit; ~1.7 KB a post in flight, and their CPU
+on every post (docs/BENCHMARKS.md, issue 44). For a `POST` whose path ends in `/score` (`/score` itself, or
+`/k/<key>/score` before `PathKey` rewrites it) this class calls the gateway's own middleware chain directly and
+keeps, in its one frame, what those layers did that the gateway relies on:
+
+- `scope["app"]` and the app's `root_path`, as FastAPI and Starlette set them;
+- an exception that escapes the chain is answered by the app's 500 handler (the typed envelope of
+  `error_handlers.py`) unless the response has started, then raised for the server to log, as Starlette's
+  server-error middleware does. Whether the response started is kept by `_Sent`, one small object a post
+  instead of that middleware's closure and cells.
+
+The skipped layers do nothing else here: FastAPI's body limit acts only when the app sets `max_body_size`
+(the gateway has its own, `RequestBodyLimits`), and its exception telemetry only when OpenTelemetry is
+configured, in which case every request takes FastAPI's own path. Every other request, and every request
+when the built stack is not the shape this class knows (another FastAPI version), takes FastAPI's path too;
+`fast_score_chain` says which (a test asserts it is set).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.middleware.errors import ServerErrorMiddleware
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+logger = logging.getLogger(__name__)
+
+# The layers FastAPI puts above the user middleware, outermost first (fastapi.applications.build_middleware_stack)
+_OUTER_LAYERS = ("ServerErrorMiddleware", "ExceptionTelemetryMiddleware", "AppBodyLimitMiddleware")
+
+
+class GatewayApp(FastAPI):
+    fast_score_chain: ASGIApp | None = None  # the first user middleware, once the stack is built
+    _server_errors: ServerErrorMiddleware | None = None
+
+    def build_middleware_stack(self) -> ASGIApp:
+        stack = super().build_middleware_stack()
+        self.fast_score_chain, self._server_errors = _user_chain(self, stack)
+        return stack
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or scope["method"] != "POST"
+            or not scope["path"].endswith("/score")
+            or self.fast_score_chain is None  # not built yet (the first request builds it), or unknown
+            or self._native_telemetry.enabled()
+        ):
+            await super().__call__(scope, receive, send)
+            return
+        if self.root_path:
+            scope["root_path"] = self.root_path
+        scope["app"] = self
+        sent = _Sent(send)
+        try:
+            await self.fast_score_chain(scope, receive, sent)
+        except Exception as exc:
+            await self._answer_error(scope, receive, send, exc, sent.started)
+            raise
+
+    async def _answer_error(
+        self, scope: Scope, receive: Receive, send: Send, exc: Exception, started: bool
+    ) -> None:
+        errors = self._server_errors
+        assert errors is not None  # set with fast_score_chain
+        request = Request(scope)
+        if errors.debug:
+            response = errors.debug_response(request, exc)
+        elif errors.handler is None:
+            response = errors.error_response(request, exc)
+        else:
+            response = await errors.handler(request, exc)  # type: ignore[misc]  # the gateway's are async
+        if not started:
+            await response(scope, receive, send)
+
+
+class _Sent:
+    """`send`, remembering whether the response has started."""
+
+    __slots__ = ("send", "started")
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.started = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self.send(message)
+
+
+def _user_chain(app: FastAPI, stack: ASGIApp) -> tuple[ASGIApp | None, ServerErrorMiddleware | None]:
+    """The first user middleware under FastAPI's outer layers, and the server-error layer, or (None, None)
+    when the stack is not the known shape."""
+    if not app.user_middleware or not isinstance(stack, ServerErrorMiddleware):
+        return None, None
+    if stack.handler is not None and not inspect.iscoroutinefunction(stack.handler):
+        return None, None
+    first: Any = app.user_middleware[0].cls
+    layer: Any = stack
+    for name in _OUTER_LAYERS:
+        if type(layer).__name__ != name:
+            logger.warning("FastAPI's middleware stack is not the known shape: POST /score takes its path")
+            return None, None
+        layer = layer.app
+    if not isinstance(layer, first):  # FastAPI's body limit wrapped the chain (max_body_size is set)
+        return None, None
+    return layer, stack
