@@ -27,7 +27,7 @@ from rewardfleet.services.gateway.core.config import FunctionConfig
 from rewardfleet.services.gateway.core.failure_log import FailureLog
 from rewardfleet.services.gateway.core.registry import RewardFunction
 from rewardfleet.services.gateway.errors import BudgetExhausted, ComponentFailed, InvalidReturn
-from rewardfleet.services.gateway.execution.contain import UserCodeExit, awaited
+from rewardfleet.services.gateway.execution.contain import UserCodeExit, user_exit
 from rewardfleet.services.gateway.execution.pool import WorkerPool
 from rewardfleet.services.gateway.execution.results import error_location, extra_too_large, normalise_return
 from rewardfleet.services.gateway.limits.function_limits import Gate, estimate_tokens, reported_tokens
@@ -315,7 +315,13 @@ class Scorer:
         started = time.perf_counter()
         try:
             async with asyncio.timeout(timeout_s):
-                value = await awaited(call)  # its SystemExit & co. fail this sample, not the loop
+                try:
+                    value = await call
+                except BaseException as exc:  # its SystemExit & co. fail this sample, not the loop
+                    contained = user_exit(exc)  # (execution/contain.py; `awaited`, without its frame)
+                    if contained is exc:
+                        raise
+                    raise contained from None
             score, extra = normalise_return(value)
         except TimeoutError:
             return Outcome(

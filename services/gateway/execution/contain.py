@@ -58,12 +58,21 @@ async def awaited(awaitable: Awaitable[T]) -> T:
     cancellation of the awaiting task (timeout, client gone) is not the user's raise and passes through."""
     try:
         return await awaitable
-    except Exception:
-        raise
-    except asyncio.CancelledError as exc:
+    except BaseException as exc:
+        contained = user_exit(exc)
+        if contained is exc:
+            raise
+        raise contained from None
+
+
+def user_exit(exc: BaseException) -> BaseException:
+    """What a raise out of awaited user code becomes: `exc` itself when it is an `Exception` or a cancellation
+    of the awaiting task (it must go on cancelling), else `UserCodeExit`. For callers that await user code in
+    their own frame instead of `awaited`'s (a post in flight holds one frame fewer)."""
+    if isinstance(exc, Exception):
+        return exc
+    if isinstance(exc, asyncio.CancelledError):
         task = asyncio.current_task()
         if task is not None and task.cancelling():
-            raise
-        raise UserCodeExit(exc) from None
-    except BaseException as exc:
-        raise UserCodeExit(exc) from None
+            return exc
+    return UserCodeExit(exc)

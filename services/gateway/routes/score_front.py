@@ -4,8 +4,8 @@ A post awaiting its function holds one coroutine frame per ASGI layer it went th
 own middleware FastAPI puts five: `FastAPI.__call__`, `Starlette.__call__`, the server-error middleware (and
 its `send` closure), exception telemetry and the app-wide body limit; ~1.7 KB a post in flight, and their CPU
 on every post (docs/BENCHMARKS.md, issue 44). For a `POST` whose path ends in `/score` (`/score` itself, or
-`/k/<key>/score` before `PathKey` rewrites it) this class calls the gateway's own middleware chain directly and
-keeps, in its one frame, what those layers did that the gateway relies on:
+`/k/<key>/score` before `PathKey` rewrites it) this class calls the gateway's own middleware chain directly
+and keeps, in its one frame, what those layers did that the gateway relies on:
 
 - `scope["app"]` and the app's `root_path`, as FastAPI and Starlette set them;
 - an exception that escapes the chain is answered by the app's 500 handler (the typed envelope of
@@ -24,16 +24,19 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
 
 from fastapi import FastAPI
 from starlette.middleware.errors import ServerErrorMiddleware
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 logger = logging.getLogger(__name__)
 
-# The layers FastAPI puts above the user middleware, outermost first (fastapi.applications.build_middleware_stack)
+# The layers FastAPI puts above the user middleware, outermost first
+# (fastapi.applications.FastAPI.build_middleware_stack)
 _OUTER_LAYERS = ("ServerErrorMiddleware", "ExceptionTelemetryMiddleware", "AppBodyLimitMiddleware")
 
 
@@ -77,7 +80,8 @@ class GatewayApp(FastAPI):
         elif errors.handler is None:
             response = errors.error_response(request, exc)
         else:
-            response = await errors.handler(request, exc)  # type: ignore[misc]  # the gateway's are async
+            handler = cast(Callable[[Request, Exception], Awaitable[Response]], errors.handler)
+            response = await handler(request, exc)  # an async handler (`_user_chain` checked)
         if not started:
             await response(scope, receive, send)
 
