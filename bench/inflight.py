@@ -8,8 +8,9 @@ of its own (127.0.0.2, 127.0.0.3, ...: one address has ~28k ephemeral ports). Ea
 post in flight of the gateway processes (the uvicorn workers that hold the posts) and, apart, the growth of
 the state server and of the supervisor (peaks over the same processes before the burst; per post: over the
 most posts in flight at once, all of them when the function's latency outlasts the burst's arrival), and
-the gateway's CPU per post. bench/inflight_memory.py measures one process's bytes per
-post at several N and tells the gateway's own share from the judge call's.
+the gateway's CPU per post. In `run_all` (`plan`) it is followed by bench/inflight_memory.py, which measures
+one process's bytes per post at two N and tells the gateway's own share (the ≤ 16 KiB target) from the
+judge call's.
 
     .venv/bin/python -m bench.inflight --posts 65536 --processes 8
 """
@@ -321,10 +322,8 @@ def plan(quick: bool = False) -> BenchResult:
             INFLIGHT,
             "gateway processes' RSS per post in flight (KiB)",
             o.rss_per_post_bytes / 1024,
-            "<= 16",
-            o.rss_per_post_bytes <= 16 * 1024,
-            f"at most {o.held} posts in flight at once; the judge call included (the gateway's own share: "
-            "bench/inflight_memory.py)",
+            detail=f"at most {o.held} posts in flight at once; the function's aiohttp judge call included, "
+            "and the churn of posts answered while others arrive (the gateway's own share: the next rows)",
         ),
         Row(
             INFLIGHT,
@@ -335,7 +334,34 @@ def plan(quick: bool = False) -> BenchResult:
         ),
         Row(INFLIGHT, "gateway CPU per post (ms)", o.cpu_per_post_ms, detail="8 processes, 2 cores"),
     ]
-    return BenchResult(INFLIGHT, rows)
+    return BenchResult(INFLIGHT, rows + memory_rows(quick))
+
+
+def memory_rows(quick: bool) -> list[Row]:
+    """The memory of one post in flight in one gateway process (bench/inflight_memory.py): the slope between
+    two burst sizes, for a function that only awaits (the gateway's own share, the target) and for one that
+    awaits an aiohttp judge call (what such a function adds)."""
+    from bench import inflight_memory  # (it builds on this module)
+
+    sizes = [1024, 4096] if quick else [2048, 8192]
+    points = inflight_memory.run(sizes, ["sleep", "judge"])
+    rows = []
+    for function, what in (("sleep", "the gateway's own"), ("judge", "with an aiohttp judge call")):
+        own = points[function]
+        slope = inflight_memory.slope_bytes(own)
+        answered = all(p.answered == p.posts for p in own)
+        rows.append(
+            Row(
+                INFLIGHT,
+                f"RSS per post in flight, one gateway process, {what} (KiB, slope N={sizes[0]}..{sizes[1]})",
+                slope / 1024,
+                "<= 16" if function == "sleep" else "",
+                slope <= 16 * 1024 if function == "sleep" else None,
+                ", ".join(f"N={p.posts}: {p.per_post_bytes / 1024:.1f} KiB" for p in own)
+                + ("" if answered else "; NOT every post answered"),
+            )
+        )
+    return rows
 
 
 def main() -> None:

@@ -108,6 +108,48 @@ def measure(function: str, posts: int, latency_s: float, tmp: Path, judge_ports:
         gateway.stop(timeout_s=60)
 
 
+def slope_bytes(points: list[Point]) -> float:
+    """The RSS of one more post in flight: between the smallest and the largest N of one function."""
+    lo, hi = points[0], points[-1]
+    grown = hi.peak_rss_bytes - hi.idle_rss_bytes - lo.peak_rss_bytes + lo.idle_rss_bytes
+    return grown / max(hi.held - lo.held, 1)
+
+
+def run(
+    posts: list[int], functions: list[str], latency_s: float = 20.0, judges: int = 2, echo: bool = False
+) -> dict[str, list[Point]]:
+    """Each function's points, in the order of `posts` (a fresh gateway for each)."""
+    tmp = Path(tempfile.mkdtemp(prefix="bench-inflight-memory-"))
+    judge_ports = [free_port() for _ in range(judges)]
+    procs = [
+        ChildProcess([sys.executable, "-m", "bench.judge_server", "--port", str(p)], tmp / f"judge-{i}.log")
+        for i, p in enumerate(judge_ports)
+    ]
+    out: dict[str, list[Point]] = {}
+    try:
+        for p, judge in zip(judge_ports, procs, strict=True):
+            judge.wait_http(f"http://127.0.0.1:{p}/health", timeout_s=60)
+        for function in functions:
+            for n in posts:
+                point = measure(function, n, latency_s, tmp, judge_ports)
+                out.setdefault(function, []).append(point)
+                if echo:
+                    grown = (point.peak_rss_bytes - point.idle_rss_bytes) / 2**20
+                    print(
+                        f"{function:5s} N={n:5d} in flight {point.held:5d} answered {point.answered:5d}: "
+                        f"idle RSS {point.idle_rss_bytes / 2**20:.1f} MiB, +{grown:.1f} MiB = "
+                        f"{point.per_post_bytes / 1024:.1f} KiB a post",
+                        flush=True,
+                    )
+            if echo and len(out[function]) > 1:
+                lo, hi = out[function][0].posts, out[function][-1].posts
+                print(f"{function:5s} slope N={lo}..{hi}: {slope_bytes(out[function]) / 1024:.1f} KiB a post")
+    finally:
+        for judge in procs:
+            judge.stop()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--posts", type=int, nargs="+", default=[2048, 4096, 8192])
@@ -117,37 +159,7 @@ def main() -> None:
     args = ap.parse_args()
     if max(args.posts) * 2 + 2048 > 20000:
         sys.exit("one process holds a socket per post and one per judge call: at most ~8,900 posts here")
-    tmp = Path(tempfile.mkdtemp(prefix="bench-inflight-memory-"))
-    judge_ports = [free_port() for _ in range(args.judges)]
-    judges = [
-        ChildProcess([sys.executable, "-m", "bench.judge_server", "--port", str(p)], tmp / f"judge-{i}.log")
-        for i, p in enumerate(judge_ports)
-    ]
-    try:
-        for p, judge in zip(judge_ports, judges, strict=True):
-            judge.wait_http(f"http://127.0.0.1:{p}/health", timeout_s=60)
-        points: list[Point] = []
-        for function in args.function:
-            for posts in args.posts:
-                p = measure(function, posts, args.latency_s, tmp, judge_ports)
-                points.append(p)
-                grown = (p.peak_rss_bytes - p.idle_rss_bytes) / 2**20
-                print(
-                    f"{function:5s} N={posts:5d} in flight {p.held:5d} answered {p.answered:5d}: idle RSS "
-                    f"{p.idle_rss_bytes / 2**20:.1f} MiB, +{grown:.1f} MiB = "
-                    f"{p.per_post_bytes / 1024:.1f} KiB a post",
-                    flush=True,
-                )
-            own = [p for p in points if p.function == function]
-            if len(own) > 1:
-                lo, hi = own[0], own[-1]
-                slope = (hi.peak_rss_bytes - hi.idle_rss_bytes - lo.peak_rss_bytes + lo.idle_rss_bytes) / max(
-                    hi.held - lo.held, 1
-                )
-                print(f"{function:5s} slope N={lo.posts}..{hi.posts}: {slope / 1024:.1f} KiB a post")
-    finally:
-        for judge in judges:
-            judge.stop()
+    run(args.posts, args.function, args.latency_s, args.judges, echo=True)
 
 
 if __name__ == "__main__":
