@@ -16,9 +16,9 @@ and keeps, in its one frame, what those layers did that the gateway relies on:
 The skipped layers do nothing else here: FastAPI's body limit acts only when the app sets `max_body_size`
 (the gateway has its own, `RequestBodyLimits`), and its exception telemetry only when OpenTelemetry is
 configured, in which case every request takes FastAPI's own path (read once, when the stack is built at
-startup: FastAPI reads it from the environment on every request, ~2 % of a post's CPU). Every other request, and every request
-when the built stack is not the shape this class knows (another FastAPI version), takes FastAPI's path too;
-`fast_score_chain` says which (a test asserts it is set).
+startup; FastAPI reads it from the environment on every request, ~2 % of a post's CPU). Every other
+request, and every request when the built stack is not the shape this class knows (another FastAPI
+version), takes FastAPI's path too; `fast_score_chain` says which (a test asserts it is set).
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ class GatewayApp(FastAPI):
     def build_middleware_stack(self) -> ASGIApp:
         stack = super().build_middleware_stack()
         self.fast_score_chain, self._server_errors = _user_chain(self, stack)
-        if self._native_telemetry.enabled():  # read once: it reads the environment (~2 % of a post's CPU)
-            self.fast_score_chain = None
+        telemetry = getattr(self, "_native_telemetry", None)  # (FastAPI >= 0.16x)
+        if telemetry is not None and telemetry.enabled():  # read once: it reads the environment (~2 % of
+            self.fast_score_chain = None  # a post's CPU when FastAPI reads it on every request)
         return stack
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
