@@ -17,8 +17,9 @@ The skipped layers do nothing else here: FastAPI's body limit acts only when the
 (the gateway has its own, `RequestBodyLimits`), and its exception telemetry only when OpenTelemetry is
 configured, in which case every request takes FastAPI's own path (read once, when the stack is built at
 startup; FastAPI reads it from the environment on every request, ~2 % of a post's CPU). Every other
-request, and every request when the built stack is not the shape this class knows (another FastAPI
-version), takes FastAPI's path too; `fast_score_chain` says which (a test asserts it is set).
+request, and every request when the built stack is not the gateway's shape (another FastAPI version, no
+async 500 handler, debug mode), takes FastAPI's path too; `fast_score_chain` says which (a test asserts it
+is set).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 logger = logging.getLogger(__name__)
+ErrorHandler = Callable[[Request, Exception], Awaitable[Response]]
 
 # The layers FastAPI puts above the user middleware, outermost first
 # (fastapi.applications.FastAPI.build_middleware_stack)
@@ -43,11 +45,11 @@ _OUTER_LAYERS = ("ServerErrorMiddleware", "ExceptionTelemetryMiddleware", "AppBo
 
 class GatewayApp(FastAPI):
     fast_score_chain: ASGIApp | None = None  # the first user middleware, once the stack is built
-    _server_errors: ServerErrorMiddleware | None = None
+    _on_error: ErrorHandler | None = None  # the app's 500 handler, what the server-error layer would call
 
     def build_middleware_stack(self) -> ASGIApp:
         stack = super().build_middleware_stack()
-        self.fast_score_chain, self._server_errors = _user_chain(self, stack)
+        self.fast_score_chain, self._on_error = _user_chain(self, stack)
         telemetry = getattr(self, "_native_telemetry", None)  # (FastAPI >= 0.16x)
         if telemetry is not None and telemetry.enabled():  # read once: it reads the environment (~2 % of
             self.fast_score_chain = None  # a post's CPU when FastAPI reads it on every request)
@@ -69,24 +71,11 @@ class GatewayApp(FastAPI):
         try:
             await self.fast_score_chain(scope, receive, sent)
         except Exception as exc:
-            await self._answer_error(scope, receive, send, exc, sent.started)
+            assert self._on_error is not None  # set with fast_score_chain
+            response = await self._on_error(Request(scope), exc)
+            if not sent.started:
+                await response(scope, receive, send)
             raise
-
-    async def _answer_error(
-        self, scope: Scope, receive: Receive, send: Send, exc: Exception, started: bool
-    ) -> None:
-        errors = self._server_errors
-        assert errors is not None  # set with fast_score_chain
-        request = Request(scope)
-        if errors.debug:
-            response = errors.debug_response(request, exc)
-        elif errors.handler is None:
-            response = errors.error_response(request, exc)
-        else:
-            handler = cast(Callable[[Request, Exception], Awaitable[Response]], errors.handler)
-            response = await handler(request, exc)  # an async handler (`_user_chain` checked)
-        if not started:
-            await response(scope, receive, send)
 
 
 class _Sent:
@@ -104,12 +93,12 @@ class _Sent:
         await self.send(message)
 
 
-def _user_chain(app: FastAPI, stack: ASGIApp) -> tuple[ASGIApp | None, ServerErrorMiddleware | None]:
-    """The first user middleware under FastAPI's outer layers, and the server-error layer, or (None, None)
-    when the stack is not the known shape."""
-    if not app.user_middleware or not isinstance(stack, ServerErrorMiddleware):
+def _user_chain(app: FastAPI, stack: ASGIApp) -> tuple[ASGIApp | None, ErrorHandler | None]:
+    """The first user middleware under FastAPI's outer layers, and the app's async 500 handler, or (None,
+    None) when the stack is not the gateway's shape (no such handler, debug mode, other layers)."""
+    if not app.user_middleware or not isinstance(stack, ServerErrorMiddleware) or stack.debug:
         return None, None
-    if stack.handler is not None and not inspect.iscoroutinefunction(stack.handler):
+    if stack.handler is None or not inspect.iscoroutinefunction(stack.handler):
         return None, None
     first: Any = app.user_middleware[0].cls
     layer: Any = stack
@@ -120,4 +109,4 @@ def _user_chain(app: FastAPI, stack: ASGIApp) -> tuple[ASGIApp | None, ServerErr
         layer = layer.app
     if not isinstance(layer, first):  # FastAPI's body limit wrapped the chain (max_body_size is set)
         return None, None
-    return layer, stack
+    return layer, cast(ErrorHandler, stack.handler)
