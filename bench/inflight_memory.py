@@ -120,7 +120,7 @@ def run(
 ) -> dict[str, list[Point]]:
     """Each function's points, in the order of `posts` (a fresh gateway for each)."""
     tmp = Path(tempfile.mkdtemp(prefix="bench-inflight-memory-"))
-    judge_ports = [free_port() for _ in range(judges)]
+    judge_ports = [free_port() for _ in range(judges if "judge" in functions else 0)]  # none for `sleep`
     procs = [
         ChildProcess([sys.executable, "-m", "bench.judge_server", "--port", str(p)], tmp / f"judge-{i}.log")
         for i, p in enumerate(judge_ports)

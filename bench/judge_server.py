@@ -50,14 +50,8 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if route == ("GET", "/health"):
         await answer_json(send, 200, {"ok": True})
     elif route == ("POST", "/judge"):
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
         try:
-            body = json.loads(b"".join(chunks))
+            body = json.loads(await read_body(receive))
             latency_s, response = float(body["latency_s"]), str(body["response"])
         except (ValueError, KeyError, TypeError) as exc:
             await answer_json(send, 400, {"error": f"bad request: {exc!r}"})
@@ -68,6 +62,16 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await answer_json(send, 200, {"score": score, "received_monotonic": received})
     else:
         await answer_json(send, 404, {"error": "not found"})
+
+
+async def read_body(receive: Any) -> bytes:
+    """A request's whole body (the plain ASGI apps of bench/ read it this way)."""
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
 
 
 async def answer_json(send: Any, status: int, payload: dict[str, Any]) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 import uvicorn
 
-from bench.judge_server import answer_json
+from bench.judge_server import answer_json, read_body
 from rewardfleet.services.common.open_files import raise_open_files_limit
 from rewardfleet.services.gateway.processes.args import listen_backlog
 
@@ -60,13 +60,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if route != ("POST", "/score"):
         await answer_json(send, 404, {"error": "not found"})
         return
-    chunks = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    sample = json.loads(b"".join(chunks))
+    sample = json.loads(await read_body(receive))
     extra = await _judged(sample)
     result = {
         "uid": sample.get("uid"),
