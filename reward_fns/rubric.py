@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -90,8 +90,8 @@ class RubricCall:
 
 
 @dataclass(frozen=True)
-class RubricKwargs:
-    """The rubric's reward_kwargs as given (flat, as in YAML); `RubricSettings.build` checks them together."""
+class _RubricOptions:
+    """What the rubric's reward_kwargs as given and its checked settings have in common."""
 
     criteria_per_call: int = 1
     max_concurrent_calls: int = 8
@@ -100,6 +100,12 @@ class RubricKwargs:
     essential_gate: bool = True
     rubric_set: str | None = None
     rubric_name: str | None = None
+
+
+@dataclass(frozen=True)
+class RubricKwargs(_RubricOptions):
+    """The rubric's reward_kwargs as given (flat, as in YAML); `RubricSettings.build` checks them together."""
+
     max_criteria: int = RubricLimits.max_criteria
     max_criterion_chars: int = RubricLimits.max_criterion_chars
     guards: GuardSettings | Mapping[str, Any] | bool | None = None
@@ -110,26 +116,15 @@ KEYWORDS = Keywords(RubricContext, RubricCall, RubricKwargs)
 
 
 @dataclass(frozen=True)
-class RubricSettings:
+class RubricSettings(_RubricOptions):
     """One `rubric` configuration's settings (reward_kwargs), checked together."""
 
-    criteria_per_call: int = 1
-    max_concurrent_calls: int = 8
-    reasons: bool = False
-    reason_chars: int = 120
-    essential_gate: bool = True
-    rubric_set: str | None = None
-    rubric_name: str | None = None
     limits: RubricLimits = field(default_factory=RubricLimits)
     guards: GuardSettings = field(default_factory=GuardSettings)
 
     @classmethod
     def build(cls, kwargs: Mapping[str, Any]) -> RubricSettings:
-        known = {
-            "criteria_per_call", "max_concurrent_calls", "reasons", "reason_chars", "essential_gate",
-            "rubric_set", "rubric_name", "max_criteria", "max_criterion_chars", "guards",
-        }  # fmt: skip
-        unknown = set(kwargs) - known
+        unknown = set(kwargs) - {f.name for f in fields(RubricKwargs)}
         if unknown:
             raise JudgeConfigError(f"unknown rubric setting(s) {sorted(unknown)}")
         ints = {
