@@ -42,7 +42,7 @@ def test_a_replica_is_ready_only_once_its_router_routes_to_it(tmp_path: Path) ->
         run_dir: {tmp_path / "run"}
         ready_timeout_s: 180
         # The default master-key probes run: the fleet caps their max_tokens at the judge's limit of 16
-        # (judge_probes.pool_max_tokens), so they do not fail and open the router's circuits before a real call.
+        # (judge_probes.pool_max_tokens), so they do not fail and open the router's circuits.
         gateway: {{workers: 1}}
         """)
     )
@@ -70,9 +70,9 @@ def test_a_replica_is_ready_only_once_its_router_routes_to_it(tmp_path: Path) ->
             detail=lambda: proc.log()[-3000:],
         )  # fmt: skip
         assert (router_workers(judge_router) or {}).get(judge_url) is True
-        # The probes reached the judge and were answered (rejected or accepted). Some are refused (503 while the
-        # judge loads, 400 where a prompt overflows the tiny judge's 512-token context): the round backs off,
-        # and the real call below still finds the worker's circuit closed.
+        # The probes reached the judge and were answered (rejected or accepted). Some are refused (503 while
+        # the judge loads, 400 where a prompt overflows the tiny judge's 512-token context): the round backs
+        # off, and the real call below still finds the worker's circuit closed.
         eventually(
             lambda: _probes(port, "rejected") + _probes(port, "false_positive") > 0,
             timeout_s=120, what="a master-key probe answered by the judge",
