@@ -20,7 +20,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # `python bench/x.py` as well as `python -m bench.x`
     sys.path.insert(0, str(REPO_ROOT))
 
-from tests.support import ChildProcess, free_port, rewardfleet_cmd  # noqa: E402
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd  # noqa: E402
 
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 

@@ -34,7 +34,7 @@ from typing import Any
 import aiohttp
 
 from bench.common import OFFLINE_ENV, BenchResult, Row, print_result
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
 
 KINDS = ("disrm", "encoder", "prm", "generation")
 WORDS = [

@@ -58,7 +58,7 @@ async def measure(calls: int, workers: int, rounds: int) -> dict[str, float]:
 def through_gateway(tenants: bool, tmp: Path, calls: int, workers: int, rounds: int) -> float:
     from tests.gateway.tenants.helpers import KEY_A, auth
     from tests.gateway.tenants.test_fair_pools import config
-    from tests.support import ChildProcess, free_port, rewardfleet_cmd
+    from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
 
     path = tmp / f"gateway-{tenants}.yaml"
     path.write_text(yaml.safe_dump({**config(tenants), "cache": {"idempotency": "off"}}))

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from bench.common import gateway
-from tests.support import ChildProcess, free_port
+from tests.support.processes import ChildProcess, free_port
 
 PAIRWISE = "rewardfleet.reward_fns.groups.pairwise_judge:compute_group_score"
 MODES: dict[str, dict[str, Any]] = {

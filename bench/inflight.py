@@ -34,7 +34,7 @@ import yaml
 from bench.common import BenchResult, Row
 from bench.proc_stats import tree
 from bench.state_calls import script_calls, state_url
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
 
 INFLIGHT = "17. in flight: 65,536 posts through --processes"
 JUDGE_FN = """

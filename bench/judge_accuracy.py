@@ -33,7 +33,7 @@ from bench.common import model_server
 from rewardfleet.reward_fns import judge
 from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2, resolve_builtin
 from tests.reward_fns.judge_cases import JudgeCase, judge_cases, small_subset
-from tests.support import REPO_ROOT
+from tests.support.processes import REPO_ROOT
 
 BEFORE: dict[str, Any] = {
     "pool": "judge", "model": "smollm2", "generation": {"max_tokens": 64}, "guards": False,

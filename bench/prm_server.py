@@ -42,7 +42,7 @@ from bench.common import (
     alternate_offline_and_served,
     print_result,
 )
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
 from tests.tiny_prm import STEP_TAG, build_tiny_qwen2_prm, step_tag_id
 
 STEPS = (

@@ -47,7 +47,7 @@ from rewardfleet.services.client import AsyncRewardClient
 from rewardfleet.services.rescore.inputs import ReadOptions, read_items
 from rewardfleet.services.rescore.runner import Entry, RunOptions
 from rewardfleet.services.rescore.session import Target, fewer_collections, run_score
-from tests.support import rewardfleet_cmd
+from tests.support.processes import rewardfleet_cmd
 
 TRIVIAL = """
 async def compute_score(data_source, solution_str, ground_truth, extra_info=None):

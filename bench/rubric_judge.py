@@ -26,7 +26,7 @@ import aiohttp
 from bench.common import model_server
 from rewardfleet.reward_fns import rubric
 from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2, resolve_builtin
-from tests.support import ChildProcess, free_port
+from tests.support.processes import ChildProcess, free_port
 
 _CAPITAL = [
     {"text": "The response names 'Paris' as the capital of France.", "weight": 3, "kind": "essential"},

@@ -44,7 +44,7 @@ from bench.trainer_steps import (
     train_tokenizer,
     verl_config,
 )
-from tests.support import ChildProcess, free_port
+from tests.support.processes import ChildProcess, free_port
 
 PATHS = ("verl", "fleet", "fleet-batched")
 LABELS = {

@@ -20,7 +20,7 @@ from rewardfleet.services.client import (
     UnknownRewardFunction,
 )
 from tests.client.fake_gateway import FakeGateway, Reply, ok_reply
-from tests.support import free_port
+from tests.support.processes import free_port
 
 FAST = RetryPolicy(initial_backoff_s=0.01, max_backoff_s=0.05, max_attempts=6)
 

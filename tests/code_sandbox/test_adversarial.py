@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from tests.code_sandbox.support import sandbox_processes
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
 from tests.waiting import eventually
 
 SECRET = "rf-secret-4cf1a9"

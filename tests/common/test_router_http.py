@@ -18,7 +18,7 @@ from rewardfleet.services.common.router_http import (
     post_json,
     resolve_address,
 )
-from tests.support import free_port
+from tests.support.processes import free_port
 
 
 class Recorder:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.support import REPO_ROOT
+from tests.support.processes import REPO_ROOT
 from tests.waiting import eventually
 
 CACHE = Path(os.environ.get("REWARDFLEET_IMAGE_CACHE", "/var/cache/rewardfleet"))

@@ -18,7 +18,7 @@ import yaml
 
 from tests.deploy.helpers import DEPLOY, K8S, tool
 from tests.deploy.test_k8s_autoscaling import adapter_rules, render_adapter_query
-from tests.support import ChildProcess, free_port, rewardfleet_cmd, running
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd, running
 from tests.tiny_models import build_tiny_qwen2
 from tests.waiting import eventually
 

@@ -26,7 +26,7 @@ import yaml
 from rewardfleet.router.config import RouterConfig
 from tests.deploy.helpers import DASHBOARD, DEPLOY, tool
 from tests.router.router_process import RouterProcess
-from tests.support import ChildProcess, free_port, rewardfleet_cmd, running
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd, running
 from tests.tiny_models import build_tiny_qwen2
 from tests.waiting import eventually
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from rewardfleet.services.cli import app
 from tests.deploy.helpers import DOCKER, tool
-from tests.support import REPO_ROOT
+from tests.support.processes import REPO_ROOT
 
 DOCKERFILES = sorted(DOCKER.glob("*.Dockerfile"))
 

@@ -25,7 +25,7 @@ import pytest
 from tests.deploy import images as im
 from tests.deploy import seccomp_profile as sp
 from tests.deploy.helpers import DOCKER, tool
-from tests.support import free_port
+from tests.support.processes import free_port
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(1800)

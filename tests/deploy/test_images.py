@@ -27,7 +27,7 @@ import pytest
 
 from tests.deploy import images as im
 from tests.deploy.helpers import DOCKER, tool
-from tests.support import free_port
+from tests.support.processes import free_port
 from tests.tiny_models import build_tiny_qwen2
 from tests.waiting import eventually
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.deploy import seccomp_profile as sp
-from tests.support import REPO_ROOT
+from tests.support.processes import REPO_ROOT
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="seccomp is Linux's")
 

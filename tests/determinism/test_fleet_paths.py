@@ -32,7 +32,7 @@ import pytest
 
 from tests.determinism.harness import REPORT, Comparison, alone, compare, mixed
 from tests.fleet.procs import cmdline, descendants
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
 from tests.tiny_models import build_tiny_qwen2
 from tests.waiting import eventually
 

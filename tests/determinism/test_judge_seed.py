@@ -18,7 +18,7 @@ import pytest
 
 from rewardfleet.reward_fns.judge import compute_score
 from rewardfleet.reward_fns.judging.seed import ROUTING_KEY_HEADER, routing_headers, sample_seed
-from tests.model_server.conftest import RunningServer, start_server
+from tests.support.model_server import RunningServer, start_server
 
 MESSAGES = [{"role": "user", "content": "Is 2 + 2 = 4? Answer Verdict: correct or incorrect."}]
 

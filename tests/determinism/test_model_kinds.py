@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from tests.determinism.harness import REPORT, Comparison, alone, batches_over_one, compare, mixed
-from tests.model_server.conftest import RunningServer, start_server
+from tests.support.model_server import RunningServer, start_server
 
 SEEDS = (1, 2, 3)
 WORDS = [

@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 from rewardfleet.services.fleet.config import DEFAULT_CONFIG_PATH
-from tests.support import rewardfleet_cmd
+from tests.support.processes import rewardfleet_cmd
 
 SECRETS = (
     "sk-gateway-key-1-a8f03c",

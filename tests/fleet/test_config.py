@@ -9,7 +9,7 @@ import pytest
 
 from rewardfleet.services.fleet.config import FleetConfigError, load_fleet_config
 from rewardfleet.services.fleet.plan import plan_fleet, sglang_command
-from tests.support import rewardfleet_cmd
+from tests.support.processes import rewardfleet_cmd
 
 
 def _load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 
 from rewardfleet.services.fleet.routable import router_workers
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
 from tests.tiny_models import build_tiny_qwen2
 from tests.waiting import eventually
 

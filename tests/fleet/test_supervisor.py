@@ -14,8 +14,8 @@ import pytest
 from rewardfleet.router import RouterConfig
 from rewardfleet.services.fleet.plan import router_child_spec
 from rewardfleet.services.fleet.supervisor import Backoff, ChildFailed, ChildSpec, ChildState, Supervisor
-from tests.router.conftest import FAST_HEALTH, ReplicaFactory, pid_exists
-from tests.support import free_port
+from tests.support.processes import free_port
+from tests.support.router import FAST_HEALTH, ReplicaFactory, pid_exists
 from tests.waiting import eventually_async
 
 

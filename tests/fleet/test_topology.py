@@ -22,7 +22,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.fleet.procs import cmdline, descendants, wait_gone
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
 from tests.tiny_models import build_tiny_qwen2
 from tests.waiting import eventually
 

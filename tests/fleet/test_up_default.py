@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 
 from tests.fleet.procs import cmdline, descendants, wait_gone
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
 from tests.waiting import eventually
 
 

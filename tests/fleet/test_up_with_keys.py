@@ -12,7 +12,7 @@ import pytest
 
 from rewardfleet.services.fleet.config import load_fleet_config
 from rewardfleet.services.fleet.probe_key import probe_key
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
 from tests.waiting import eventually
 
 FNS = Path(__file__).parents[1] / "gateway" / "tenants" / "fns"

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.model_server.conftest import RunningServer, start_server
+from tests.support.gateway import Gateway, start_gateway
+from tests.support.model_server import RunningServer, start_server
 from tests.tiny_models import build_tiny_llama
 
 

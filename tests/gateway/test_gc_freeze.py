@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rewardfleet.services.gateway import gc_tuning
-from tests.support import REPO_ROOT
+from tests.support.processes import REPO_ROOT
 
 SCRIPT = """
 import gc, sys

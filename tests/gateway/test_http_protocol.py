@@ -14,7 +14,7 @@ import pytest
 import uvicorn
 
 from rewardfleet.services.gateway.http_protocol import PROTOCOL, GatewayHttpProtocol, LazyEvent
-from tests.support import free_port
+from tests.support.processes import free_port
 from tests.waiting import eventually_async
 
 BIG = 8 * 1024 * 1024  # far above the transport's write high-water mark

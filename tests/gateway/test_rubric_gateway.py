@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.gateway.conftest import Gateway, start_gateway
 from tests.reward_fns.test_rubric import RUBRIC
-from tests.support import ChildProcess, free_port
+from tests.support.gateway import Gateway, start_gateway
+from tests.support.processes import ChildProcess, free_port
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.conftest import Gateway
+from tests.support.gateway import Gateway
 from tests.waiting import eventually
 
 

@@ -17,8 +17,8 @@ import pytest
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy, UnknownRewardFunction
 from rewardfleet.services.integrations import verl_reward
 from rewardfleet.services.integrations.trl import make_async_reward_func, make_reward_func
-from tests.integrations.conftest import LiveGateway
-from tests.support import wait_until_in_flight
+from tests.support.live_gateway import LiveGateway
+from tests.support.processes import wait_until_in_flight
 
 IM_PROMPT = (
     "<|im_start|>system\nBe brief.<|im_end|>\n"

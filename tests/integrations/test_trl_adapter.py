@@ -13,7 +13,7 @@ import pytest
 from rewardfleet.services.client import BadRequest, GatewayUnavailable, RetryPolicy
 from rewardfleet.services.integrations.trl import SampleMapper, make_async_reward_func, make_reward_func
 from tests.client.fake_gateway import FakeGateway, Reply, ok_reply
-from tests.support import free_port
+from tests.support.processes import free_port
 
 FAST = RetryPolicy(initial_backoff_s=0.01, max_backoff_s=0.02, max_attempts=3)
 

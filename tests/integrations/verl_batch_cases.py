@@ -19,7 +19,7 @@ import torch
 from rewardfleet.services.client import AsyncRewardClient, GatewayHTTPError
 from rewardfleet.services.integrations import verl_batch
 from rewardfleet.services.integrations.verl_reward import RewardFunctionFailed
-from tests.integrations.conftest import LiveGateway
+from tests.support.live_gateway import LiveGateway
 from tests.tiny_models import build_tiny_qwen2
 
 ANSWERS = ["7", "8", "9", "10", "11", "12"]

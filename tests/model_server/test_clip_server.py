@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.model_server.conftest import RunningServer, start_server
 from tests.model_server.test_router import start_router
+from tests.support.gateway import Gateway, start_gateway
+from tests.support.model_server import RunningServer, start_server
 from tests.tiny_clip import build_tiny_clip, png_data_url
 
 RED, BLUE = (255, 0, 0), (0, 0, 255)

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.model_server.conftest import RunningServer
+from tests.support.model_server import RunningServer
 from tests.waiting import eventually_async
 
 PROMPTS = ["hi", "The judge says", "x y z", "a longer prompt about grading answers " * 4]

@@ -16,10 +16,10 @@ import pytest
 
 from rewardfleet.reward_fns import likelihood
 from rewardfleet.router import RouterConfig
-from tests.model_server.conftest import RunningServer, start_server
 from tests.router.router_process import RouterProcess
 from tests.sglang_conformance import sglang_source as sgl
-from tests.support import free_port
+from tests.support.model_server import RunningServer, start_server
+from tests.support.processes import free_port
 from tests.tiny_models import build_tiny_qwen2
 
 

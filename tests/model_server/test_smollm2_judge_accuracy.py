@@ -14,9 +14,9 @@ import yaml
 
 from rewardfleet.reward_fns import judge
 from rewardfleet.reward_fns.judging.answer_match import decide
-from tests.model_server.conftest import RunningServer
 from tests.reward_fns.judge_cases import JudgeCase, judge_cases, small_subset
-from tests.support import REPO_ROOT
+from tests.support.model_server import RunningServer
+from tests.support.processes import REPO_ROOT
 
 pytestmark = pytest.mark.timeout(900)
 

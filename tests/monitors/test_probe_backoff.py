@@ -21,8 +21,8 @@ import pytest
 from rewardfleet.services.fleet.config import PoolConfig
 from rewardfleet.services.fleet.default_probes import probe_max_tokens
 from rewardfleet.services.gateway.monitors.probes import MASTER_KEYS
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.support import free_port, running
+from tests.support.gateway import Gateway, start_gateway
+from tests.support.processes import free_port, running
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(300)

@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from rewardfleet.services.gateway.monitors.shadow import agreement_stats
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.support import free_port, running
+from tests.support.gateway import Gateway, start_gateway
+from tests.support.processes import free_port, running
 from tests.waiting import eventually
 
 N = 40

@@ -17,7 +17,7 @@ from rich.console import Console
 from rewardfleet.services.fleet.status import status_table
 from tests.gateway.state_store.fleet import Fleet
 from tests.gateway.state_store.redis_server import RedisServer
-from tests.model_server.conftest import RunningServer, start_server
+from tests.support.model_server import RunningServer, start_server
 from tests.tiny_models import build_tiny_llama
 
 INPUT_USD, OUTPUT_USD = 10.0, 40.0  # per million tokens: a call costs about $0.005 here

@@ -20,10 +20,10 @@ import httpx
 import pytest
 
 from rewardfleet.router import RouterConfig
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.model_server.conftest import RunningServer, start_server
 from tests.router.router_process import RouterProcess
-from tests.support import free_port
+from tests.support.gateway import Gateway, start_gateway
+from tests.support.model_server import RunningServer, start_server
+from tests.support.processes import free_port
 from tests.tiny_prm import STEP_TAG, build_tiny_qwen2_prm, reference_step_logits, step_tag_id
 
 

@@ -15,7 +15,7 @@ import typer
 from rewardfleet.services.cli import app
 from rewardfleet.services.rescore import argv
 from rewardfleet.services.rescore.command import ScoreArgs
-from tests.support import REPO_ROOT
+from tests.support.processes import REPO_ROOT
 
 
 def _typer_command() -> Any:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from rewardfleet.services.rescore.inputs import ReadOptions, read_items
-from tests.rescore.conftest import Gateway, read_jsonl, run_score
-from tests.support import REPO_ROOT
+from tests.support.processes import REPO_ROOT
+from tests.support.rescore import Gateway, read_jsonl, run_score
 
 ANTLR_FOR_VERL = REPO_ROOT / ".venv" / "antlr4-4.9"
 CASES = [

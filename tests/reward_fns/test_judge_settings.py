@@ -16,7 +16,7 @@ from rewardfleet.reward_fns.judging.settings import (
     VerdictSettings,
     settings_from,
 )
-from tests.support import REPO_ROOT
+from tests.support.processes import REPO_ROOT
 
 
 def test_a_mapping_is_laid_over_the_defaults_or_a_base() -> None:

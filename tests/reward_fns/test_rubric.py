@@ -25,7 +25,7 @@ from rewardfleet.reward_fns._rubric_spec import (
 )
 from rewardfleet.reward_fns.judge import JudgeConfigError
 from tests.reward_fns.rubric_standin import judge as standin_judge
-from tests.support import ChildProcess, free_port
+from tests.support.processes import ChildProcess, free_port
 
 RUBRIC = [
     {

@@ -17,7 +17,7 @@ from aiohttp import web
 from transformers import AutoTokenizer
 
 from rewardfleet.reward_fns import judge
-from tests.support import free_port, running
+from tests.support.processes import free_port, running
 from tests.tiny_models import build_tiny_llama, build_tiny_qwen2
 
 EXTRA = {"question": "What is 6*7?"}

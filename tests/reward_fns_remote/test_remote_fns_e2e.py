@@ -15,9 +15,9 @@ from transformers import AutoTokenizer
 from rewardfleet.reward_fns import judge, reward_model, rule_then_judge, similarity
 from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.reward_fns.reward_model import build_disrm_input
-from tests.reward_fns_remote.conftest import Fleet
 from tests.sglang_standin import standin_embedding, standin_reward
-from tests.support import free_port
+from tests.support.processes import free_port
+from tests.support.remote_fleet import Fleet
 from tests.tiny_models import build_tiny_qwen2
 from tests.waiting import eventually_async
 

@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from rewardfleet.services.fleet.config import FleetConfig
-from tests.model_server.conftest import start_server
-from tests.router.conftest import ReplicaFactory, RouterFactory
+from tests.support.model_server import start_server
+from tests.support.router import ReplicaFactory, RouterFactory
 from tests.tiny_models import build_tiny_qwen2
 
 

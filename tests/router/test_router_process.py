@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.router.conftest import Replica, ReplicaFactory, RouterFactory, pid_exists
 from tests.router.router_process import RouterProcess
 from tests.sglang_standin import standin_embedding, standin_reward
+from tests.support.router import Replica, ReplicaFactory, RouterFactory, pid_exists
 from tests.waiting import eventually
 
 

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from rewardfleet.services.common.api_keys import MIN_API_KEY_CHARS
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
 from tests.tiny_models import build_tiny_llama
 from tests.waiting import eventually
 

@@ -20,10 +20,10 @@ from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from rewardfleet.services.gateway.state_store.memory import MemoryBackend
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
-from tests.gateway.state_store.conftest import make_backend
 from tests.gateway.state_store.helpers import CountingCompute, request, result
 from tests.gateway.state_store.redis_server import RedisServer
 from tests.gateway.units import async_function
+from tests.support.state_store import make_backend
 
 UID = "uid-" + "U" * 200
 GROUP_ID = "gid-" + "G" * 200

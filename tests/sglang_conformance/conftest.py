@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.model_server.conftest import RunningServer, start_server
-from tests.support import ChildProcess, free_port
+from tests.support.model_server import RunningServer, start_server
+from tests.support.processes import ChildProcess, free_port
 from tests.tiny_models import build_tiny_qwen2
 
 

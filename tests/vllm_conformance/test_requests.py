@@ -11,7 +11,7 @@ import pytest
 
 from rewardfleet.services.model_server.routes.pooling import _inputs
 from rewardfleet.services.model_server.schemas import PoolingRequest, PoolingTask
-from tests.model_server.conftest import RunningServer
+from tests.support.model_server import RunningServer
 from tests.tiny_prm import STEP_TAG
 
 COMPLETION = "PoolingCompletionRequest"

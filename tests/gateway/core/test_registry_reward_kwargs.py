@@ -14,8 +14,8 @@ import pytest
 from rewardfleet.reward_fns import judge, rule_then_judge
 from rewardfleet.services.gateway.core.config import FunctionConfig
 from rewardfleet.services.gateway.core.registry import check_signature
-from tests.gateway.conftest import gateway_cmd, write_config
-from tests.support import REPO_ROOT, free_port
+from tests.support.gateway import gateway_cmd, write_config
+from tests.support.processes import REPO_ROOT, free_port
 
 INJECTED = {
     "reward_router_address",

@@ -20,7 +20,7 @@ import psutil
 import pytest
 import yaml
 
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
 from tests.waiting import eventually, eventually_async
 
 FNS = Path(__file__).parent / "fns"

@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy
-from tests.gateway.reliability.conftest import report
-from tests.support import wait_until_in_flight
+from tests.support.processes import wait_until_in_flight
+from tests.support.reliability import report
 from tests.waiting import eventually
 
 

@@ -19,7 +19,7 @@ from rewardfleet.services.gateway.metrics import ExternalPoolMetrics
 from rewardfleet.services.gateway.pools.config import ExternalPoolConfig
 from rewardfleet.services.gateway.pools.external_pools import ExternalPool
 from tests.clock import FakeClock
-from tests.support import free_port, running
+from tests.support.processes import free_port, running
 from tests.waiting import eventually_async
 
 KEY = "sk-standin-clock-0123456789"

@@ -10,8 +10,8 @@ import time
 from typing import Any
 
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy
-from tests.gateway.reliability.conftest import report
 from tests.sglang_standin import standin_reward
+from tests.support.reliability import report
 from tests.waiting import eventually
 
 SAMPLES = 2000

@@ -23,7 +23,7 @@ from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.facade import Gateway
 from rewardfleet.services.gateway.routes import score_asgi
 from rewardfleet.services.gateway.routes.score_asgi import ScoreFastPath
-from tests.gateway.conftest import REWARD_FILES
+from tests.support.gateway import REWARD_FILES
 
 OK = {"data_source": "d", "solution_str": "1", "ground_truth": "1", "reward_fn": "verl_sync", "uid": "u1"}
 REQUESTS: dict[str, tuple[bytes, dict[str, str]]] = {

@@ -12,7 +12,7 @@ import httpx
 import yaml
 
 from tests.gateway.state_store.redis_server import RedisServer
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
 
 FLEET_FNS = Path(__file__).parent / "fleet_fns"
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"

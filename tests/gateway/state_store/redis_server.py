@@ -8,7 +8,7 @@ import signal
 import socket
 from pathlib import Path
 
-from tests.support import ChildProcess, free_port
+from tests.support.processes import ChildProcess, free_port
 from tests.waiting import eventually
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"

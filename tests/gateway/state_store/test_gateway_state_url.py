@@ -13,7 +13,7 @@ import httpx
 
 from tests.gateway.state_store.fleet import FLEET_FNS
 from tests.gateway.state_store.redis_server import RedisServer
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
 
 
 def gateway_args(port: int, *more: str) -> list[str]:

@@ -11,8 +11,8 @@ import pytest
 
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from tests.clock import FakeClock
-from tests.gateway.state_store.conftest import make_backend
 from tests.gateway.state_store.redis_server import RedisServer
+from tests.support.state_store import make_backend
 from tests.waiting import eventually_async
 
 BACKOFF_S = [0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0]

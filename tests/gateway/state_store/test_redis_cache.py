@@ -10,9 +10,9 @@ import pytest
 
 from rewardfleet.services.gateway.cache.stores import results_for
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
-from tests.gateway.state_store.conftest import make_backend
 from tests.gateway.state_store.helpers import CountingCompute, renewals, request
 from tests.gateway.state_store.redis_server import RedisServer
+from tests.support.state_store import make_backend
 from tests.waiting import eventually_async
 
 

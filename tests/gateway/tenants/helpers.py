@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
 
 FNS = Path(__file__).parent / "fns"
 KEY_A = "tenant-a-key-0123456789"

@@ -16,7 +16,7 @@ import pytest
 
 from tests.gateway.state_store.redis_server import RedisServer
 from tests.gateway.tenants.helpers import ADMIN, KEY_A, KEY_B, auth, gateway
-from tests.support import ChildProcess, free_port
+from tests.support.processes import ChildProcess, free_port
 
 STANDIN_KEY = "sk-standin-tenants-0123456789"
 INPUT_USD, OUTPUT_USD = 1000.0, 2000.0

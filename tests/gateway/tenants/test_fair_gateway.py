@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from rewardfleet.services.gateway.config import GatewayConfig
 from tests.gateway.state_store.redis_server import RedisServer
 from tests.gateway.tenants.helpers import ADMIN, KEY_A, KEY_B, auth, gateway
-from tests.support import rewardfleet_cmd
+from tests.support.processes import rewardfleet_cmd
 from tests.waiting import eventually, eventually_async
 
 FAIR_FNS = Path(__file__).parent / "fair_fns"

@@ -18,7 +18,7 @@ import yaml
 
 from tests.gateway.tenants.helpers import ADMIN, KEY_A, KEY_B, auth, gateway, sample, tenant_config
 from tests.integrations.openrlhf_source import import_agent_module
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
 
 
 @pytest.fixture(scope="module")

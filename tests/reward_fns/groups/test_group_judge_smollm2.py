@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.model_server.conftest import SERVER_ENV
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.support.gateway import Gateway, start_gateway
+from tests.support.model_server import SERVER_ENV
+from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.reward_fns.groups.conftest import GroupJudgeFleet
+from tests.support.group_judges import GroupJudgeFleet
 
 
 def _texts(qualities: list[int]) -> list[str]:

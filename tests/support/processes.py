@@ -19,7 +19,7 @@ import httpx
 
 from tests.waiting import eventually
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 
 
