@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from bench.harness.processes import ChildProcess, free_port
+from bench.harness.redis_server import RedisServer
+from bench.harness.router_process import RouterProcess
 from rewardfleet.router import RouterConfig
-from tests.gateway.state_store.redis_server import RedisServer
-from tests.router.router_process import RouterProcess
-from tests.support.processes import ChildProcess, free_port
 from tests.support.reliability import FNS, GatewayProc
 from tests.support.router import FAST_HEALTH, Replica, ReplicaFactory, RouterFactory
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from bench.harness.processes import REPO_ROOT, ChildProcess, free_port
 from tests.support.gateway import gateway_cmd, write_config
-from tests.support.processes import REPO_ROOT, ChildProcess, free_port
 
 NO_SANDBOX = {"sandbox": {"python": "/nonexistent/bin/python3"}}
 FAILING_CHECK = (

@@ -41,7 +41,7 @@ def test_seed_is_stable_and_in_sglang_range() -> None:
 
 @pytest.fixture(scope="module")
 def judge_server(tmp_path_factory: pytest.TempPathFactory, log_dir: Path) -> Iterator[RunningServer]:
-    from tests.tiny_models import build_tiny_qwen2
+    from bench.harness.tiny_models import build_tiny_qwen2
 
     path = build_tiny_qwen2(
         tmp_path_factory.mktemp("seed-judge") / "lm", "causal", seed=5, max_position_embeddings=2048

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from bench.harness.processes import ChildProcess, free_port
 from tests.support.gateway import REWARD_FILES, Gateway, gateway_cmd, write_config
-from tests.support.processes import ChildProcess, free_port
 
 
 class _HealthHandler(http.server.BaseHTTPRequestHandler):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.processes import REPO_ROOT
 from rewardfleet.services.gateway import gc_tuning
-from tests.support.processes import REPO_ROOT
 
 SCRIPT = """
 import gc, sys

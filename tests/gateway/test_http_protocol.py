@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import uvicorn
 
+from bench.harness.processes import free_port
+from bench.harness.waiting import eventually_async
 from rewardfleet.services.gateway.http_protocol import PROTOCOL, GatewayHttpProtocol, LazyEvent
-from tests.support.processes import free_port
-from tests.waiting import eventually_async
 
 BIG = 8 * 1024 * 1024  # far above the transport's write high-water mark
 

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.harness.waiting import eventually
 from tests.support.gateway import Gateway
-from tests.waiting import eventually
 
 
 def _ok(resp: httpx.Response) -> dict:

@@ -33,6 +33,6 @@ def trainer_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGa
 @pytest.fixture(scope="session")
 def tiny_policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny Qwen2 causal LM checkpoint with its ChatML tokenizer: the trainers' policy and tokenizer."""
-    from tests.tiny_models import build_tiny_qwen2
+    from bench.harness.tiny_models import build_tiny_qwen2
 
     return Path(build_tiny_qwen2(tmp_path_factory.mktemp("policy") / "qwen2", kind="causal"))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.tiny_models import build_tiny_llama, build_tiny_qwen2
 from tests.support.model_server import SERVER_ENV, RunningServer, start_server
-from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
-from tests.tiny_models import build_tiny_llama, build_tiny_qwen2
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.harness.processes import ChildProcess, free_port
 from tests.support.model_server import RunningServer
-from tests.support.processes import ChildProcess, free_port
 
 ROUTER_BIN = Path(sys.executable).parent / "sglang-router"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.processes import free_port
 from tests.support.gateway import Gateway, start_gateway
-from tests.support.processes import free_port
 
 REWARD_FILES = Path(__file__).parent / "reward_files"
 SERVERS = {

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
+from bench.harness.redis_server import RedisServer
 from rewardfleet.services.gateway.cache.stores import results_for
 from rewardfleet.services.gateway.core.dispatch import Dispatcher
 from rewardfleet.services.gateway.groups.config import GroupsConfig
@@ -21,7 +22,6 @@ from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from rewardfleet.services.gateway.state_store.memory import MemoryBackend
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from tests.gateway.state_store.helpers import CountingCompute, request, result
-from tests.gateway.state_store.redis_server import RedisServer
 from tests.gateway.units import async_function
 from tests.support.state_store import make_backend
 

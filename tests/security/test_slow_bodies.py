@@ -20,9 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.harness.processes import wait_until_in_flight
+from bench.harness.tiny_models import build_tiny_llama
 from tests.support.model_server import RunningServer, start_server
-from tests.support.processes import wait_until_in_flight
-from tests.tiny_models import build_tiny_llama
 
 BODY_READ_TIMEOUT_S = 1.0
 # The longest a test waits for the server's answer. Without a body read timeout no answer ever comes, and the

@@ -1,6 +1,6 @@
-"""What tests share besides fixtures (those are in the conftests: tests/conftest.py for every folder).
+"""What tests share besides fixtures (those are in the conftests: tests/conftest.py for every folder). What
+benchmarks use too (child processes, stand-ins, tiny checkpoints) is in bench/harness/.
 
-- `processes`: free loopback ports and real child processes that are waited for and reaped.
 - `gateway`: a real `rewardfleet gateway` process, its command and its config file.
 - `model_server`: `rewardfleet serve-model` on a free port.
 - `router`: stand-in SGLang replicas and real sglang-router processes.

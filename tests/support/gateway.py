@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import yaml
 
-from tests.support.processes import REPO_ROOT, ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.processes import REPO_ROOT, ChildProcess, free_port, rewardfleet_cmd
 
 REWARD_FILES = REPO_ROOT / "tests" / "gateway" / "reward_files"
 

@@ -1,5 +1,5 @@
 """A real gateway process whose `judge` pools are preference stand-ins
-(tests/reward_fns/groups/preference_judge.py) on 127.0.0.1, and the group functions it serves."""
+(bench/harness/preference_judge.py) on 127.0.0.1, and the group functions it serves."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 
+from bench.harness.processes import ChildProcess, free_port
 from tests.support.gateway import Gateway
-from tests.support.processes import ChildProcess, free_port
 
 PAIRWISE = "rewardfleet.reward_fns.groups.pairwise_judge:compute_group_score"
 LISTWISE = "rewardfleet.reward_fns.groups.listwise_judge:compute_group_score"
@@ -29,7 +29,7 @@ class Judge:
 
 def start_judge(tmp: Path, name: str, *args: str) -> Judge:
     port = free_port()
-    cmd = [sys.executable, "-m", "tests.reward_fns.groups.preference_judge", "--port", str(port), *args]
+    cmd = [sys.executable, "-m", "bench.harness.preference_judge", "--port", str(port), *args]
     proc = ChildProcess(cmd, tmp / f"{name}.log")
     proc.wait_http(f"http://127.0.0.1:{port}/health", timeout_s=60)
     return Judge(proc, f"127.0.0.1:{port}")

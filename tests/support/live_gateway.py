@@ -7,7 +7,7 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
 
 FUNCTIONS = {
     # verl-style files, unchanged verl contract

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.processes import ChildProcess, free_port, rewardfleet_cmd
-from tests.waiting import eventually
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.waiting import eventually
 
 SERVER_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from tests.support.processes import REPO_ROOT, ChildProcess, rewardfleet_cmd
+from bench.harness.processes import REPO_ROOT, ChildProcess, rewardfleet_cmd
 
 FNS = REPO_ROOT / "tests" / "gateway" / "reliability" / "fns"
 

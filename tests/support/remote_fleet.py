@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx
 
+from bench.harness.processes import ChildProcess, free_port
+from bench.harness.router_process import RouterProcess
 from rewardfleet.router import RouterConfig
-from tests.router.router_process import RouterProcess
-from tests.support.processes import ChildProcess, free_port
 
 
 @dataclass

@@ -9,8 +9,8 @@ from typing import Any
 
 import httpx
 
-from tests.router.router_process import RouterProcess
-from tests.support.processes import ChildProcess
+from bench.harness.processes import ChildProcess
+from bench.harness.router_process import RouterProcess
 
 # Fast health checks so worker loss shows up within seconds. The timeout stays above the stand-in's /health
 # time (>= 1 s, as SGLang's), or every check would fail.

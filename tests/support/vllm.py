@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import REPO_ROOT
+from bench.harness.processes import REPO_ROOT
 
 VLLM_VERSION = "0.33.0"
 VLLM_DIR = REPO_ROOT / ".venv" / f"vllm-{VLLM_VERSION}"

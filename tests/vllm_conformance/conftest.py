@@ -18,10 +18,10 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.harness.processes import REPO_ROOT, ChildProcess, free_port
+from bench.harness.tiny_prm import build_tiny_qwen2_prm, step_tag_id
 from tests.support.model_server import RunningServer, start_server
-from tests.support.processes import REPO_ROOT, ChildProcess, free_port
 from tests.support.vllm import SERVED_NAME, VLLM_VERSION, vllm_dir
-from tests.tiny_prm import build_tiny_qwen2_prm, step_tag_id
 
 
 @pytest.fixture(scope="session")

@@ -14,10 +14,10 @@ from typing import Any
 
 import httpx
 
+from bench.harness.processes import wait_until_in_flight
+from bench.harness.waiting import eventually
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy
-from tests.support.processes import wait_until_in_flight
 from tests.support.reliability import report
-from tests.waiting import eventually
 
 
 def _config(log: Path, delay_s: float) -> dict[str, Any]:

@@ -41,7 +41,7 @@ bodies = samples | valid_ish | st.lists(samples, max_size=3).map(lambda s: {"sam
 def fuzz_gateway(tmp_path_factory: pytest.TempPathFactory) -> Any:
     import shutil
 
-    from tests.support.processes import free_port
+    from bench.harness.processes import free_port
     from tests.support.reliability import FNS, GatewayProc
 
     tmp = tmp_path_factory.mktemp("fuzz")

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from tests.support.processes import free_port
+from bench.harness.processes import free_port
 from tests.support.reliability import report
 
 

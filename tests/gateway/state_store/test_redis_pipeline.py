@@ -16,8 +16,8 @@ import redis.asyncio.connection
 from redis.exceptions import AuthenticationError, ConnectionError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from bench.harness.redis_server import RedisServer
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
-from tests.gateway.state_store.redis_server import RedisServer
 from tests.support.state_store import make_backend
 
 ECHO = "return ARGV[1]"

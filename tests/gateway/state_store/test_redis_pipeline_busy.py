@@ -9,8 +9,8 @@ import uuid
 
 import uvloop
 
+from bench.harness.redis_server import RedisServer
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
-from tests.gateway.state_store.redis_server import RedisServer
 from tests.support.state_store import make_backend
 
 ECHO = "return ARGV[1]"

@@ -1,4 +1,5 @@
-"""A real gateway process whose `judge` pools are preference stand-ins (preference_judge.py) on 127.0.0.1."""
+"""A real gateway process whose `judge` pools are preference stand-ins (bench/harness/preference_judge.py)
+on 127.0.0.1."""
 
 from __future__ import annotations
 

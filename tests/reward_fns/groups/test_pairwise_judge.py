@@ -1,5 +1,5 @@
 """`pairwise_judge` through a real gateway process against a stand-in judge whose preference is known
-(preference_judge.py: the higher `quality=` wins), so every score is checked exactly."""
+(bench/harness/preference_judge.py: the higher `quality=` wins), so every score is checked exactly."""
 
 from __future__ import annotations
 
