@@ -48,8 +48,10 @@ from rewardfleet.services.gateway.errors import LoadError, StateStoreUnavailable
 from rewardfleet.services.gateway.execution.pool import WorkerPool
 from rewardfleet.services.gateway.execution.tokenizer import load_tokenizer
 from rewardfleet.services.gateway.facade import Gateway
-from rewardfleet.services.gateway.gc_tuning import tune_for_own_process
 from rewardfleet.services.gateway.groups.stores import group_scorer_for
+from rewardfleet.services.gateway.hot_path.gc_tuning import tune_for_own_process
+from rewardfleet.services.gateway.hot_path.score_asgi import ScoreFastPath
+from rewardfleet.services.gateway.hot_path.score_front import GatewayApp
 from rewardfleet.services.gateway.limits.function_limits import function_gates
 from rewardfleet.services.gateway.limits.input_limits import SampleLimits
 from rewardfleet.services.gateway.limits.stores import gate_for
@@ -70,8 +72,6 @@ from rewardfleet.services.gateway.routes import (
     slime,
 )
 from rewardfleet.services.gateway.routes.error_handlers import install_error_handlers
-from rewardfleet.services.gateway.routes.score_asgi import ScoreFastPath
-from rewardfleet.services.gateway.routes.score_front import GatewayApp
 from rewardfleet.services.gateway.routes.trainer_protocol import gateway_backend
 from rewardfleet.services.gateway.spend.meter import SpendMeter
 from rewardfleet.services.gateway.spend.stores import spend_ledger_for
@@ -89,7 +89,7 @@ def create_app(
     config: GatewayConfig, metrics: GatewayMetrics | None = None, freeze_startup: bool = False
 ) -> FastAPI:
     """`freeze_startup`: the process is this gateway's own (the CLI's): once started, the garbage collector
-    is set for it (gc_tuning.py)."""
+    is set for it (hot_path/gc_tuning.py)."""
     metrics = metrics or GatewayMetrics()
     backlog = Backlog()
     metrics.pool_queue_depth.set_function(lambda: backlog.depth)
@@ -350,8 +350,13 @@ def install_middleware(
     admission: Admission,
     tenancy: Tenancy | None = None,
 ) -> None:
-    # Innermost first. POST /score skips the router (routes/score_asgi.py), inside every limit below.
-    app.add_middleware(ScoreFastPath)
+    # Innermost first. POST /score skips the router (hot_path/score_asgi.py), inside every limit below.
+    app.add_middleware(
+        ScoreFastPath,
+        route=score.declared_route(),
+        score_sample=score.score_sample,
+        result_json=score.result_json,
+    )
     # The body limits sit inside admission: a body that is too large or too slow (408)
     # unwinds the app, and the slot it held is released on the way out.
     app.add_middleware(

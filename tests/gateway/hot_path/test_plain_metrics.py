@@ -15,8 +15,8 @@ from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.exposition import generate_latest
 
 from bench.harness.metrics_reference import Reference
+from rewardfleet.services.gateway.hot_path.plain_metrics import PlainCounter, PlainHistogram
 from rewardfleet.services.gateway.metrics import GatewayMetrics
-from rewardfleet.services.gateway.plain_metrics import PlainCounter, PlainHistogram
 
 HOT_FAMILIES = (
     "rewardfleet_gateway_requests",
