@@ -24,5 +24,5 @@ Read it in this order (top to bottom is the direction of every import; import-li
                     path, the HTTP protocol, plain metrics, the collector's tuning)
 
 A feature that keeps shared state owns its store protocol, its in-process store and its Redis store
-(`*/stores.py` picks one for the backend); storage imports no feature.
+(`*/choose_store.py` picks one for the backend); storage imports no feature.
 """

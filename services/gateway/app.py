@@ -38,7 +38,7 @@ from rewardfleet.services.common.hosts import connect_host
 from rewardfleet.services.common.request_metrics import RequestMetrics
 from rewardfleet.services.gateway.admission.admission import Admission, AdmissionMiddleware, Backlog
 from rewardfleet.services.gateway.admission.drain import Drain
-from rewardfleet.services.gateway.cache.stores import results_for
+from rewardfleet.services.gateway.cache.choose_store import results_for
 from rewardfleet.services.gateway.catalog.build import build_catalog
 from rewardfleet.services.gateway.catalog.reload import Reloader
 from rewardfleet.services.gateway.config import GatewayConfig
@@ -48,17 +48,17 @@ from rewardfleet.services.gateway.errors import LoadError, StateStoreUnavailable
 from rewardfleet.services.gateway.execution.pool import WorkerPool
 from rewardfleet.services.gateway.execution.tokenizer import load_tokenizer
 from rewardfleet.services.gateway.facade import Gateway
-from rewardfleet.services.gateway.groups.stores import group_scorer_for
+from rewardfleet.services.gateway.groups.choose_store import group_scorer_for
 from rewardfleet.services.gateway.hot_path.gc_tuning import tune_for_own_process
 from rewardfleet.services.gateway.hot_path.score_asgi import ScoreFastPath
 from rewardfleet.services.gateway.hot_path.score_front import GatewayApp
+from rewardfleet.services.gateway.limits.choose_store import gate_for
 from rewardfleet.services.gateway.limits.function_limits import function_gates
 from rewardfleet.services.gateway.limits.input_limits import SampleLimits
-from rewardfleet.services.gateway.limits.stores import gate_for
 from rewardfleet.services.gateway.metrics import GatewayMetrics
+from rewardfleet.services.gateway.monitors.choose_store import job_board_for
 from rewardfleet.services.gateway.monitors.probes import JudgeProber
 from rewardfleet.services.gateway.monitors.shadow import ShadowJudge
-from rewardfleet.services.gateway.monitors.stores import job_board_for
 from rewardfleet.services.gateway.pools.external_pools import ACCESS_LOGGER, ExternalPools, RedactPoolTokens
 from rewardfleet.services.gateway.routes import (
     admin,
@@ -73,8 +73,8 @@ from rewardfleet.services.gateway.routes import (
 )
 from rewardfleet.services.gateway.routes.error_handlers import install_error_handlers
 from rewardfleet.services.gateway.routes.trainer_protocol import gateway_backend
+from rewardfleet.services.gateway.spend.choose_store import spend_ledger_for
 from rewardfleet.services.gateway.spend.meter import SpendMeter
-from rewardfleet.services.gateway.spend.stores import spend_ledger_for
 from rewardfleet.services.gateway.state_store.base import StateBackend
 from rewardfleet.services.gateway.state_store.factory import build_backend
 from rewardfleet.services.gateway.tenants import routes as tenant_routes

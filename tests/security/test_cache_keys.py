@@ -12,11 +12,11 @@ import pytest
 import redis.asyncio as redis
 
 from bench.harness.redis_server import RedisServer
-from rewardfleet.services.gateway.cache.stores import results_for
+from rewardfleet.services.gateway.cache.choose_store import results_for
 from rewardfleet.services.gateway.core.dispatch import Dispatcher
+from rewardfleet.services.gateway.groups.choose_store import group_scorer_for
 from rewardfleet.services.gateway.groups.config import GroupsConfig
 from rewardfleet.services.gateway.groups.scorer import GroupScorer, load_group_functions
-from rewardfleet.services.gateway.groups.stores import group_scorer_for
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from rewardfleet.services.gateway.state_store.memory import MemoryBackend

@@ -7,8 +7,8 @@ import time
 from typing import cast
 
 from bench.harness.waiting import eventually_async
+from rewardfleet.services.gateway.limits.choose_store import gate_for
 from rewardfleet.services.gateway.limits.redis_gate import RedisGate
-from rewardfleet.services.gateway.limits.stores import gate_for
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from tests.gateway.state_store.helpers import record_calls
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.harness.waiting import eventually_async
-from rewardfleet.services.gateway.limits.stores import gate_for
+from rewardfleet.services.gateway.limits.choose_store import gate_for
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from rewardfleet.services.gateway.state_store.redis_leases import Leases, new_token
 from rewardfleet.services.gateway.state_store.redis_scripts import LEASE_RENEW

@@ -12,7 +12,7 @@ import pytest
 
 from bench.harness.processes import free_port
 from bench.harness.redis_server import RedisServer
-from rewardfleet.services.gateway.cache.stores import results_for
+from rewardfleet.services.gateway.cache.choose_store import results_for
 from rewardfleet.services.gateway.errors import StateStoreUnavailable
 from tests.gateway.state_store.helpers import CountingCompute, request
 from tests.support.state_store import make_backend
