@@ -1,0 +1,225 @@
+"""Every NeMo Gym resources server at the pinned commit, classified, and the replay of the recorded rows of
+those the fleet reproduces (tests/nemo_gym/test_catalog.py, bench/nemo_gym_catalog.py).
+
+Classes: 1 rule-based, 2 judge-based, 3 stateful / tools (served as environments), 4 needs what cannot run
+here. Classes 2 and 3 and servers without recorded rows are recognised from the rows themselves; every other
+server is classified by reading its `app.py` (`RULE`, `NEEDS` below, each with what it needs).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from tests.nemo_gym import gym_mirror
+
+ENVIRONMENT = "environment: see docs/environments.md"
+CLASS_NAMES = {1: "rule-based", 2: "judge-based", 3: "stateful / tools", 4: "needs what cannot run here"}
+_JUDGE_KEYS = ("judge", "verdict", "judgement")
+
+# Rule-based servers not reproduced yet: what it takes.
+RULE: dict[str, str] = {
+    "arc_agi": "grid answer parsed from the response; not written yet",
+    "asr_with_pc": "WER / punctuation-and-case error rates on transcripts; not written yet",
+    "bunsenbench_chemistry_mcq": "mcqa variant with its own answer extraction; not written yet",
+    "calendar": "event constraints checked on the response's schedule; not written yet",
+    "citation_if": "citation grammar per row's verifier; not written yet",
+    "code_gen": "LiveCodeBench unit tests in a sandbox: the `code` built-in's job, not mapped yet",
+    "gui_coordinate": "distance of a clicked point to a box; not written yet",
+    "hotpotqa_qa": "SQuAD-style EM / F1 with HotpotQA's answer filters; not written yet",
+    "iheval": "instruction-hierarchy rule scorers per task; not written yet",
+    "image_tools": "pivot tool-call comparison (IoU, point distance); not written yet",
+    "lc_niah": "needle overlap (LCS, n-grams, difflib); not written yet",
+    "litmus_agent": "a value parsed by the row's regex, compared with a tolerance; not written yet",
+    "nvarc": "ARC grids (transductive) or a transform() program run in a sandbox (inductive); not written yet",
+    "proof_genselect": "the selected solution index parsed from the response; not written yet",
+    "ragtruth": "hallucination-list JSON parsed and compared; not written yet",
+    "ruler2": "RULER v2 string match and multiple choice; needs `editdistance`; not written yet",
+    "spartqa": "four-label single choice; not written yet",
+    "string_match": "normalised string match with several extraction modes; not written yet",
+    "structeval": "structured output parsed (json, yaml, toml, csv, xml) with key paths checked; not written yet",
+    "swe_pivot": "pivot edit comparison (tool name, target file, diff similarity); not written yet",
+    "swerl_llm_judge": "the policy's choice of patch parsed from its <solution> block; not written yet",
+    "verifif": "VerifIF's rule validators (its LLM validators call a judge); not written yet",
+    "math_with_judge": "",  # reproduced (as shipped: should_use_judge false); listed for its judge fields
+}
+
+# Servers that need what cannot run here, with exactly what.
+NEEDS: dict[str, str] = {
+    "bigcodebench": "BigCodeBench's test harness and its venv of ~70 libraries (setup_bcb_venv)",
+    "bird_sql": "BIRD's dev databases (dev_databases/<db_id>/<db_id>.sqlite, not shipped)",
+    "code_fim": "HumanEval-infilling's tests and a Ray-run executor",
+    "competitive_coding_challenges": "the competitions' test data and grader (ccc_eval)",
+    "critpt": "Artificial Analysis' CritPt evaluation API and its key",
+    "cvdp": "Docker images with Verilog simulators (cvdp testbench runner)",
+    "ether0": "the ether0 rewards package (RDKit, molecule services)",
+    "evalplus": "EvalPlus' dataset and executor (Ray)",
+    "legal_agent_bench": "its prepared legal task data",
+    "longmt_eval": "a GPU actor with LASER2, vecalign and COMETKiwi (SEGALE)",
+    "math_formal_lean": "a Lean 4 + Mathlib sandbox service",
+    "reasoning_gym": "the reasoning_gym package's generators and scorers",
+    "rolemrc": "METEOR (NLTK WordNet data) and BERTScore (a model); judge mode calls a judge",
+    "scicode": "SciCode's test data (h5 files) and executor",
+    "speed_bench": "a vLLM server's speculative-decoding Prometheus counters (GPU)",
+    "spider2_lite": "Spider 2.0-lite's databases",
+    "swebench": "Docker and SWE-bench's images",
+    "swerl_gen": "Singularity images of the repositories",
+    "vlm_eval_kit": "VLMEvalKit and its benchmark images",
+    "wmt_translation": "xCOMET-XXL on a GPU (chrF, the reward, is sacrebleu's) and a language-ID model",
+}
+
+# Stateful servers whose rows hold no function call (multi-turn games and environments).
+STATEFUL = {
+    "aviary",
+    "blackjack",
+    "example_multi_turn_gymnasium",
+    "grl_sokoban",
+    "grl_tetris",
+    "gymnasium",
+    "tales",
+    "toolsandbox",
+}
+# Judge-based servers whose rows carry no judge-named field.
+JUDGED = {"bbq", "genrm_compare", "inverse_if", "multichallenge", "proof_judge", "proof_verification"}
+
+
+@dataclass(frozen=True)
+class Replay:
+    """How the recorded rows of one server are posted to the gateway and compared."""
+
+    compare: tuple[str, ...]  # recorded keys compared besides `reward` (removed from the posted body)
+    tasks: str | None = None  # task file the rows are joined to by prompt text (rows that lost task fields)
+    extra_task: dict[str, Any] = field(default_factory=dict)  # task fields the recording lost (see its note)
+    skip_rows: dict[int, str] = field(default_factory=dict)  # row -> why it cannot be compared
+    drop: tuple[str, ...] = ()  # recorded keys removed from the body and not compared
+    note: str = ""  # a behaviour of the server the rows show, matched on purpose
+
+
+# The reproduced servers: the gateway's mapping for each is deploy/nemo_gym/catalog.yaml's entry of the name.
+REPLAYS: dict[str, Replay] = {
+    "mcqa": Replay(("extracted_answer",), tasks="example.jsonl"),
+    "equivalence_rule": Replay(("equivalence_score",)),
+    "format_verification": Replay(("match_details",)),
+    "instruction_following": Replay(("follow_all_instructions", "follow_instruction_list")),
+    "ifbench": Replay(
+        ("follow_all_instructions", "follow_instruction_list"),
+        skip_rows={
+            0: "ratio:stop_words needs NLTK's stopwords data, which no PyPI package ships",
+            1: "words:start_verb needs NLTK's part-of-speech tagger data",
+            4: "words:start_verb needs NLTK's part-of-speech tagger data",
+        },
+    ),
+    # as shipped (should_use_judge: false) math-verify decides; rows 0 and 4 were recorded with the judge
+    # on, which agreed with the library's 0
+    "math_with_judge": Replay((), drop=("library_reward", "extracted_answer", "judge_evaluations")),
+    # the rows carry no schema_str and match no task file; rows 0, 1, 3, 4 answered JSON in a markdown
+    # fence, which NeMo Gym does not parse whatever the schema: any valid schema decides them
+    "structured_outputs": Replay(
+        (),
+        extra_task={"schema_str": '{"type": "object"}', "schema_type": "json"},
+        skip_rows={2: "its schema_str is in neither the recorded row nor a task file"},
+    ),
+}
+
+
+@dataclass
+class Entry:
+    server: str
+    cls: int
+    rows: int
+    reason: str
+    replay: Replay | None
+
+
+def _has_function_call(row: dict[str, Any]) -> bool:
+    output = (row.get("response") or {}).get("output") or []
+    return any(isinstance(item, dict) and item.get("type") == "function_call" for item in output)
+
+
+def classify(server: str, rows: list[dict[str, Any]]) -> tuple[int, str]:
+    if server in REPLAYS:
+        return 1, ""
+    if not rows:
+        return 4, "its example_rollouts.jsonl holds placeholder lines, no recorded row"
+    if server in STATEFUL or any(_has_function_call(r) for r in rows):
+        return 3, ENVIRONMENT
+    if server in NEEDS:
+        return 4, NEEDS[server]
+    if server in RULE:
+        return 1, RULE[server]
+    keys = {k for r in rows for k in r}
+    if server in JUDGED or any(any(j in k for j in _JUDGE_KEYS) for k in keys):
+        return 2, "judge replay not written yet (stand-in judge answering the recorded requests)"
+    return 0, "not classified"
+
+
+def entries() -> list[Entry]:
+    out = []
+    for server in gym_mirror.servers():
+        rows = gym_mirror.rollouts(server)
+        cls, reason = classify(server, rows)
+        out.append(Entry(server, cls, len(rows), reason, REPLAYS.get(server)))
+    return out
+
+
+def bodies(server: str, replay: Replay) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
+    """(row index, verify body, recorded outputs) of every recorded row not skipped."""
+    rows = gym_mirror.rollouts(server)
+    tasks: dict[str, dict[str, Any]] = {}
+    if replay.tasks is not None:
+        tasks = {gym_mirror.prompt_text(t): t for t in gym_mirror.data(server, replay.tasks)}
+    outputs = ("reward", *replay.compare)
+    out = []
+    for i, row in enumerate(rows):
+        if i in replay.skip_rows:
+            continue
+        task = tasks.get(gym_mirror.prompt_text(row), {}) if replay.tasks is not None else {}
+        body = {k: v for k, v in task.items() if k != "responses_create_params"}
+        body.update(replay.extra_task)
+        body.update({k: v for k, v in row.items() if k not in outputs and k not in replay.drop})
+        out.append((i, body, {k: row[k] for k in outputs if k in row}))
+    return out
+
+
+def _same(got: Any, want: Any) -> bool:
+    if isinstance(want, bool) or want is None or isinstance(want, str):
+        return got == want
+    if isinstance(want, (int, float)):
+        return isinstance(got, (int, float)) and not isinstance(got, bool) and abs(got - want) <= 1e-9
+    if isinstance(want, list):
+        return isinstance(got, list) and len(got) == len(want) and all(map(_same, got, want))
+    if isinstance(want, dict):
+        return isinstance(got, dict) and got.keys() == want.keys() and all(_same(got[k], want[k]) for k in want)
+    return got == want
+
+
+@dataclass
+class RowResult:
+    row: int
+    ok: bool
+    detail: str  # the differing keys (ok: empty)
+
+
+def replay_server(
+    url: str, server: str, replay: Replay, post: Callable[..., httpx.Response] = httpx.post
+) -> list[RowResult]:
+    """Every recorded row posted to `<url>/nemo_gym/<server>/verify`, compared with what NeMo Gym recorded."""
+    results = []
+    for i, body, recorded in bodies(server, replay):
+        resp = post(f"{url}/nemo_gym/{server}/verify", json=body, timeout=120)
+        if resp.status_code != 200:
+            results.append(RowResult(i, False, f"HTTP {resp.status_code}: {resp.text[:200]}"))
+            continue
+        answer = resp.json()
+        diffs = [
+            f"{k}: {json.dumps(answer.get(k))[:80]} != {json.dumps(v)[:80]}"
+            for k, v in recorded.items()
+            if not _same(answer.get(k), v)
+        ]
+        echoed = answer.get("response") == body["response"]
+        results.append(RowResult(i, not diffs and echoed, "; ".join(diffs) or ("" if echoed else "body")))
+    return results
