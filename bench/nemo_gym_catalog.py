@@ -60,11 +60,18 @@ def table(entries: list[catalog.Entry], ok_rows: dict[str, int], why: dict[str, 
 
 
 def splice(path: Path, text: str) -> None:
+    """`text` between the markers of `path`, each line indented as the start marker is."""
     old = path.read_text()
-    pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.S)
+    pattern = re.compile(r"^([ \t]*)" + re.escape(START) + ".*?" + re.escape(END), re.S | re.M)
     if not pattern.search(old):
         raise SystemExit(f"{path}: no {START} ... {END} markers")
-    path.write_text(pattern.sub(lambda _: f"{START}\n{text}\n{END}", old))
+
+    def block(m: re.Match[str]) -> str:
+        pad = m.group(1)
+        body = "\n".join(pad + line if line else line for line in text.splitlines())
+        return f"{pad}{START}\n{body}\n{pad}{END}"
+
+    path.write_text(pattern.sub(block, old))
 
 
 def main() -> None:

@@ -35,13 +35,15 @@ RULE: dict[str, str] = {
     "image_tools": "pivot tool-call comparison (IoU, point distance); not written yet",
     "lc_niah": "needle overlap (LCS, n-grams, difflib); not written yet",
     "litmus_agent": "a value parsed by the row's regex, compared with a tolerance; not written yet",
-    "nvarc": "ARC grids (transductive) or a transform() program run in a sandbox (inductive); not written yet",
+    "nvarc": "ARC grids (transductive) or a transform() program in a sandbox (inductive); not written yet",
+    "ruler": "reference strings found in the response; the recorded rows lost `outputs` and `subset` and"
+    " are of tasks example.jsonl does not hold, so nothing can check a reproduction",
     "proof_genselect": "the selected solution index parsed from the response; not written yet",
     "ragtruth": "hallucination-list JSON parsed and compared; not written yet",
     "ruler2": "RULER v2 string match and multiple choice; needs `editdistance`; not written yet",
     "spartqa": "four-label single choice; not written yet",
     "string_match": "normalised string match with several extraction modes; not written yet",
-    "structeval": "structured output parsed (json, yaml, toml, csv, xml) with key paths checked; not written yet",
+    "structeval": "structured output (json, yaml, toml, csv, xml) parsed, key paths checked; not written yet",
     "swe_pivot": "pivot edit comparison (tool name, target file, diff similarity); not written yet",
     "swerl_llm_judge": "the policy's choice of patch parsed from its <solution> block; not written yet",
     "verifif": "VerifIF's rule validators (its LLM validators call a judge); not written yet",
@@ -92,7 +94,8 @@ class Replay:
     """How the recorded rows of one server are posted to the gateway and compared."""
 
     compare: tuple[str, ...]  # recorded keys compared besides `reward` (removed from the posted body)
-    tasks: str | None = None  # task file the rows are joined to by prompt text (rows that lost task fields)
+    tasks: str | None = None  # task file the rows are joined to (rows that lost task fields)
+    join: str = "prompt"  # by prompt text, or by "_ng_task_index" (a materialized inputs file)
     extra_task: dict[str, Any] = field(default_factory=dict)  # task fields the recording lost (see its note)
     skip_rows: dict[int, str] = field(default_factory=dict)  # row -> why it cannot be compared
     drop: tuple[str, ...] = ()  # recorded keys removed from the body and not compared
@@ -123,6 +126,16 @@ REPLAYS: dict[str, Replay] = {
         extra_task={"schema_str": '{"type": "object"}', "schema_type": "json"},
         skip_rows={2: "its schema_str is in neither the recorded row nor a task file"},
     ),
+    "gpqa_diamond": Replay(("extracted_answer",), tasks="example.jsonl"),
+    "circle_count": Replay(
+        ("predicted_count", "expected_count", "correct"),
+        tasks="example_rollouts_materialized_inputs.jsonl",
+        join="_ng_task_index",
+    ),
+    "mrcr": Replay(("prefix_matched", "seq_match_ratio")),
+    "graphwalks": Replay(("f1", "parse_failed", "predicted_nodes")),
+    "imo_gradingbench": Replay(("extracted_grade", "binary_match", "score_diff")),
+    "math_proof_judgement": Replay(("extracted_judgement", "tp", "fp", "fn", "tn")),
 }
 
 
@@ -166,18 +179,22 @@ def entries() -> list[Entry]:
     return out
 
 
+def _key(row: dict[str, Any], join: str) -> Any:
+    return gym_mirror.prompt_text(row) if join == "prompt" else row.get(join)
+
+
 def bodies(server: str, replay: Replay) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
     """(row index, verify body, recorded outputs) of every recorded row not skipped."""
     rows = gym_mirror.rollouts(server)
     tasks: dict[str, dict[str, Any]] = {}
     if replay.tasks is not None:
-        tasks = {gym_mirror.prompt_text(t): t for t in gym_mirror.data(server, replay.tasks)}
+        tasks = {_key(t, replay.join): t for t in gym_mirror.data(server, replay.tasks)}
     outputs = ("reward", *replay.compare)
     out = []
     for i, row in enumerate(rows):
         if i in replay.skip_rows:
             continue
-        task = tasks.get(gym_mirror.prompt_text(row), {}) if replay.tasks is not None else {}
+        task = tasks.get(_key(row, replay.join), {}) if replay.tasks is not None else {}
         body = {k: v for k, v in task.items() if k != "responses_create_params"}
         body.update(replay.extra_task)
         body.update({k: v for k, v in row.items() if k not in outputs and k not in replay.drop})
@@ -193,7 +210,9 @@ def _same(got: Any, want: Any) -> bool:
     if isinstance(want, list):
         return isinstance(got, list) and len(got) == len(want) and all(map(_same, got, want))
     if isinstance(want, dict):
-        return isinstance(got, dict) and got.keys() == want.keys() and all(_same(got[k], want[k]) for k in want)
+        return (
+            isinstance(got, dict) and got.keys() == want.keys() and all(_same(got[k], want[k]) for k in want)
+        )
     return got == want
 
 

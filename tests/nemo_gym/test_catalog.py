@@ -1,0 +1,62 @@
+"""NeMo Gym's catalogue at the pinned commit (read from its snapshot at test time): every server classified,
+and every recorded row of each reproduced server posted to `/nemo_gym/<server>/verify` of a real gateway
+configured from deploy/nemo_gym/catalog.yaml, getting the reward and the extras NeMo Gym recorded."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.gateway.conftest import Gateway, start_gateway
+from tests.nemo_gym import catalog, gym_mirror
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(gym_mirror.missing() is not None, reason=gym_mirror.missing() or "")
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    config = yaml.safe_load((ROOT / "deploy" / "nemo_gym" / "catalog.yaml").read_text())["gateway"]
+    config = {**config, "workers": 2, "max_body_bytes": 8 * 1024 * 1024}
+    gateway = start_gateway(tmp_path_factory.mktemp("catalog"), config, None)
+    try:
+        yield gateway
+    finally:
+        gateway.proc.stop()
+
+
+@pytest.mark.parametrize("server", sorted(catalog.REPLAYS))
+def test_recorded_rows_reproduced(gateway: Gateway, server: str) -> None:
+    replay = catalog.REPLAYS[server]
+    rows = gym_mirror.rollouts(server)
+    assert rows, f"{server} has no recorded rows at {gym_mirror.COMMIT}"
+    results = catalog.replay_server(gateway.url, server, replay)
+    # every recorded row is either compared or listed with its reason
+    assert sorted([r.row for r in results] + list(replay.skip_rows)) == list(range(len(rows)))
+    assert [(r.row, r.detail) for r in results if not r.ok] == []
+
+
+def test_every_server_is_classified_and_every_reproduced_one_is_served() -> None:
+    entries = catalog.entries()
+    assert len(entries) == 114  # the pinned commit's resources servers
+    assert [e.server for e in entries if e.cls not in catalog.CLASS_NAMES] == []
+    assert all(e.reason or e.replay is not None for e in entries)
+    served = yaml.safe_load((ROOT / "deploy" / "nemo_gym" / "catalog.yaml").read_text())["gateway"]
+    assert set(catalog.REPLAYS) == set(served["nemo_gym"]["servers"])
+
+
+def test_docs_table_is_the_generated_one() -> None:
+    """docs/nemo_gym.md's table (bench/nemo_gym_catalog.py writes it) lists every server with its class and
+    row count as the catalogue has them now, and README.md carries the same totals line."""
+    doc = (ROOT / "docs" / "nemo_gym.md").read_text()
+    listed = {
+        m["server"]: (int(m["cls"]), int(m["rows"]))
+        for m in re.finditer(r"^\| (?P<server>[\w.-]+) \| (?P<cls>\d) [^|]+\| (?P<rows>\d+) \|", doc, re.M)
+    }
+    assert listed == {e.server: (e.cls, e.rows) for e in catalog.entries()}
+    totals = re.findall(r"^reproduced: .*$", doc, re.M)
+    assert len(totals) == 1 and totals[0] in (ROOT / "README.md").read_text()
