@@ -23,7 +23,6 @@ _JUDGE_KEYS = ("judge", "verdict", "judgement")
 
 # Rule-based servers not reproduced yet: what it takes.
 RULE: dict[str, str] = {
-    "arc_agi": "grid answer parsed from the response; not written yet",
     "asr_with_pc": "WER / punctuation-and-case error rates on transcripts; not written yet",
     "bunsenbench_chemistry_mcq": "mcqa variant with its own answer extraction; not written yet",
     "calendar": "event constraints checked on the response's schedule; not written yet",
@@ -38,7 +37,6 @@ RULE: dict[str, str] = {
     "nvarc": "ARC grids (transductive) or a transform() program in a sandbox (inductive); not written yet",
     "ruler": "reference strings found in the response; the recorded rows lost `outputs` and `subset` and"
     " are of tasks example.jsonl does not hold, so nothing can check a reproduction",
-    "proof_genselect": "the selected solution index parsed from the response; not written yet",
     "ragtruth": "hallucination-list JSON parsed and compared; not written yet",
     "ruler2": "RULER v2 string match and multiple choice; needs `editdistance`; not written yet",
     "spartqa": "four-label single choice; not written yet",
@@ -136,6 +134,8 @@ REPLAYS: dict[str, Replay] = {
     "graphwalks": Replay(("f1", "parse_failed", "predicted_nodes")),
     "imo_gradingbench": Replay(("extracted_grade", "binary_match", "score_diff")),
     "math_proof_judgement": Replay(("extracted_judgement", "tp", "fp", "fn", "tn")),
+    "proof_genselect": Replay((), tasks="example.jsonl"),
+    "arc_agi": Replay(("predicted_output", "extraction_successful"), tasks="example.jsonl"),
 }
 
 
