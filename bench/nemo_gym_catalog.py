@@ -19,9 +19,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
-from tests.gateway.conftest import start_gateway
 from tests.nemo_gym import catalog, gym_mirror
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,11 +28,6 @@ README = ROOT / "README.md"
 START, END = "<!-- nemo-gym-catalog:start -->", "<!-- nemo-gym-catalog:end -->"
 # optional packages a reproduction may use, reported with the table
 EXTRAS = ("math_verify", "jsonschema", "nltk")
-
-
-def gateway_config() -> dict:
-    config = yaml.safe_load(CONFIG.read_text())["gateway"]
-    return {**config, "workers": 2, "max_body_bytes": 8 * 1024 * 1024}
 
 
 def totals_line(entries: list[catalog.Entry], ok_rows: dict[str, int]) -> str:
@@ -84,27 +76,23 @@ def main() -> None:
     ok_rows = {e.server: 0 for e in entries}
     why: dict[str, str] = {}
     timing: dict[int, list[float]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        gateway = start_gateway(Path(tmp), gateway_config(), None)
-        try:
-            for e in entries:
-                if e.replay is None:
-                    continue
-                started = time.perf_counter()
-                results = catalog.replay_server(gateway.url, e.server, e.replay)
-                elapsed = time.perf_counter() - started
-                timing.setdefault(e.cls, [0.0, 0.0])
-                timing[e.cls][0] += len(results)
-                timing[e.cls][1] += elapsed
-                ok_rows[e.server] = sum(r.ok for r in results)
-                notes = [f"row {r.row}: {r.detail}" for r in results if not r.ok]
-                notes += [f"row {i}: {reason}" for i, reason in e.replay.skip_rows.items()]
-                if e.replay.note:
-                    notes.insert(0, e.replay.note)
-                why[e.server] = "; ".join(notes).replace("|", "\\|")
-                print(f"{e.server}: {ok_rows[e.server]} of {e.rows}", *notes, sep="\n  ", flush=True)
-        finally:
-            gateway.proc.stop()
+    with tempfile.TemporaryDirectory() as tmp, catalog.serving(Path(tmp)) as gateway:
+        for e in entries:
+            if e.replay is None:
+                continue
+            started = time.perf_counter()
+            results = catalog.replay_server(gateway.url, e.server, e.replay)
+            elapsed = time.perf_counter() - started
+            timing.setdefault(e.cls, [0.0, 0.0])
+            timing[e.cls][0] += len(results)
+            timing[e.cls][1] += elapsed
+            ok_rows[e.server] = sum(r.ok for r in results)
+            notes = [f"row {r.row}: {r.detail}" for r in results if not r.ok]
+            notes += [f"row {i}: {reason}" for i, reason in e.replay.skip_rows.items()]
+            if e.replay.note:
+                notes.insert(0, e.replay.note)
+            why[e.server] = "; ".join(notes).replace("|", "\\|")
+            print(f"{e.server}: {ok_rows[e.server]} of {e.rows}", *notes, sep="\n  ", flush=True)
     line = totals_line(entries, ok_rows)
     print(line)
     for cls, (n, seconds) in sorted(timing.items()):

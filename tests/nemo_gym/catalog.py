@@ -8,14 +8,25 @@ server is classified by reading its `app.py` (`RULE`, `NEEDS` below, each with w
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import inspect
 import json
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
+import yaml
 
+from tests.gateway.conftest import Gateway, start_gateway
 from tests.nemo_gym import gym_mirror
+from tests.nemo_gym.judge_replay import normalise
+from tests.support import ChildProcess, free_port
+
+CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "nemo_gym" / "catalog.yaml"
 
 ENVIRONMENT = "environment: see docs/environments.md"
 CLASS_NAMES = {1: "rule-based", 2: "judge-based", 3: "stateful / tools", 4: "needs what cannot run here"}
@@ -97,6 +108,7 @@ class Replay:
     extra_task: dict[str, Any] = field(default_factory=dict)  # task fields the recording lost (see its note)
     skip_rows: dict[int, str] = field(default_factory=dict)  # row -> why it cannot be compared
     drop: tuple[str, ...] = ()  # recorded keys removed from the body and not compared
+    judge: str | None = None  # the judge function: recorded judge_evaluations replayed and compared
     note: str = ""  # a behaviour of the server the rows show, matched on purpose
 
 
@@ -134,6 +146,7 @@ REPLAYS: dict[str, Replay] = {
     "graphwalks": Replay(("f1", "parse_failed", "predicted_nodes")),
     "imo_gradingbench": Replay(("extracted_grade", "binary_match", "score_diff")),
     "math_proof_judgement": Replay(("extracted_judgement", "tp", "fp", "fn", "tn")),
+    "equivalence_llm_judge": Replay((), drop=("judge_evaluations",), judge="equivalence_llm_judge"),
     "proof_genselect": Replay((), tasks="example.jsonl"),
     "arc_agi": Replay(("predicted_output", "extraction_successful"), tasks="example.jsonl"),
 }
@@ -155,7 +168,7 @@ def _has_function_call(row: dict[str, Any]) -> bool:
 
 def classify(server: str, rows: list[dict[str, Any]]) -> tuple[int, str]:
     if server in REPLAYS:
-        return 1, ""
+        return (2 if REPLAYS[server].judge is not None else 1), ""
     if not rows:
         return 4, "its example_rollouts.jsonl holds placeholder lines, no recorded row"
     if server in STATEFUL or any(_has_function_call(r) for r in rows):
@@ -239,6 +252,105 @@ def replay_server(
             for k, v in recorded.items()
             if not _same(answer.get(k), v)
         ]
+        if replay.judge is not None:
+            diffs += _judge_diffs(
+                answer.get("judge_evaluations"), recorded_judge(gym_mirror.rollouts(server)[i])
+            )
         echoed = answer.get("response") == body["response"]
         results.append(RowResult(i, not diffs and echoed, "; ".join(diffs) or ("" if echoed else "body")))
     return results
+
+
+def _inputs(evaluation: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(evaluation.get("responses_create_params", {}).get("input") or [])
+
+
+def _judge_text(evaluation: dict[str, Any]) -> str:
+    """What NeMo Gym reads of a judge's answer: the last content part of its last output item."""
+    output = evaluation.get("response", {}).get("output") or [{}]
+    content = output[-1].get("content") or [{}]
+    return str(content[-1].get("text", ""))
+
+
+def recorded_judge(row: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e for e in row.get("judge_evaluations") or [] if isinstance(e, dict)]
+
+
+def _judge_diffs(ours: Any, recorded: list[dict[str, Any]]) -> list[str]:
+    if not isinstance(ours, list) or len(ours) != len(recorded):
+        return [f"judge calls: {len(ours) if isinstance(ours, list) else ours!r} != {len(recorded)}"]
+    diffs = []
+    for k, (got, want) in enumerate(zip(ours, recorded, strict=True)):
+        if normalise(_inputs(got)) != normalise(_inputs(want)):
+            diffs.append(f"judge call {k}: request messages differ from the recorded ones")
+        if got.get("verdict_label") != want.get("verdict_label"):
+            diffs.append(
+                f"judge call {k}: verdict {got.get('verdict_label')!r} != {want.get('verdict_label')!r}"
+            )
+    return diffs
+
+
+def judge_recordings() -> list[dict[str, Any]]:
+    """Every recorded judge request of the judge replays, with the judge's recorded answer."""
+    out = []
+    for server, replay in REPLAYS.items():
+        if replay.judge is None:
+            continue
+        for row in gym_mirror.rollouts(server):
+            for e in recorded_judge(row):
+                messages = [{"role": m.get("role"), "content": m.get("content")} for m in _inputs(e)]
+                out.append({"messages": messages, "answer": _judge_text(e)})
+    return out
+
+
+def judge_kwargs(server: str, fn: Callable[..., Any]) -> dict[str, Any]:
+    """The judge function's reward_kwargs from the server's own config file at the pinned commit: every
+    setting of the same name, and `prompt_template` read from its `judge_prompt_template_fpath`."""
+    config = gym_mirror.config(server, f"{server}.yaml")
+    settings = config[server]["resources_servers"][server]
+    params = inspect.signature(fn).parameters
+    kwargs = {k: v for k, v in settings.items() if k in params}
+    template = gym_mirror.show(f"{gym_mirror.SERVERS}/{server}/{settings['judge_prompt_template_fpath']}")
+    if template is None:
+        raise FileNotFoundError(f"{server}: no prompt template at {settings['judge_prompt_template_fpath']}")
+    kwargs["prompt_template"] = template
+    return kwargs
+
+
+def gateway_config(base: dict[str, Any], judge_url: str | None) -> dict[str, Any]:
+    """The catalogue's gateway config with the judge replays pointed at the stand-in judge at `judge_url`."""
+    config = {**base, "workers": 2, "max_body_bytes": 8 * 1024 * 1024}
+    judged = {s: r.judge for s, r in REPLAYS.items() if r.judge is not None}
+    if judged and judge_url is not None:
+        config["external_pools"] = {JUDGE_POOL: {"base_url": f"{judge_url}/v1", "model": "recorded"}}
+        functions = dict(config.get("functions") or {})
+        for server, name in judged.items():
+            fn = importlib.import_module(f"rewardfleet.reward_fns.{name}").compute_score
+            kwargs = {**judge_kwargs(server, fn), "pool": JUDGE_POOL}
+            functions[name] = {"timeout_s": 60.0, "reward_kwargs": kwargs}
+        config["functions"] = functions
+    return config
+
+
+JUDGE_POOL = "nemo_gym_judge"
+
+
+@contextlib.contextmanager
+def serving(tmp: Path) -> Iterator[Gateway]:
+    """A gateway configured from deploy/nemo_gym/catalog.yaml and, for the judge replays, a stand-in judge
+    answering the recorded judge requests; both stopped on exit."""
+    recordings = tmp / "judge_recordings.json"
+    recordings.write_text(json.dumps(judge_recordings()))
+    port = free_port()
+    cmd = [sys.executable, "-m", "tests.nemo_gym.judge_replay", "--port", str(port)]
+    judge = ChildProcess([*cmd, "--recordings", str(recordings)], tmp / "judge.log")
+    try:
+        judge.wait_http(f"http://127.0.0.1:{port}/replay/log", timeout_s=60)
+        base = yaml.safe_load(CONFIG.read_text())["gateway"]
+        gateway = start_gateway(tmp, gateway_config(base, f"http://127.0.0.1:{port}"), None)
+        try:
+            yield gateway
+        finally:
+            gateway.proc.stop()
+    finally:
+        judge.stop()

@@ -69,10 +69,14 @@ def rollouts(server: str) -> list[dict[str, Any]]:
     return data(server, "example_rollouts.jsonl")
 
 
-def configs(server: str) -> str:
-    """Every config file of the server, concatenated (prompt templates and defaults live there)."""
-    names = listing(f"{SERVERS}/{server}/configs")
-    return "\n".join(show(f"{SERVERS}/{server}/configs/{n}") or "" for n in names)
+def config(server: str, name: str) -> dict[str, Any]:
+    """One config file of the server, parsed (its settings, prompt template paths and defaults)."""
+    import yaml
+
+    text = show(f"{SERVERS}/{server}/configs/{name}")
+    if text is None:
+        raise FileNotFoundError(f"{server}: no configs/{name} at {COMMIT}")
+    return dict(yaml.safe_load(text))
 
 
 def prompt_text(row: dict[str, Any]) -> str:

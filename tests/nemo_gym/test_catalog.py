@@ -8,10 +8,11 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
-from tests.gateway.conftest import Gateway, start_gateway
+from tests.gateway.conftest import Gateway
 from tests.nemo_gym import catalog, gym_mirror
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,13 +21,8 @@ pytestmark = pytest.mark.skipif(gym_mirror.missing() is not None, reason=gym_mir
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    config = yaml.safe_load((ROOT / "deploy" / "nemo_gym" / "catalog.yaml").read_text())["gateway"]
-    config = {**config, "workers": 2, "max_body_bytes": 8 * 1024 * 1024}
-    gateway = start_gateway(tmp_path_factory.mktemp("catalog"), config, None)
-    try:
+    with catalog.serving(tmp_path_factory.mktemp("catalog")) as gateway:
         yield gateway
-    finally:
-        gateway.proc.stop()
 
 
 @pytest.mark.parametrize("server", sorted(catalog.REPLAYS))
@@ -60,3 +56,17 @@ def test_docs_table_is_the_generated_one() -> None:
     assert listed == {e.server: (e.cls, e.rows) for e in catalog.entries()}
     totals = re.findall(r"^reproduced: .*$", doc, re.M)
     assert len(totals) == 1 and totals[0] in (ROOT / "README.md").read_text()
+
+
+def test_judge_requests_are_the_recorded_ones(gateway: Gateway) -> None:
+    """The stand-in judge answers only a request equal to a recorded one: a row replayed with its reference
+    changed asks a question NeMo Gym never recorded, and fails as a judge error (never a made-up reward)."""
+    server = next(s for s, r in catalog.REPLAYS.items() if r.judge is not None)
+    (_, body, _), *_ = catalog.bodies(server, catalog.REPLAYS[server])
+    changed = httpx.post(
+        f"{gateway.url}/nemo_gym/{server}/verify", json={**body, "expected_answer": "42 kelvin"}, timeout=60
+    )
+    assert changed.status_code == 500, changed.text
+    assert "no recorded judge request matches" in changed.text
+    same = httpx.post(f"{gateway.url}/nemo_gym/{server}/verify", json=body, timeout=60)
+    assert same.status_code == 200, same.text
