@@ -57,6 +57,7 @@ RULE: dict[str, str] = {
     "swerl_llm_judge": "the policy's choice of patch parsed from its <solution> block; not written yet",
     "verifif": "VerifIF's rule validators (its LLM validators call a judge); not written yet",
     "math_with_judge": "",  # reproduced (as shipped: should_use_judge false); listed for its judge fields
+    "polymath": "",  # math_with_judge's scoring, should_use_judge false in its config
 }
 
 # Servers that need what cannot run here, with exactly what.
@@ -95,6 +96,11 @@ STATEFUL = {
     "toolsandbox",
 }
 # Judge-based servers whose rows carry no judge-named field.
+JUDGED_NOTES = {
+    s: "math-verify, then math_with_judge's judge when it says wrong: every recorded row was decided by"
+    " math-verify (library_reward 1, no judge call), so the judge path is unchecked; not served"
+    for s in ("physics_judge", "ugphysics_judge")
+}
 JUDGED = {"bbq", "genrm_compare", "inverse_if", "multichallenge", "proof_judge", "proof_verification"}
 
 
@@ -136,6 +142,7 @@ REPLAYS: dict[str, Replay] = {
         extra_task={"schema_str": '{"type": "object"}', "schema_type": "json"},
         skip_rows={2: "its schema_str is in neither the recorded row nor a task file"},
     ),
+    "polymath": Replay(("library_reward", "extracted_answer"), drop=("judge_evaluations",)),
     "gpqa_diamond": Replay(("extracted_answer",), tasks="example.jsonl"),
     "circle_count": Replay(
         ("predicted_count", "expected_count", "correct"),
@@ -178,6 +185,8 @@ def classify(server: str, rows: list[dict[str, Any]]) -> tuple[int, str]:
     if server in RULE:
         return 1, RULE[server]
     keys = {k for r in rows for k in r}
+    if server in JUDGED_NOTES:
+        return 2, JUDGED_NOTES[server]
     if server in JUDGED or any(any(j in k for j in _JUDGE_KEYS) for k in keys):
         return 2, "judge replay not written yet (stand-in judge answering the recorded requests)"
     return 0, "not classified"
