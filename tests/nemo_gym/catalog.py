@@ -54,7 +54,6 @@ RULE: dict[str, str] = {
     "string_match": "normalised string match with several extraction modes; not written yet",
     "structeval": "structured output (json, yaml, toml, csv, xml) parsed, key paths checked; not written yet",
     "swe_pivot": "pivot edit comparison (tool name, target file, diff similarity); not written yet",
-    "swerl_llm_judge": "the policy's choice of patch parsed from its <solution> block; not written yet",
     "verifif": "VerifIF's rule validators (its LLM validators call a judge); not written yet",
     "math_with_judge": "",  # reproduced (as shipped: should_use_judge false); listed for its judge fields
     "polymath": "",  # math_with_judge's scoring, should_use_judge false in its config
@@ -153,6 +152,7 @@ REPLAYS: dict[str, Replay] = {
     "graphwalks": Replay(("f1", "parse_failed", "predicted_nodes")),
     "imo_gradingbench": Replay(("extracted_grade", "binary_match", "score_diff")),
     "math_proof_judgement": Replay(("extracted_judgement", "tp", "fp", "fn", "tn")),
+    "swerl_llm_judge": Replay(("extracted_answer",), tasks="example.jsonl"),
     "equivalence_llm_judge": Replay((), drop=("judge_evaluations",), judge="equivalence_llm_judge"),
     "proof_genselect": Replay((), tasks="example.jsonl"),
     "arc_agi": Replay(("predicted_output", "extraction_successful"), tasks="example.jsonl"),
