@@ -48,7 +48,6 @@ RULE: dict[str, str] = {
     "nvarc": "ARC grids (transductive) or a transform() program in a sandbox (inductive); not written yet",
     "ruler": "reference strings found in the response; the recorded rows lost `outputs` and `subset` and"
     " are of tasks example.jsonl does not hold, so nothing can check a reproduction",
-    "ragtruth": "hallucination-list JSON parsed and compared; not written yet",
     "ruler2": "RULER v2 string match and multiple choice; needs `editdistance`; not written yet",
     "string_match": "normalised string match with several extraction modes; not written yet",
     "structeval": "structured output (json, yaml, toml, csv, xml) parsed, key paths checked; not written yet",
@@ -153,6 +152,7 @@ REPLAYS: dict[str, Replay] = {
     "math_proof_judgement": Replay(("extracted_judgement", "tp", "fp", "fn", "tn")),
     "swerl_llm_judge": Replay(("extracted_answer",), tasks="example.jsonl"),
     "spartqa": Replay(("exact", "parsed", "extracted", "predicted_label")),
+    "ragtruth": Replay(("pred_halu", "parse_fail", "extracted")),
     "equivalence_llm_judge": Replay((), drop=("judge_evaluations",), judge="equivalence_llm_judge"),
     "proof_genselect": Replay((), tasks="example.jsonl"),
     "arc_agi": Replay(("predicted_output", "extraction_successful"), tasks="example.jsonl"),
