@@ -39,17 +39,19 @@ RULE: dict[str, str] = {
     "calendar": "event constraints checked on the response's schedule; not written yet",
     "citation_if": "citation grammar per row's verifier; not written yet",
     "code_gen": "LiveCodeBench unit tests in a sandbox: the `code` built-in's job, not mapped yet",
-    "gui_coordinate": "distance of a clicked point to a box; not written yet",
-    "hotpotqa_qa": "SQuAD-style EM / F1 with HotpotQA's answer filters; not written yet",
+    "hotpotqa_qa": "SQuAD-style EM / F1 with HotpotQA's answer filters (number words, a stopword list);"
+    " not written yet",
     "iheval": "instruction-hierarchy rule scorers per task; not written yet",
     "image_tools": "pivot tool-call comparison (IoU, point distance); not written yet",
-    "lc_niah": "needle overlap (LCS, n-grams, difflib); not written yet",
+    "lc_niah": "F1 of a node list times a penalty for reasoning copied from the input: needs the response's"
+    " reasoning summaries, which the gateway's NeMo Gym mapping leaves out",
     "litmus_agent": "a value parsed by the row's regex, compared with a tolerance; not written yet",
     "nvarc": "ARC grids (transductive) or a transform() program in a sandbox (inductive); not written yet",
     "ruler": "reference strings found in the response; the recorded rows lost `outputs` and `subset` and"
     " are of tasks example.jsonl does not hold, so nothing can check a reproduction",
     "ruler2": "RULER v2 string match and multiple choice; needs `editdistance`; not written yet",
-    "string_match": "normalised string match with several extraction modes; not written yet",
+    "string_match": "string match through a long chain of normalisations (numbers, LaTeX, lists, US state"
+    " names, units); not written yet",
     "structeval": "structured output (json, yaml, toml, csv, xml) parsed, key paths checked; not written yet",
     "swe_pivot": "pivot edit comparison (tool name, target file, diff similarity); not written yet",
     "verifif": "VerifIF's rule validators (its LLM validators call a judge); not written yet",
@@ -153,6 +155,7 @@ REPLAYS: dict[str, Replay] = {
     "swerl_llm_judge": Replay(("extracted_answer",), tasks="example.jsonl"),
     "spartqa": Replay(("exact", "parsed", "extracted", "predicted_label")),
     "ragtruth": Replay(("pred_halu", "parse_fail", "extracted")),
+    "gui_coordinate": Replay(("extracted_x", "extracted_y", "distance")),
     "equivalence_llm_judge": Replay((), drop=("judge_evaluations",), judge="equivalence_llm_judge"),
     "proof_genselect": Replay((), tasks="example.jsonl"),
     "arc_agi": Replay(("predicted_output", "extraction_successful"), tasks="example.jsonl"),
