@@ -18,14 +18,14 @@ A judge that cannot be reached is a `JudgeCallError`, never a score.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
 
-from rewardfleet.reward_fns.judging.endpoint import JudgeEndpoint, ask_judge
+from rewardfleet.reward_fns.judging.endpoint import ask_judge
 from rewardfleet.reward_fns.judging.errors import JudgeConfigError
-from rewardfleet.services.common.router_http import resolve_address
+from rewardfleet.reward_fns.judging.nemo_gym import endpoint, evaluation, last_message
 
 __all__ = ["compute_score", "last_match", "verdict"]
 
@@ -56,13 +56,6 @@ def verdict(text: str, equal_label: str, not_equal_label: str) -> str | None:
     if eq < 0 and neq < 0:
         return None
     return equal_label if eq >= 0 and (neq < 0 or eq < neq) else not_equal_label
-
-
-def _last(messages: Sequence[Mapping[str, Any]], role: str) -> str | None:
-    for message in reversed(messages):
-        if message.get("role") == role and isinstance(message.get("content"), str):
-            return str(message["content"])
-    return None
 
 
 async def compute_score(
@@ -101,7 +94,7 @@ async def compute_score(
             "equivalence_llm_judge needs the sample's messages (NeMo Gym: response: messages)"
         )
     expected = "" if ground_truth is None else str(ground_truth)
-    question = last_match((_last(messages, "user") or "").strip(), question_extract_regex)
+    question = last_match((last_message(messages, "user") or "").strip(), question_extract_regex)
     info = extra_info or {}
     metadata = info.get("template_metadata")
     record_regex = metadata.get("output_regex") if isinstance(metadata, Mapping) else None
@@ -113,17 +106,18 @@ async def compute_score(
     skip_second = record_regex is not None and long_answer
 
     def answer(pattern: str | None) -> str:
-        text = (_last(messages, "assistant") or "").strip()
+        text = (last_message(messages, "assistant") or "").strip()
         return last_match(text, pattern) if text else msg_extraction_failure
 
-    endpoint = JudgeEndpoint(
-        session=http_client,
-        address=_address(pool, router_addresses, reward_router_address),
+    judge = endpoint(
+        pool,
+        router_addresses,
+        reward_router_address,
+        http_client,
         model=model,
         max_tokens=max_tokens,
         temperature=temperature,
         timeout_s=timeout_s,
-        sampling_seed=False,
     )
     evaluations: list[dict[str, Any]] = []
 
@@ -133,9 +127,9 @@ async def compute_score(
         )
         chat = [{"role": "system", "content": judge_system_message}] if judge_system_message else []
         chat.append({"role": "user", "content": user})
-        reply = await ask_judge(endpoint, chat)
+        reply = await ask_judge(judge, chat)
         label = verdict(reply.text, judge_equal_label, judge_not_equal_label)
-        evaluations.append(_evaluation(chat, reply.text, label))
+        evaluations.append(evaluation(chat, reply.text, label))
         return label == judge_equal_label
 
     generated = answer(regex)
@@ -148,21 +142,3 @@ async def compute_score(
         if not skip_second and check_full_generation_on_fail and record_regex is not None:
             score = reward_if_full_generation_succeeds if await ask(expected, answer(None)) else 0.0
     return {"score": score, "expected_answer": expected, "judge_evaluations": evaluations}
-
-
-def _evaluation(chat: list[dict[str, Any]], text: str, label: str | None) -> dict[str, Any]:
-    """One judge call in NeMo Gym's `JudgeEvaluation` shape: the request's input, the judge's output."""
-    sent = [{"role": m["role"], "content": m["content"], "type": "message"} for m in chat]
-    said = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
-    return {
-        "responses_create_params": {"input": sent},
-        "response": {"output": [said]},
-        "verdict_label": label,
-    }
-
-
-def _address(pool: str, routers: Mapping[str, str] | None, default: str | None) -> str:
-    try:
-        return resolve_address(pool, routers, default)
-    except ValueError as exc:
-        raise JudgeConfigError(str(exc)) from exc

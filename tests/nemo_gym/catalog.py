@@ -156,6 +156,12 @@ REPLAYS: dict[str, Replay] = {
     "spartqa": Replay(("exact", "parsed", "extracted", "predicted_label")),
     "ragtruth": Replay(("pred_halu", "parse_fail", "extracted")),
     "gui_coordinate": Replay(("extracted_x", "extracted_y", "distance")),
+    "xstest": Replay(
+        ("label", "prompt_type", "is_refusal", "cleaned_response"),
+        tasks="example.jsonl",
+        drop=("judge_evaluations",),
+        judge="xstest",
+    ),
     "equivalence_llm_judge": Replay((), drop=("judge_evaluations",), judge="equivalence_llm_judge"),
     "proof_genselect": Replay((), tasks="example.jsonl"),
     "arc_agi": Replay(("predicted_output", "extraction_successful"), tasks="example.jsonl"),
@@ -319,7 +325,11 @@ def judge_kwargs(server: str, fn: Callable[..., Any]) -> dict[str, Any]:
     """The judge function's reward_kwargs from the server's own config file at the pinned commit: every
     setting of the same name, and `prompt_template` read from its `judge_prompt_template_fpath`."""
     config = gym_mirror.config(server, f"{server}.yaml")
-    settings = config[server]["resources_servers"][server]
+    settings = next(
+        v["resources_servers"][server]
+        for v in config.values()
+        if isinstance(v, dict) and server in (v.get("resources_servers") or {})
+    )
     params = inspect.signature(fn).parameters
     kwargs = {k: v for k, v in settings.items() if k in params}
     template = gym_mirror.show(f"{gym_mirror.SERVERS}/{server}/{settings['judge_prompt_template_fpath']}")

@@ -4,6 +4,7 @@ configured from deploy/nemo_gym/catalog.yaml, getting the reward and the extras 
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,15 +59,18 @@ def test_docs_table_is_the_generated_one() -> None:
     assert len(totals) == 1 and totals[0] in (ROOT / "README.md").read_text()
 
 
-def test_judge_requests_are_the_recorded_ones(gateway: Gateway) -> None:
-    """The stand-in judge answers only a request equal to a recorded one: a row replayed with its reference
+@pytest.mark.parametrize("server", sorted(s for s, r in catalog.REPLAYS.items() if r.judge is not None))
+def test_judge_requests_are_the_recorded_ones(gateway: Gateway, server: str) -> None:
+    """The stand-in judge answers only a request equal to a recorded one: a row replayed with its answer
     changed asks a question NeMo Gym never recorded, and fails as a judge error (never a made-up reward)."""
-    server = next(s for s, r in catalog.REPLAYS.items() if r.judge is not None)
     (_, body, _), *_ = catalog.bodies(server, catalog.REPLAYS[server])
-    changed = httpx.post(
-        f"{gateway.url}/nemo_gym/{server}/verify", json={**body, "expected_answer": "42 kelvin"}, timeout=60
-    )
-    assert changed.status_code == 500, changed.text
-    assert "no recorded judge request matches" in changed.text
+    output = copy.deepcopy(body["response"]["output"])
+    for item in output:
+        for part in item.get("content") or [] if item.get("type") == "message" else []:
+            part["text"] = "a different answer"
+    changed = {**body, "response": {**body["response"], "output": output}}
+    resp = httpx.post(f"{gateway.url}/nemo_gym/{server}/verify", json=changed, timeout=60)
+    assert resp.status_code == 500, resp.text[:300]
+    assert "no recorded judge request matches" in resp.text
     same = httpx.post(f"{gateway.url}/nemo_gym/{server}/verify", json=body, timeout=60)
-    assert same.status_code == 200, same.text
+    assert same.status_code == 200, same.text[:300]
