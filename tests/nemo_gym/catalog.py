@@ -279,6 +279,15 @@ def replay_server(
     return results
 
 
+def recorded_aggregate(server: str) -> dict[str, Any] | None:
+    """NeMo Gym's `/aggregate_metrics` answer over the server's recorded rows, where it ships one."""
+    text = gym_mirror.show(f"{gym_mirror.SERVERS}/{server}/data/example_rollouts_aggregate_metrics.json")
+    if text is None:
+        return None
+    value = json.loads(text)
+    return value[0] if isinstance(value, list) and value else value
+
+
 def _inputs(evaluation: dict[str, Any]) -> list[dict[str, Any]]:
     return list(evaluation.get("responses_create_params", {}).get("input") or [])
 

@@ -37,6 +37,27 @@ def test_recorded_rows_reproduced(gateway: Gateway, server: str) -> None:
     assert [(r.row, r.detail) for r in results if not r.ok] == []
 
 
+AGGREGATED = sorted(
+    s for s in catalog.REPLAYS if gym_mirror.missing() is None and catalog.recorded_aggregate(s)
+)
+
+
+@pytest.mark.parametrize("server", AGGREGATED)
+def test_aggregate_metrics_equal_the_recorded_ones(gateway: Gateway, server: str) -> None:
+    """`/aggregate_metrics` over our verify answers equals NeMo Gym's recorded one
+    (`example_rollouts_aggregate_metrics.json`: every agent metric it reports, and the key metrics)."""
+    replay = catalog.REPLAYS[server]
+    url = f"{gateway.url}/nemo_gym/{server}"
+    answers = [
+        httpx.post(f"{url}/verify", json=b, timeout=60).json() for _, b, _ in catalog.bodies(server, replay)
+    ]
+    ours = httpx.post(f"{url}/aggregate_metrics", json={"verify_responses": answers}, timeout=60).json()
+    theirs = catalog.recorded_aggregate(server) or {}
+    for part in ("agent_metrics", "key_metrics"):
+        want = theirs[part]
+        assert {k: ours[part].get(k) for k in want} == pytest.approx(want), part
+
+
 def test_every_server_is_classified_and_every_reproduced_one_is_served() -> None:
     entries = catalog.entries()
     assert len(entries) == 114  # the pinned commit's resources servers
