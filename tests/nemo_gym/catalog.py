@@ -36,7 +36,6 @@ _JUDGE_KEYS = ("judge", "verdict", "judgement")
 RULE: dict[str, str] = {
     "asr_with_pc": "WER / punctuation-and-case error rates on transcripts; not written yet",
     "bunsenbench_chemistry_mcq": "mcqa variant with its own answer extraction; not written yet",
-    "calendar": "event constraints checked on the response's schedule; not written yet",
     "citation_if": "citation grammar per row's verifier; not written yet",
     "code_gen": "LiveCodeBench unit tests in a sandbox: the `code` built-in's job, not mapped yet",
     "hotpotqa_qa": "SQuAD-style EM / F1 with HotpotQA's answer filters (number words, a stopword list);"
@@ -162,6 +161,7 @@ REPLAYS: dict[str, Replay] = {
         drop=("judge_evaluations",),
         judge="xstest",
     ),
+    "calendar": Replay((), tasks="example.jsonl"),
     "equivalence_llm_judge": Replay((), drop=("judge_evaluations",), judge="equivalence_llm_judge"),
     "proof_genselect": Replay((), tasks="example.jsonl"),
     "arc_agi": Replay(("predicted_output", "extraction_successful"), tasks="example.jsonl"),
