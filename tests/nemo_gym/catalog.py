@@ -197,7 +197,20 @@ def classify(server: str, rows: list[dict[str, Any]]) -> tuple[int, str]:
     if server in JUDGED_NOTES:
         return 2, JUDGED_NOTES[server]
     if server in JUDGED or any(any(j in k for j in _JUDGE_KEYS) for k in keys):
-        return 2, "judge replay not written yet (stand-in judge answering the recorded requests)"
+        if all(r.get("reward") is None for r in rows):
+            return 2, "not written yet; its recorded rows carry no reward (null), so nothing to compare with"
+        if (
+            any(_inputs(e) for r in rows for e in recorded_judge(r))
+            or "judge_responses_create_params" in keys
+        ):
+            return (
+                2,
+                "not written yet; its rows record the judge's requests and answers, so it can be replayed",
+            )
+        return 2, (
+            "not written yet; its rows record the judge's output or verdict but not its request: a replay"
+            " can check the verdict parsing and reward, not the prompt"
+        )
     return 0, "not classified"
 
 
