@@ -33,8 +33,8 @@ def minutes(text: str) -> int:
     if half is None:
         hours, mins = map(int, text.split(":"))
         return hours * 60 + mins
-    hours, _, mins = text.replace(half, "").partition(":")
-    total = (int(hours) % 12) * 60 + (int(mins) if mins else 0)
+    hour_text, _, minute_text = text.replace(half, "").partition(":")
+    total = (int(hour_text) % 12) * 60 + (int(minute_text) if minute_text else 0)
     return total + (12 * 60 if half == "pm" else 0)
 
 
