@@ -48,7 +48,6 @@ RULE: dict[str, str] = {
     "nvarc": "ARC grids (transductive) or a transform() program in a sandbox (inductive); not written yet",
     "ruler": "reference strings found in the response; the recorded rows lost `outputs` and `subset` and"
     " are of tasks example.jsonl does not hold, so nothing can check a reproduction",
-    "ruler2": "RULER v2 string match and multiple choice; needs `editdistance`; not written yet",
     "string_match": "string match through a long chain of normalisations (numbers, LaTeX, lists, US state"
     " names, units); not written yet",
     "structeval": "structured output (json, yaml, toml, csv, xml) parsed, key paths checked; not written yet",
@@ -162,6 +161,7 @@ REPLAYS: dict[str, Replay] = {
         judge="xstest",
     ),
     "calendar": Replay((), tasks="example.jsonl"),
+    "ruler2": Replay(("predicted_answer", "extracted_answer")),
     "equivalence_llm_judge": Replay((), drop=("judge_evaluations",), judge="equivalence_llm_judge"),
     "proof_genselect": Replay((), tasks="example.jsonl"),
     "arc_agi": Replay(("predicted_output", "extraction_successful"), tasks="example.jsonl"),
