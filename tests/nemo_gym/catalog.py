@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import inspect
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -23,7 +22,7 @@ import yaml
 
 from tests.gateway.conftest import Gateway, start_gateway
 from tests.nemo_gym import gym_mirror
-from tests.nemo_gym.judge_replay import normalise
+from tests.nemo_gym.judge_rows import judge_diffs, judge_inputs, judge_kwargs, judge_text, recorded_judge
 from tests.support import ChildProcess, free_port
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "nemo_gym" / "catalog.yaml"
@@ -200,7 +199,7 @@ def classify(server: str, rows: list[dict[str, Any]]) -> tuple[int, str]:
         if all(r.get("reward") is None for r in rows):
             return 2, "not written yet; its recorded rows carry no reward (null), so nothing to compare with"
         if (
-            any(_inputs(e) for r in rows for e in recorded_judge(r))
+            any(judge_inputs(e) for r in rows for e in recorded_judge(r))
             or "judge_responses_create_params" in keys
         ):
             return (
@@ -284,7 +283,7 @@ def replay_server(
             if not _same(answer.get(k), v)
         ]
         if replay.judge is not None:
-            diffs += _judge_diffs(
+            diffs += judge_diffs(
                 answer.get("judge_evaluations"), recorded_judge(gym_mirror.rollouts(server)[i])
             )
         echoed = answer.get("response") == body["response"]
@@ -301,35 +300,6 @@ def recorded_aggregate(server: str) -> dict[str, Any] | None:
     return value[0] if isinstance(value, list) and value else value
 
 
-def _inputs(evaluation: dict[str, Any]) -> list[dict[str, Any]]:
-    return list(evaluation.get("responses_create_params", {}).get("input") or [])
-
-
-def _judge_text(evaluation: dict[str, Any]) -> str:
-    """What NeMo Gym reads of a judge's answer: the last content part of its last output item."""
-    output = evaluation.get("response", {}).get("output") or [{}]
-    content = output[-1].get("content") or [{}]
-    return str(content[-1].get("text", ""))
-
-
-def recorded_judge(row: dict[str, Any]) -> list[dict[str, Any]]:
-    return [e for e in row.get("judge_evaluations") or [] if isinstance(e, dict)]
-
-
-def _judge_diffs(ours: Any, recorded: list[dict[str, Any]]) -> list[str]:
-    if not isinstance(ours, list) or len(ours) != len(recorded):
-        return [f"judge calls: {len(ours) if isinstance(ours, list) else ours!r} != {len(recorded)}"]
-    diffs = []
-    for k, (got, want) in enumerate(zip(ours, recorded, strict=True)):
-        if normalise(_inputs(got)) != normalise(_inputs(want)):
-            diffs.append(f"judge call {k}: request messages differ from the recorded ones")
-        if got.get("verdict_label") != want.get("verdict_label"):
-            diffs.append(
-                f"judge call {k}: verdict {got.get('verdict_label')!r} != {want.get('verdict_label')!r}"
-            )
-    return diffs
-
-
 def judge_recordings() -> list[dict[str, Any]]:
     """Every recorded judge request of the judge replays, with the judge's recorded answer."""
     out = []
@@ -338,27 +308,9 @@ def judge_recordings() -> list[dict[str, Any]]:
             continue
         for row in gym_mirror.rollouts(server):
             for e in recorded_judge(row):
-                messages = [{"role": m.get("role"), "content": m.get("content")} for m in _inputs(e)]
-                out.append({"messages": messages, "answer": _judge_text(e)})
+                messages = [{"role": m.get("role"), "content": m.get("content")} for m in judge_inputs(e)]
+                out.append({"messages": messages, "answer": judge_text(e)})
     return out
-
-
-def judge_kwargs(server: str, fn: Callable[..., Any]) -> dict[str, Any]:
-    """The judge function's reward_kwargs from the server's own config file at the pinned commit: every
-    setting of the same name, and `prompt_template` read from its `judge_prompt_template_fpath`."""
-    config = gym_mirror.config(server, f"{server}.yaml")
-    settings = next(
-        v["resources_servers"][server]
-        for v in config.values()
-        if isinstance(v, dict) and server in (v.get("resources_servers") or {})
-    )
-    params = inspect.signature(fn).parameters
-    kwargs = {k: v for k, v in settings.items() if k in params}
-    template = gym_mirror.show(f"{gym_mirror.SERVERS}/{server}/{settings['judge_prompt_template_fpath']}")
-    if template is None:
-        raise FileNotFoundError(f"{server}: no prompt template at {settings['judge_prompt_template_fpath']}")
-    kwargs["prompt_template"] = template
-    return kwargs
 
 
 def gateway_config(base: dict[str, Any], judge_url: str | None) -> dict[str, Any]:
@@ -370,7 +322,8 @@ def gateway_config(base: dict[str, Any], judge_url: str | None) -> dict[str, Any
         functions = dict(config.get("functions") or {})
         for server, name in judged.items():
             fn = importlib.import_module(f"rewardfleet.reward_fns.{name}").compute_score
-            kwargs = {**judge_kwargs(server, fn), "pool": JUDGE_POOL}
+            given = (functions.get(name) or {}).get("reward_kwargs") or {}
+            kwargs = {**given, **judge_kwargs(server, fn), "pool": JUDGE_POOL}
             functions[name] = {"timeout_s": 60.0, "reward_kwargs": kwargs}
         config["functions"] = functions
     return config

@@ -5,6 +5,7 @@ configured from deploy/nemo_gym/catalog.yaml, getting the reward and the extras 
 from __future__ import annotations
 
 import copy
+import importlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ import yaml
 
 from tests.gateway.conftest import Gateway
 from tests.nemo_gym import catalog, gym_mirror
+from tests.nemo_gym.judge_rows import judge_kwargs
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(gym_mirror.missing() is not None, reason=gym_mirror.missing() or "")
@@ -95,3 +97,16 @@ def test_judge_requests_are_the_recorded_ones(gateway: Gateway, server: str) -> 
     assert "no recorded judge request matches" in resp.text
     same = httpx.post(f"{gateway.url}/nemo_gym/{server}/verify", json=body, timeout=60)
     assert same.status_code == 200, same.text[:300]
+
+
+def test_catalogue_judge_settings_are_the_servers_own() -> None:
+    """deploy/nemo_gym/catalog.yaml's judge settings (besides the pool) are those of the server's config."""
+    config = yaml.safe_load((ROOT / "deploy" / "nemo_gym" / "catalog.yaml").read_text())["gateway"]
+    for server, replay in catalog.REPLAYS.items():
+        if replay.judge is None:
+            continue
+        given = dict(config["functions"][replay.judge]["reward_kwargs"])
+        given.pop("pool")
+        fn = importlib.import_module(f"rewardfleet.reward_fns.{replay.judge}").compute_score
+        theirs = judge_kwargs(server, fn)
+        assert {k: theirs.get(k) for k in given} == given, server
