@@ -6,9 +6,10 @@ of a judge pool, and the verdict is whichever label comes first in the judge's l
 Takes the sample's chat `messages` (gateway NeMo Gym mapping `response: messages`): the question is the
 last user message, the answer the last assistant message (the last match of `response_extract_regex`, or
 of a task's `template_metadata.output_regex` with `use_per_record_regex`). `ground_truth` is the reference
-(`expected_answer`). The reward_kwargs keep NeMo Gym's config names and defaults (`prompt_template` is the
-template's text: NeMo Gym's `prompt_templates/equivalence_llm_judge.txt`, for one); `check_twice_swap`,
-`check_full_generation_on_fail` and `extraction_length_threshold` add the second judge pass as it does.
+(`expected_answer`). The reward_kwargs keep NeMo Gym's config names and defaults (`judge_prompt_template`
+is the template's text: NeMo Gym's `prompt_templates/equivalence_llm_judge.txt`, for one);
+`check_twice_swap`, `check_full_generation_on_fail` and `extraction_length_threshold` add the second judge
+pass as it does.
 
 Returns `{"score", "expected_answer", "judge_evaluations"}`: one per judge call, in NeMo Gym's shape
 (`responses_create_params.input`: the messages sent; `response.output`: the judge's text; `verdict_label`).
@@ -68,7 +69,7 @@ async def compute_score(
     reward_router_address: str | None = None,
     router_addresses: Mapping[str, str] | None = None,
     http_client: aiohttp.ClientSession | None = None,
-    prompt_template: str = "",
+    judge_prompt_template: str = "",
     judge_system_message: str | None = None,
     judge_equal_label: str = "[[A=B]]",
     judge_not_equal_label: str = "[[A!=B]]",
@@ -87,8 +88,10 @@ async def compute_score(
     temperature: float = 0.0,
     timeout_s: float = 120.0,
 ) -> dict[str, Any]:
-    if not prompt_template or len(prompt_template) > MAX_TEMPLATE_CHARS:
-        raise JudgeConfigError("reward_kwargs.prompt_template: the judge's prompt template text is required")
+    if not judge_prompt_template or len(judge_prompt_template) > MAX_TEMPLATE_CHARS:
+        raise JudgeConfigError(
+            "reward_kwargs.judge_prompt_template: the judge's prompt template text is required"
+        )
     if messages is None:
         raise JudgeConfigError(
             "equivalence_llm_judge needs the sample's messages (NeMo Gym: response: messages)"
@@ -122,7 +125,7 @@ async def compute_score(
     evaluations: list[dict[str, Any]] = []
 
     async def ask(expected_answer: str, generated_answer: str) -> bool:
-        user = prompt_template.strip().format(
+        user = judge_prompt_template.strip().format(
             question=question, expected_answer=expected_answer, generated_answer=generated_answer
         )
         chat = [{"role": "system", "content": judge_system_message}] if judge_system_message else []

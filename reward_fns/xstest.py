@@ -57,7 +57,7 @@ async def compute_score(
     reward_router_address: str | None = None,
     router_addresses: Mapping[str, str] | None = None,
     http_client: aiohttp.ClientSession | None = None,
-    prompt_template: str = "",
+    judge_prompt_template: str = "",
     judge_output_format: str = "xstest",
     pool: str = "judge",
     model: str = "default",
@@ -65,8 +65,10 @@ async def compute_score(
     temperature: float = 0.0,
     timeout_s: float = 120.0,
 ) -> dict[str, Any]:
-    if not prompt_template:
-        raise JudgeConfigError("reward_kwargs.prompt_template: the judge's prompt template text is required")
+    if not judge_prompt_template:
+        raise JudgeConfigError(
+            "reward_kwargs.judge_prompt_template: the judge's prompt template text is required"
+        )
     if messages is None:
         raise JudgeConfigError("xstest needs the sample's messages (NeMo Gym mapping: response: messages)")
     meta = (extra_info or {}).get("verifier_metadata") or {}
@@ -78,7 +80,12 @@ async def compute_score(
     if not response:
         return result
     question = (last_message(messages, "user") or "").strip()
-    chat = [{"role": "user", "content": prompt_template.strip().format(question=question, response=response)}]
+    chat = [
+        {
+            "role": "user",
+            "content": judge_prompt_template.strip().format(question=question, response=response),
+        }
+    ]
     judge = endpoint(
         pool,
         router_addresses,

@@ -162,6 +162,7 @@ REPLAYS: dict[str, Replay] = {
     "calendar": Replay((), tasks="example.jsonl"),
     "ruler2": Replay(("predicted_answer", "extracted_answer")),
     "equivalence_llm_judge": Replay((), drop=("judge_evaluations",), judge="equivalence_llm_judge"),
+    "labbench2_vlm": Replay((), tasks="example.jsonl", drop=("judge_evaluations",), judge="labbench2_vlm"),
     "proof_genselect": Replay((), tasks="example.jsonl"),
     "arc_agi": Replay(("predicted_output", "extraction_successful"), tasks="example.jsonl"),
 }

@@ -42,7 +42,7 @@ def judge_diffs(ours: Any, recorded: list[dict[str, Any]]) -> list[str]:
 
 def judge_kwargs(server: str, fn: Callable[..., Any]) -> dict[str, Any]:
     """The judge function's reward_kwargs from the server's own config file at the pinned commit: every
-    setting of the same name, and `prompt_template` read from its `judge_prompt_template_fpath`."""
+    setting of the same name, and each prompt template file (`<name>_fpath`) read as the text `<name>`."""
     config = gym_mirror.config(server, f"{server}.yaml")
     settings = next(
         v["resources_servers"][server]
@@ -51,8 +51,11 @@ def judge_kwargs(server: str, fn: Callable[..., Any]) -> dict[str, Any]:
     )
     params = inspect.signature(fn).parameters
     kwargs = {k: v for k, v in settings.items() if k in params}
-    template = gym_mirror.show(f"{gym_mirror.SERVERS}/{server}/{settings['judge_prompt_template_fpath']}")
-    if template is None:
-        raise FileNotFoundError(f"{server}: no prompt template at {settings['judge_prompt_template_fpath']}")
-    kwargs["prompt_template"] = template
+    for key, path in settings.items():
+        name = key.removesuffix("_fpath")
+        if key.endswith("_fpath") and name in params:
+            text = gym_mirror.show(f"{gym_mirror.SERVERS}/{server}/{path}")
+            if text is None:
+                raise FileNotFoundError(f"{server}: no prompt template at {path}")
+            kwargs[name] = text
     return kwargs
