@@ -1,5 +1,5 @@
 """Every NeMo Gym resources server at the pinned commit, classified, and the replay of the recorded rows of
-those the fleet reproduces (tests/nemo_gym/test_catalog.py, bench/nemo_gym_catalog.py).
+those the fleet reproduces (tests/nemo_gym/test_catalog.py, tests/nemo_gym/sweep.py).
 
 Classes: 1 rule-based, 2 judge-based, 3 stateful / tools (served as environments), 4 needs what cannot run
 here. Classes 2 and 3 and servers without recorded rows are recognised from the rows themselves; every other
@@ -20,10 +20,10 @@ from typing import Any
 import httpx
 import yaml
 
-from tests.gateway.conftest import Gateway, start_gateway
+from bench.harness.processes import ChildProcess, free_port
 from tests.nemo_gym import gym_mirror
 from tests.nemo_gym.judge_rows import judge_diffs, judge_inputs, judge_kwargs, judge_text, recorded_judge
-from tests.support import ChildProcess, free_port
+from tests.support.gateway import Gateway, start_gateway
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "nemo_gym" / "catalog.yaml"
 

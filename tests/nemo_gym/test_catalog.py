@@ -14,9 +14,9 @@ import httpx
 import pytest
 import yaml
 
-from tests.gateway.conftest import Gateway
 from tests.nemo_gym import catalog, gym_mirror
 from tests.nemo_gym.judge_rows import judge_kwargs
+from tests.support.gateway import Gateway
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(gym_mirror.missing() is not None, reason=gym_mirror.missing() or "")
@@ -70,7 +70,7 @@ def test_every_server_is_classified_and_every_reproduced_one_is_served() -> None
 
 
 def test_docs_table_is_the_generated_one() -> None:
-    """docs/nemo_gym.md's table (bench/nemo_gym_catalog.py writes it) lists every server with its class and
+    """docs/nemo_gym.md's table (tests/nemo_gym/sweep.py writes it) lists every server with its class and
     row count as the catalogue has them now, and README.md carries the same totals line."""
     doc = (ROOT / "docs" / "nemo_gym.md").read_text()
     listed = {

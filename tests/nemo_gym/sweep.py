@@ -3,7 +3,7 @@ counted, and the reproduced ones replayed through a real gateway configured from
 `deploy/nemo_gym/catalog.yaml`. Writes the table into docs/nemo_gym.md and the totals line into README.md
 (between their `nemo-gym-catalog` markers), and prints verify throughput per class (one run).
 
-    .venv/bin/python -m bench.nemo_gym_catalog [--no-write]
+    .venv/bin/python -m tests.nemo_gym.sweep [--no-write]
 
 It reads NeMo Gym's snapshot (tests/nemo_gym/gym_mirror.py), which the product never reads: so it is a
 tool beside the tests, not part of the fleet; the mapping it exercises is the product's config file.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tests.nemo_gym import catalog, gym_mirror
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "deploy" / "nemo_gym" / "catalog.yaml"
 DOC = ROOT / "docs" / "nemo_gym.md"
 README = ROOT / "README.md"
