@@ -88,13 +88,17 @@ class LocalSandbox:
                 network=self._record.network,
                 binds=binds,
             )
-            result = await bwrap_exec.run(
-                command,
-                procs_files=self._provider.cgroups.procs_files(self.id),
-                timeout_s=timeout_s,
-                stdin=stdin,
-                max_output_bytes=max_output_bytes,
-            )
+            try:
+                result = await bwrap_exec.run(
+                    command,
+                    procs_files=self._provider.cgroups.procs_files(self.id),
+                    timeout_s=timeout_s,
+                    stdin=stdin,
+                    max_output_bytes=max_output_bytes,
+                )
+            except (SandboxFailed, FileNotFoundError):
+                self._root()  # SandboxNotFound when a stop raced this exec
+                raise
             if fresh and verifier is not None:
                 collected = await asyncio.to_thread(_collect, fresh, verifier.max_collected_bytes)
                 result = ExecResult(**{**result.__dict__, "collected": collected})

@@ -102,15 +102,21 @@ def write_file(root: Path, path: str, data: bytes, mode: int, disk_bytes: int) -
 
 
 def make_dirs_at(root_fd: int, folder: str) -> int:
-    """An fd of `folder` inside the root, each missing component made (mode 755)."""
+    """An fd of `folder` inside the root, each missing component made (mode 755). Every prefix is
+    resolved from the root itself, so a symlink inside the sandbox is followed as the sandbox sees it."""
+    parts = [p for p in folder.split("/") if p]
     fd = os.dup(root_fd)
     try:
-        for part in (p for p in folder.split("/") if p):
+        for depth, part in enumerate(parts, 1):
+            prefix = "/".join(parts[:depth])
             try:
-                next_fd = open_in_root(fd, part, os.O_PATH | os.O_DIRECTORY)
+                next_fd = open_in_root(root_fd, prefix, os.O_PATH | os.O_DIRECTORY)
             except FileNotFoundError:
-                os.mkdir(part, 0o755, dir_fd=fd)
-                next_fd = open_in_root(fd, part, os.O_PATH | os.O_DIRECTORY)
+                try:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                except FileExistsError:  # a dangling symlink: not followed to make its target
+                    raise FileNotFoundError(errno.ENOENT, "a dangling symlink on the way", folder) from None
+                next_fd = open_in_root(root_fd, prefix, os.O_PATH | os.O_DIRECTORY)
             os.close(fd)
             fd = next_fd
         return fd
