@@ -24,7 +24,12 @@ from pathlib import Path
 from rewardfleet.services.sandbox import bwrap_exec, mounts, safe_files
 from rewardfleet.services.sandbox.api import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_OUTPUT_BYTES
 from rewardfleet.services.sandbox.cgroups import Cgroups
-from rewardfleet.services.sandbox.errors import SandboxFailed, SandboxNotFound, SandboxUnavailable
+from rewardfleet.services.sandbox.errors import (
+    SandboxFailed,
+    SandboxNotFound,
+    SandboxSpecInvalid,
+    SandboxUnavailable,
+)
 from rewardfleet.services.sandbox.images import ImageStore
 from rewardfleet.services.sandbox.spec import (
     ExecResult,
@@ -80,10 +85,13 @@ class LocalSandbox:
         try:
             if verifier is not None:
                 binds, fresh = await asyncio.to_thread(self._verifier_binds, root, verifier)
+            workdir = check_path("cwd", cwd) if cwd is not None else self._record.workdir
+            if not safe_files.is_dir(root, workdir):
+                raise SandboxSpecInvalid("cwd", f"{workdir!r} is not a folder in the sandbox")
             command = bwrap_exec.bwrap_argv(
                 str(root),
                 argv,
-                cwd=check_path("cwd", cwd) if cwd is not None else self._record.workdir,
+                cwd=workdir,
                 env={**self._record.env, **extra_env},
                 network=self._record.network,
                 binds=binds,
