@@ -17,6 +17,7 @@ import re
 import secrets
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -184,7 +185,8 @@ class LocalProvider:
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
 
     def check(self) -> None:
-        """Raises SandboxUnavailable naming what this host lacks (root, bwrap, namespaces)."""
+        """Raises SandboxUnavailable naming what this host lacks (root, bwrap, namespaces, overlay and
+        tmpfs mounts)."""
         if os.geteuid() != 0:
             raise SandboxUnavailable("the local provider mounts overlays and tmpfs: run it as root")
         if shutil.which("bwrap") is None:
@@ -197,6 +199,13 @@ class LocalProvider:
         )
         if probe.returncode != 0:
             raise SandboxUnavailable(f"bwrap cannot make namespaces here: {probe.stderr.strip()[:300]}")
+        probe_folder = Path(tempfile.mkdtemp(prefix=".probe-", dir=self.root))
+        try:
+            (probe_folder / "lower").mkdir()
+            mounts.mount_layer(probe_folder / "lower", probe_folder, 1 << 20)
+        finally:
+            mounts.unmount_layer(probe_folder)
+            shutil.rmtree(probe_folder, ignore_errors=True)
 
     def folder(self, sandbox_id: str) -> Path:
         if not _ID.match(sandbox_id):
@@ -276,6 +285,10 @@ class LocalProvider:
         stopped = 0
         now = self._clock()
         for entry in list(os.scandir(self.root)):
+            if entry.name.startswith(".probe-"):  # a check() that crashed half-way
+                mounts.unmount_layer(Path(entry.path))
+                shutil.rmtree(entry.path, ignore_errors=True)
+                continue
             if entry.name.startswith(_STOPPING):
                 sandbox_id = entry.name[len(_STOPPING) :].split("-")[0]
                 await asyncio.to_thread(self._teardown, sandbox_id, Path(entry.path))
