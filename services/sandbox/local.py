@@ -110,6 +110,7 @@ class LocalSandbox:
             except (SandboxFailed, FileNotFoundError):
                 self._root()  # SandboxNotFound when a stop raced this exec
                 raise
+            self._root()  # a stop that killed the command: SandboxNotFound, not its exit status
             if fresh and verifier is not None:
                 collected = await asyncio.to_thread(_collect, fresh, verifier.max_collected_bytes)
                 result = ExecResult(**{**result.__dict__, "collected": collected})
