@@ -6,6 +6,7 @@ fleet/          `rewardfleet up`: model servers, routers and the gateway as supe
 client/         the Python client of the gateway
 integrations/   trainer-side adapters (verl, TRL, slime) built on the client
 rescore/        `rewardfleet score`: re-scoring rollouts already generated
+sandbox/        task sandboxes: a sandbox per episode from an image (local bubblewrap, Kubernetes pods)
 common/         the leaf every service uses (middlewares, HTTP helpers, redaction)
 cli.py          the `rewardfleet` entry point; cli_app.py assembles each service's command
 """
