@@ -25,6 +25,13 @@ def up(
         typer.Option("--processes", help="Gateway processes: a number or 'auto' (overrides the config)."),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print every command line and exit.")] = False,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            help="Place the fleet on a Ray cluster: 'auto' or the head's address (overrides ray.address).",
+        ),
+    ] = None,
 ) -> None:
     """Start model servers, one sglang-router per pool and the gateway on 127.0.0.1; Ctrl-C stops all."""
     from rich.console import Console
@@ -61,6 +68,11 @@ def up(
         )
         typer.echo(plan.gateway_config_display())
         return
+    address = ray_address or (cfg.ray.address if cfg.ray is not None else None)
+    if address:
+        from rewardfleet.services.fleet.on_ray.engine import run_ray_fleet
+
+        raise typer.Exit(run_ray_fleet(cfg, plan, address, console))
     fleet = Fleet(plan, console, cfg.ready_timeout_s, Backoff(max_s=cfg.restart_max_backoff_s))
     raise typer.Exit(asyncio.run(run_fleet(fleet)))
 
