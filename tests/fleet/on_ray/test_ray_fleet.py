@@ -10,7 +10,6 @@ port behind.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import signal
 import socket
@@ -21,18 +20,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 ray = pytest.importorskip("ray", reason="the Ray engine tests need ray (pip install 'reward-fleet[ray]')")
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy  # noqa: E402
-from tests.fleet.procs import alive, cmdline  # noqa: E402
+from tests.fleet.procs import alive, cmdline, descendants  # noqa: E402
 from tests.support import ChildProcess, rewardfleet_cmd  # noqa: E402
 from tests.tiny_models import build_tiny_qwen2  # noqa: E402
 from tests.waiting import eventually  # noqa: E402
 
-NAMESPACE = "rewardfleet-test"
+NAMESPACE = "rewardfleet"  # the defaults: a trainer finds the fleet without configuration
 
 
 @dataclass
@@ -47,7 +47,9 @@ class RayFleet:
         return data
 
     def gateway(self) -> str:
-        urls: list[str] = ray.get(ray.get_actor("rf", namespace=NAMESPACE).gateways.remote(), timeout=10)
+        urls: list[str] = ray.get(
+            ray.get_actor("rewardfleet", namespace=NAMESPACE).gateways.remote(), timeout=10
+        )
         assert urls, "no gateway published"
         return urls[0]
 
@@ -89,8 +91,6 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayFleet]:
           functions:
             reward_model: {{timeout_s: 60, reward_kwargs: {{model: tiny-rm}}}}
         ray:
-          name: rf
-          namespace: {NAMESPACE}
           gateway: {{resources: {{gateway_node: 1}}}}
         """)
     )
@@ -126,3 +126,124 @@ def test_the_fleet_comes_up_across_nodes_and_answers(fleet: RayFleet) -> None:
 
     results = asyncio.run(score())
     assert all(r.status == "ok" and isinstance(r.score, float) for r in results), results
+
+
+@ray.remote(num_cpus=0)
+def _trainer_step() -> list[dict[str, Any]]:
+    """What a verl reward file does inside a Ray worker of the same cluster: no gateway URL configured."""
+    from rewardfleet.services.integrations.verl_reward import compute_score_sync
+
+    return [
+        compute_score_sync("openai/gsm8k", "#### 42", "42"),
+        compute_score_sync("chat", "It is 4.", None, {"question": "2 + 2?"}, reward_fn="reward_model"),
+    ]
+
+
+def test_a_trainer_in_the_cluster_finds_the_gateway_without_configuration(fleet: RayFleet) -> None:
+    gsm8k, rm = ray.get(_trainer_step.remote(), timeout=120)
+    assert gsm8k["score"] == 1.0, gsm8k
+    assert isinstance(rm["score"], float) and rm["reward_failed"] == 0.0, rm
+
+    async def named() -> Any:
+        async with AsyncRewardClient("ray:rewardfleet/rewardfleet") as client:
+            assert client.base_url == fleet.gateway()
+            return await client.score(_sample(1))
+
+    assert asyncio.run(named()).status == "ok"
+
+
+async def _load(url: str, n: int, on_done: Any) -> list[Any]:
+    """`n` posts, 32 in flight, each retried by the client on 429/503 and connection errors."""
+    retry = RetryPolicy(max_attempts=30, initial_backoff_s=0.2, max_backoff_s=2.0, max_elapsed_s=120.0)
+    async with AsyncRewardClient(url, max_concurrency=32, retry=retry, timeout_s=60) as client:
+
+        async def one(i: int) -> Any:
+            result = await client.score(_sample(i))
+            on_done()
+            return result
+
+        return list(await asyncio.gather(*(one(i) for i in range(n))))
+
+
+def test_a_node_lost_mid_load_loses_no_sample_and_its_replica_comes_back_elsewhere(fleet: RayFleet) -> None:
+    head = fleet.cluster.head_node.node_id
+    replicas = fleet.state()["ray"]["pools"]["reward_model"]
+    victim_id = next(r["node_id"] for r in replicas if r["node_id"] != head)
+    victim = next(n for n in fleet.cluster.worker_nodes if n.node_id == victim_id)
+    done = 0
+    mid_load = asyncio.Event()
+    killed: list[int] = []
+
+    def count() -> None:
+        nonlocal done
+        done += 1
+        if done == 300:
+            mid_load.set()
+
+    async def load_and_kill() -> list[Any]:
+        load = asyncio.ensure_future(_load(fleet.gateway(), 2000, count))
+        await asyncio.wait(
+            [load, asyncio.ensure_future(mid_load.wait())], return_when=asyncio.FIRST_COMPLETED
+        )
+        fleet.cluster.remove_node(victim)  # its raylet and every worker on it die at once
+        killed.append(done)
+        results = await load
+        assert killed[0] < 2000, "the node was removed after the load: nothing was tested"
+        return results
+
+    results = asyncio.run(load_and_kill())
+    bad = [r for r in results if r.status != "ok"]
+    assert not bad, f"{len(bad)} of {len(results)} samples lost: {bad[:3]}"
+    assert len({r.uid for r in results}) == 2000
+    print(f"node removed after {killed[0]} of 2000; {sum(r.attempts > 1 for r in results)} posts retried")
+
+    def back_elsewhere() -> bool:
+        now = fleet.state()["ray"]["pools"]["reward_model"]
+        return len(now) == 2 and all(r["node_id"] != victim_id for r in now)
+
+    eventually(back_elsewhere, timeout_s=120, interval_s=0.5, what="both replicas on the remaining nodes")
+    moved = fleet.state()["ray"]["pools"]["reward_model"]
+
+    def routed() -> bool:
+        workers = ray.get(ray.get_actor("rewardfleet", namespace=NAMESPACE).gateways.remote(), timeout=10)
+        return bool(workers) and all(_healthy_in_router(fleet, r["url"]) for r in moved)
+
+    eventually(routed, timeout_s=120, interval_s=0.5, what="the router routing to the moved replica")
+    after = asyncio.run(_load(fleet.gateway(), 20, lambda: None))
+    assert all(r.status == "ok" for r in after), after
+
+
+def _healthy_in_router(fleet: RayFleet, replica_url: str) -> bool:
+    router = fleet.state()["ray"]["gateways"][0]["routers"]["reward_model"]
+    workers = httpx.get(f"{router}/workers", timeout=5).json()["workers"]
+    return any(w["url"].rstrip("/") == replica_url and w.get("is_healthy") for w in workers)
+
+
+def _refused(url: str) -> bool:
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    with socket.socket() as sock:
+        sock.settimeout(1.0)
+        return sock.connect_ex((host, int(port))) != 0
+
+
+def test_ctrl_c_leaves_no_actor_process_port_or_placement_group(fleet: RayFleet) -> None:
+    state = fleet.state()["ray"]
+    replicas = [r for rs in state["pools"].values() for r in rs]
+    urls = [g["url"] for g in state["gateways"]] + [r["url"] for r in replicas]
+    urls += [u for g in state["gateways"] for u in g["routers"].values()]
+    owned = {p for g in state["gateways"] for p in g["pids"]} | {r["pid"] for r in replicas}
+    pids = owned | {d for p in owned for d in descendants(p)}  # the gateway's workers too
+    assert len(pids) >= 4 and all(not _refused(u) for u in urls)
+    started = time.monotonic()
+    fleet.proc.signal(signal.SIGINT)  # what Ctrl-C sends to the foreground process group
+    assert fleet.proc.proc.wait(timeout=120) == 0, fleet.proc.log()[-3000:]
+    assert "fleet stopped." in fleet.proc.log()
+    assert not alive(pids), [cmdline(p) for p in alive(pids)]
+    assert all(_refused(u) for u in urls)
+    actors = ray._private.state.actors()
+    assert actors and all(a["State"] == "DEAD" for a in actors.values()), actors
+    assert "rewardfleet" not in {a["name"] for a in ray.util.list_named_actors(all_namespaces=True)}
+    groups = ray.util.placement_group_table()
+    assert groups and all(g["state"] == "REMOVED" for g in groups.values()), groups
+    assert not (fleet.run_dir / "fleet.json").exists()
+    print(f"stopped in {time.monotonic() - started:.1f} s")
