@@ -9,6 +9,7 @@ connected to a cluster connects with `ray.init(address="auto")`. The answer is c
 
 from __future__ import annotations
 
+import logging
 import random
 import sys
 import threading
@@ -65,7 +66,7 @@ def _ask(namespace: str, name: str, timeout_s: float) -> list[str]:
     except ImportError as exc:
         raise GatewayNotOnRay("Ray is not installed here (pip install ray)") from exc
     if not ray.is_initialized():
-        ray.init(address="auto", log_to_driver=False, logging_level="WARNING")
+        ray.init(address="auto", log_to_driver=False, logging_level=logging.WARNING)
     try:
         directory = ray.get_actor(name, namespace=namespace)
         urls: list[str] = ray.get(directory.gateways.remote(), timeout=timeout_s)

@@ -31,6 +31,7 @@ from rewardfleet.router.config import RouterConfig
 from rewardfleet.services.common.api_keys import check_api_keys
 from rewardfleet.services.fleet.determinism import check_deterministic_args
 from rewardfleet.services.fleet.on_ray.config import RayConfig
+from rewardfleet.services.fleet.on_slurm.config import SlurmConfig
 from rewardfleet.services.gateway.config import GatewayConfig, format_validation_error
 from rewardfleet.services.gateway.pools.config import ExternalPoolConfig
 from rewardfleet.services.model_server.checkpoints import BUILTIN_MODELS, DUAL_ENCODERS
@@ -235,6 +236,9 @@ class FleetConfig(BaseModel):
     restart_max_backoff_s: float = Field(default=30.0, gt=0)
     ray: RayConfig | None = Field(
         default=None, description="Where each part runs on a Ray cluster (`rewardfleet up --ray`)."
+    )
+    slurm: SlurmConfig | None = Field(
+        default=None, description="The allocation `rewardfleet up --slurm` asks for."
     )
 
     @field_validator("pools")

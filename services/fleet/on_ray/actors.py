@@ -40,7 +40,8 @@ def _exit_actor(name: str, code: int) -> None:
 
 
 def _node() -> tuple[str, str]:
-    return ray.util.get_node_ip_address(), ray.get_runtime_context().get_node_id()
+    ip: str = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
+    return ip, ray.get_runtime_context().get_node_id()
 
 
 class ReplicaActor:

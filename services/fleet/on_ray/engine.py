@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import sys
@@ -109,11 +110,11 @@ class RayFleet:
                 )  # fmt: skip
             self.replicas[pool.name] = handles
         gw = rc.gateway
-        gw_resources = {"num_cpus": gw.num_cpus if gw.num_cpus is not None else 1.0, "num_gpus": 0.0,
-                        "resources": dict(gw.resources)}  # fmt: skip
+        gw_cpus = gw.num_cpus if gw.num_cpus is not None else 1.0
+        gw_resources = {"num_cpus": gw_cpus, "num_gpus": 0.0, "resources": dict(gw.resources)}
         group = self._group("the gateways", [_bundle(gw_resources)] * gw.replicas)
         processes = self.config.gateway_processes
-        per_front = max(1, int(gw_resources["num_cpus"])) if processes == "auto" else processes
+        per_front = max(1, int(gw_cpus)) if processes == "auto" else processes
         headers_fn = probe_headers(self.config.gateway)
         headers = dict(headers_fn()) if headers_fn is not None else {}
         pools = {p.name: (dict(p.config.router), self.replicas[p.name]) for p in self.plan.pools}
@@ -132,7 +133,7 @@ class RayFleet:
         self._wait_ready()
 
     def _group(self, what: str, bundles: list[dict[str, float]]) -> PlacementGroup:
-        group = placement_group(bundles, strategy=self.ray_config.placement_strategy)
+        group: PlacementGroup = placement_group(bundles, strategy=self.ray_config.placement_strategy)
         self.groups.append(group)
         try:
             ray.get(group.ready(), timeout=self.config.ready_timeout_s)
@@ -140,7 +141,7 @@ class RayFleet:
             raise RayFleetError(
                 f"{what}: the cluster has no room for {len(bundles)} x {bundles[0]} "
                 f"({self.ray_config.placement_strategy}) after {self.config.ready_timeout_s:.0f} s; "
-                f"it offers {ray.available_resources()}"
+                f"it offers {ray.available_resources()}"  # type: ignore[no-untyped-call]
             ) from exc
         return group
 
@@ -233,7 +234,7 @@ def run_ray_fleet(config: FleetConfig, plan: FleetPlan, address: str, console: C
     rc = config.ray or RayConfig()
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    ray.init(address=address, namespace=rc.namespace, log_to_driver=False, logging_level="WARNING")
+    ray.init(address=address, namespace=rc.namespace, log_to_driver=False, logging_level=logging.WARNING)
     fleet = RayFleet(config, plan, rc, console)
     code = 0
     try:
