@@ -14,6 +14,7 @@ from rewardfleet.services.fleet.config import FleetConfigError, load_fleet_confi
 from rewardfleet.services.fleet.on_ray.children import fill, with_placeholders
 from rewardfleet.services.fleet.on_ray.engine import pool_placement
 from rewardfleet.services.fleet.on_slurm.allocation import Allocation, place
+from rewardfleet.services.fleet.on_slurm.sbatch import script
 from rewardfleet.services.fleet.plan import plan_fleet
 from tests.support import rewardfleet_cmd
 
@@ -115,6 +116,13 @@ def test_slurm_dry_run_prints_a_heterogeneous_batch_script(tmp_path: Path) -> No
     assert "up --slurm --config" in text and "--port 8123" in text and "srun --overlap" in text
     bash = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True, timeout=10)
     assert bash.returncode == 0, bash.stderr
+
+
+def test_the_shipped_batch_script_is_what_its_config_writes() -> None:
+    folder = Path(__file__).resolve().parents[2] / "deploy" / "slurm"
+    config = load_fleet_config(folder / "fleet.yaml")
+    text = script(config, Path("deploy/slurm/fleet.yaml"), Path(".rewardfleet"), "python3")
+    assert (folder / "rewardfleet.sbatch").read_text() == text
 
 
 @pytest.mark.parametrize(

@@ -45,6 +45,10 @@ class RayFleetError(RuntimeError):
     """The cluster cannot hold the fleet, or a part did not become ready; the message says which."""
 
 
+class StartInterrupted(RuntimeError):
+    """SIGINT/SIGTERM arrived while the fleet was starting."""
+
+
 def pool_placement(pool: PoolConfig, placement: RayPlacement | None) -> dict[str, Any]:
     """Ray resources of one replica: as configured, else a CPU pool's torch threads in CPUs (1 where unset),
     an SGLang pool's tensor-parallel size in GPUs (1 where unset) and one CPU."""
@@ -75,6 +79,7 @@ class RayFleet:
     fronts: list[Any] = field(default_factory=list)
     directory: Any = None
     started_s: float = 0.0
+    stopping: threading.Event = field(default_factory=threading.Event)  # Ctrl-C: start-up gives up waiting
 
     def start(self) -> None:
         self.started_s = time.monotonic()
@@ -134,9 +139,10 @@ class RayFleet:
 
     def _group(self, what: str, bundles: list[dict[str, float]]) -> PlacementGroup:
         group: PlacementGroup = placement_group(bundles, strategy=self.ray_config.placement_strategy)
+        self.console.print(f"{what}: reserving {len(bundles)} x {bundles[0]}")
         self.groups.append(group)
         try:
-            ray.get(group.ready(), timeout=self.config.ready_timeout_s)
+            self._get([group.ready()], self.config.ready_timeout_s)
         except ray.exceptions.GetTimeoutError as exc:
             raise RayFleetError(
                 f"{what}: the cluster has no room for {len(bundles)} x {bundles[0]} "
@@ -148,21 +154,34 @@ class RayFleet:
     def _wait_ready(self) -> None:
         timeout = self.config.ready_timeout_s
         try:
-            urls = ray.get([f.wait_ready.remote(timeout) for f in self.fronts], timeout=timeout + 30)
+            urls = self._get([f.wait_ready.remote(timeout) for f in self.fronts], timeout + 30)
             self.console.print(f"gateways ready: {', '.join(urls)}")
             deadline = time.monotonic() + timeout
             for pool in self.plan.pools:
                 if pool.config.load_in_background:
                     continue
                 handles = self.replicas[pool.name]
-                wanted = set(ray.get([h.wait_ready.remote(timeout) for h in handles], timeout=timeout + 30))
+                wanted = set(self._get([h.wait_ready.remote(timeout) for h in handles], timeout + 30))
                 while not all(self._routed(f, pool.name, wanted) for f in self.fronts):
                     if time.monotonic() > deadline:
                         raise RayFleetError(f"pool {pool.name!r}: not routed to {sorted(wanted)}")
-                    time.sleep(0.2)
+                    if self.stopping.wait(0.2):
+                        raise StartInterrupted
                 self.console.print(f"[green]{pool.name}: {len(wanted)} replica(s) ready[/green]")
         except ray.exceptions.RayError as exc:
             raise RayFleetError(f"a part of the fleet did not start: {exc}") from exc
+
+    def _get(self, refs: list[Any], timeout_s: float) -> list[Any]:
+        """`ray.get(refs)`, giving up at Ctrl-C (`StartInterrupted`) or after `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            _, pending = ray.wait(refs, num_returns=len(refs), timeout=0.5)
+            if not pending:
+                return list(ray.get(refs))
+            if self.stopping.is_set():
+                raise StartInterrupted
+            if time.monotonic() > deadline:
+                raise ray.exceptions.GetTimeoutError(f"not ready after {timeout_s:.0f} s")
 
     @staticmethod
     def _routed(front: Any, pool: str, wanted: set[str]) -> bool:
@@ -233,9 +252,13 @@ def run_ray_fleet(config: FleetConfig, plan: FleetPlan, address: str, console: C
     stop it. Returns an exit code."""
     rc = config.ray or RayConfig()
     stop = threading.Event()
+    try:
+        ray.init(address=address, namespace=rc.namespace, log_to_driver=False, logging_level=logging.WARNING)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        console.print(f"[red]rewardfleet up: cannot join the Ray cluster at {address!r}:[/red] {exc}")
+        return 2
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    ray.init(address=address, namespace=rc.namespace, log_to_driver=False, logging_level=logging.WARNING)
-    fleet = RayFleet(config, plan, rc, console)
+    fleet = RayFleet(config, plan, rc, console, stopping=stop)
     code = 0
     try:
         fleet.start()
@@ -244,6 +267,8 @@ def run_ray_fleet(config: FleetConfig, plan: FleetPlan, address: str, console: C
         console.print(f"ready in {time.monotonic() - fleet.started_s:.1f} s; Ctrl-C stops the fleet.")
         while not stop.wait(1.0):
             fleet.write_state()
+    except StartInterrupted:
+        pass
     except RayFleetError as exc:
         console.print(f"[red]the fleet did not start:[/red] {exc}")
         code = 1

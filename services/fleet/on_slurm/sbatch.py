@@ -64,6 +64,7 @@ def script(
     extra = "".join(f" {q(arg)}" for arg in up_args)
     body = f"""
 # Written by `rewardfleet up --slurm`. Usage: sbatch THIS_FILE [trainer command and its arguments]
+# ({run_dir} must exist before: Slurm writes the job's output there.)
 set -euo pipefail
 export REWARDFLEET_RUN_DIR={q(str(run_dir))}/job-$SLURM_JOB_ID
 {q(python)} -m rewardfleet.services.cli up --slurm --config {q(str(config_path))} \\

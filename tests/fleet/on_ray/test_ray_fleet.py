@@ -247,3 +247,26 @@ def test_ctrl_c_leaves_no_actor_process_port_or_placement_group(fleet: RayFleet)
     assert groups and all(g["state"] == "REMOVED" for g in groups.values()), groups
     assert not (fleet.run_dir / "fleet.json").exists()
     print(f"stopped in {time.monotonic() - started:.1f} s")
+
+
+def test_ctrl_c_while_the_cluster_has_no_room_gives_up_and_leaves_nothing(fleet: RayFleet) -> None:
+    config = fleet.run_dir.parent / "fleet.yaml"
+    text = config.read_text().replace(
+        "gateway: {resources: {gateway_node: 1}}", "pools: {reward_model: {resources: {tpu_pod: 1}}}"
+    )
+    (fleet.run_dir.parent / "no_room.yaml").write_text(text)
+    cmd = rewardfleet_cmd(
+        "up", "--ray", fleet.cluster.address, "--config", str(fleet.run_dir.parent / "no_room.yaml")
+    )
+    proc = ChildProcess(cmd, fleet.run_dir.parent / "no_room.log", env={"COLUMNS": "200"})
+    try:
+        eventually(
+            lambda: "reserving" in proc.log(), timeout_s=60, interval_s=0.2, what="the placement asked for"
+        )
+        proc.signal(signal.SIGINT)
+        assert proc.proc.wait(timeout=60) == 0, proc.log()
+    finally:
+        proc.stop()
+    assert "fleet stopped." in proc.log()
+    assert all(a["State"] == "DEAD" for a in ray._private.state.actors().values())
+    assert all(g["state"] == "REMOVED" for g in ray.util.placement_group_table().values())
