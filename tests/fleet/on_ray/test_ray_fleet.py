@@ -267,6 +267,6 @@ def test_ctrl_c_while_the_cluster_has_no_room_gives_up_and_leaves_nothing(fleet:
         assert proc.proc.wait(timeout=60) == 0, proc.log()
     finally:
         proc.stop()
-    assert "fleet stopped." in proc.log()
+    assert "fleet stopped." in proc.log_path.read_text()
     assert all(a["State"] == "DEAD" for a in ray._private.state.actors().values())
     assert all(g["state"] == "REMOVED" for g in ray.util.placement_group_table().values())
