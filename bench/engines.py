@@ -54,7 +54,7 @@ def fleet_yaml(tmp: Path, run_dir: Path, extra: str = "") -> Path:
             model_path: {rm}
             served_model_name: tiny-rm
             server_args: {{torch-num-threads: 1}}
-            router: {{health_check_interval_secs: 1}}
+            router: {{health_check_interval_secs: 1, health_check_timeout_secs: 1}}
         run_dir: {run_dir}
         gateway:
           workers: 1
@@ -90,8 +90,10 @@ def one_host(tmp: Path) -> Iterator[tuple[str, float]]:
     proc = ChildProcess(rewardfleet_cmd("up", "--config", str(config), "--port", str(port)), tmp / "host.log",
                         env=OFFLINE_ENV)  # fmt: skip
     try:
-        eventually(lambda: "Reward Fleet is up" in proc.log(), timeout_s=300, interval_s=0.05,
-                   what="rewardfleet up ready", detail=proc.log)  # fmt: skip
+        eventually(lambda: "Reward Fleet is up" in proc.log() or proc.proc.poll() is not None, timeout_s=300,
+                   interval_s=0.05, what="rewardfleet up ready", detail=proc.log)  # fmt: skip
+        if proc.proc.poll() is not None:
+            raise RuntimeError(f"rewardfleet up exited: {proc.log()[-3000:]}")
         yield f"http://127.0.0.1:{port}", time.monotonic() - started
     finally:
         proc.signal(signal.SIGINT)
@@ -105,8 +107,10 @@ def on_ray(tmp: Path, address: str) -> Iterator[tuple[str, float]]:
     proc = ChildProcess(rewardfleet_cmd("up", "--ray", address, "--config", str(config)), tmp / "ray.log",
                         env={**OFFLINE_ENV, "COLUMNS": "200"})  # fmt: skip
     try:
-        eventually(lambda: "ready in" in proc.log(), timeout_s=300, interval_s=0.05, what="up --ray ready",
-                   detail=proc.log)  # fmt: skip
+        eventually(lambda: "ready in" in proc.log() or proc.proc.poll() is not None, timeout_s=300,
+                   interval_s=0.05, what="up --ray ready", detail=proc.log)  # fmt: skip
+        if proc.proc.poll() is not None:
+            raise RuntimeError(f"rewardfleet up --ray exited: {proc.log()[-3000:]}")
         took = time.monotonic() - started
         url = next(line.split("gateways ready: ", 1)[1].split(",")[0].strip()
                    for line in proc.log().splitlines() if "gateways ready: " in line)  # fmt: skip
@@ -145,7 +149,7 @@ def run(samples: int, latency_s: float, rounds: int, slurm: bool) -> BenchResult
     import ray
     from ray.cluster_utils import Cluster
 
-    raise_open_files_limit()
+    raise_open_files_limit(2 * samples + 1024, "one client connection per post")
     result = BenchResult("engines")
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as folder, ExitStack() as stack:
         tmp = Path(folder)

@@ -142,6 +142,10 @@ class FrontActor:
         self._publish()
         return self.url
 
+    def set_replicas(self, pool: str, handles: list[Any]) -> None:
+        """The pool's replicas now (it was scaled); the next reconcile round routes to exactly these."""
+        self.pools[pool] = list(handles)
+
     def workers(self, pool: str) -> dict[str, bool]:
         """{replica URL: healthy} as this gateway's router for `pool` sees them."""
         return {url: healthy for url, (_, healthy) in self._router_workers(pool).items()}

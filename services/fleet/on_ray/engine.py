@@ -13,6 +13,7 @@ placement groups.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -20,6 +21,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +35,7 @@ from rewardfleet.services.fleet.config import FleetConfig, PoolConfig
 from rewardfleet.services.fleet.on_ray.actors import Directory, FrontActor, ReplicaActor
 from rewardfleet.services.fleet.on_ray.children import with_placeholders
 from rewardfleet.services.fleet.on_ray.config import RayConfig, RayPlacement
+from rewardfleet.services.fleet.on_ray.scaling import Scaler, pool_queue
 from rewardfleet.services.fleet.plan import FleetPlan, write_gateway_config
 from rewardfleet.services.fleet.probe_key import probe_headers
 from rewardfleet.services.fleet.runner import STATE_FILE
@@ -80,6 +83,9 @@ class RayFleet:
     directory: Any = None
     started_s: float = 0.0
     stopping: threading.Event = field(default_factory=threading.Event)  # Ctrl-C: start-up gives up waiting
+    scalers: dict[str, Scaler] = field(default_factory=dict)
+    next_index: dict[str, int] = field(default_factory=dict)
+    _new_replica: dict[str, Callable[..., Any]] = field(default_factory=dict)
 
     def start(self) -> None:
         self.started_s = time.monotonic()
@@ -100,20 +106,17 @@ class RayFleet:
         for pool in self.plan.pools:
             resources = pool_placement(pool.config, rc.pools.get(pool.name))
             group = self._group(f"pool {pool.name!r}", [_bundle(resources)] * len(pool.replicas))
-            actor = ray.remote(ReplicaActor)
-            handles = []
-            for replica in pool.replicas:
-                strategy = PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=replica.index)
-                handles.append(
-                    actor.options(
-                        **resources, max_restarts=rc.max_restarts, max_task_retries=-1, max_concurrency=4,
-                        scheduling_strategy=strategy,
-                    ).remote(
-                        f"{pool.name}-{replica.index}", with_placeholders(replica.argv, sys.executable),
-                        run_dir, env,
-                    )
-                )  # fmt: skip
-            self.replicas[pool.name] = handles
+            template = with_placeholders(pool.replicas[0].argv, sys.executable)
+            new = functools.partial(self._replica, pool.name, resources, template, env)
+            self._new_replica[pool.name] = new
+            self.replicas[pool.name] = [
+                new(PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=r.index), r.index)
+                for r in pool.replicas
+            ]
+            self.next_index[pool.name] = len(pool.replicas)
+            placement = rc.pools.get(pool.name)
+            if placement is not None and placement.autoscale is not None:
+                self.scalers[pool.name] = Scaler(placement.autoscale)
         gw = rc.gateway
         gw_cpus = gw.num_cpus if gw.num_cpus is not None else 1.0
         gw_resources = {"num_cpus": gw_cpus, "num_gpus": 0.0, "resources": dict(gw.resources)}
@@ -136,6 +139,54 @@ class RayFleet:
                 )
             )  # fmt: skip
         self._wait_ready()
+
+    def _replica(
+        self,
+        pool: str,
+        resources: dict[str, Any],
+        argv: list[str],
+        env: dict[str, str],
+        strategy: Any,
+        index: int,
+    ) -> Any:
+        """A new `ReplicaActor` `<pool>-<index>` (its port is picked on its node)."""
+        rc = self.ray_config
+        return (
+            ray.remote(ReplicaActor)
+            .options(
+                **resources, max_restarts=rc.max_restarts, max_task_retries=-1, max_concurrency=4,
+                scheduling_strategy=strategy,
+            )
+            .remote(f"{pool}-{index}", argv, str(self.plan.run_dir), env)
+        )  # fmt: skip
+
+    def autoscale(self, where: dict[str, Any]) -> None:
+        """One step of every autoscaled pool: a replica more (placed SPREAD) or one less (drained first)."""
+        for pool, scaler in self.scalers.items():
+            handles = self.replicas[pool]
+            queue = pool_queue(r["url"] for r in where["pools"].get(pool, []))
+            if queue is None or len(where["pools"].get(pool, [])) != len(handles):
+                continue  # a replica is (re)starting: decide once all answer
+            want = scaler.desired(len(handles), queue, time.monotonic())
+            if want > len(handles):
+                index = self.next_index[pool]
+                self.next_index[pool] += 1
+                handles.append(self._new_replica[pool]("SPREAD", index))
+                self._tell_fronts(pool)
+                self.console.print(f"{pool}: {queue:.0f} waiting, scaling up to {want} replicas")
+            elif want < len(handles):
+                gone = handles.pop()
+                self._tell_fronts(pool)
+                self.console.print(f"{pool}: {queue:.0f} waiting, scaling down to {want} replicas")
+                # Its routers drop it within a reconcile round; then it finishes what it holds and exits.
+                self.stopping.wait(2 * self.ray_config.reconcile_interval_s + 1.0)
+                with contextlib.suppress(ray.exceptions.RayError):
+                    ray.get(gone.stop.remote(20.0), timeout=60)
+                ray.kill(gone, no_restart=True)
+
+    def _tell_fronts(self, pool: str) -> None:
+        with contextlib.suppress(ray.exceptions.RayError):
+            ray.get([f.set_replicas.remote(pool, self.replicas[pool]) for f in self.fronts], timeout=30)
 
     def _group(self, what: str, bundles: list[dict[str, float]]) -> PlacementGroup:
         group: PlacementGroup = placement_group(bundles, strategy=self.ray_config.placement_strategy)
@@ -201,14 +252,26 @@ class RayFleet:
                     out["pools"][pool].append(ray.get(handle.where.remote(), timeout=2))
         return out
 
-    def write_state(self) -> None:
-        where = self.where()
+    def write_state(self, where: dict[str, Any] | None = None) -> None:
+        where = where if where is not None else self.where()
         state = {
             "pid": os.getpid(),
             "engine": "ray",
             "namespace": self.ray_config.namespace,
             "name": self.ray_config.name,
             "gateway": {"url": where["gateways"][0]["url"] if where["gateways"] else None},
+            # The one-host shape too: `rewardfleet status` shows the first gateway's routers and the replicas.
+            "pools": {
+                p.name: {
+                    "kind": p.config.kind,
+                    "backend": p.config.backend,
+                    "model_path": p.config.model_path,
+                    "router": where["gateways"][0]["routers"][p.name] if where["gateways"] else None,
+                    "replicas": [r["url"] for r in where["pools"].get(p.name, [])],
+                }
+                for p in self.plan.pools
+            },
+            "external_pools": {},
             "ray": where,
         }
         path = self.plan.run_dir / STATE_FILE
@@ -266,7 +329,9 @@ def run_ray_fleet(config: FleetConfig, plan: FleetPlan, address: str, console: C
         console.print(fleet.table())
         console.print(f"ready in {time.monotonic() - fleet.started_s:.1f} s; Ctrl-C stops the fleet.")
         while not stop.wait(1.0):
-            fleet.write_state()
+            where = fleet.where()
+            fleet.write_state(where)
+            fleet.autoscale(where)
     except StartInterrupted:
         pass
     except RayFleetError as exc:

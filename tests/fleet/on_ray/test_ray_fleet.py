@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import socket
+import subprocess
 import textwrap
 import time
 from collections.abc import Iterator
@@ -54,11 +56,11 @@ class RayFleet:
         return urls[0]
 
 
-def _sample(i: int) -> dict[str, Any]:
+def _sample(i: int, tag: str = "sample") -> dict[str, Any]:
     return {
         "data_source": "chat", "reward_fn": "reward_model", "solution_str": f"It is {2 * i}.",
         "ground_truth": None, "prompt": [{"role": "user", "content": f"What is {i} + {i}?"}],
-        "uid": f"sample-{i}",
+        "uid": f"{tag}-{i}",  # a uid already scored would be answered from the gateway's result cache
     }  # fmt: skip
 
 
@@ -71,7 +73,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayFleet]:
         head_node_args={"num_cpus": 2, "resources": {"gateway_node": 1}, "include_dashboard": False},
     )
     for _ in range(2):
-        cluster.add_node(num_cpus=2)
+        cluster.add_node(num_cpus=3)
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, namespace=NAMESPACE, log_to_driver=False)
     (tmp / "fleet.yaml").write_text(
@@ -84,14 +86,28 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayFleet]:
             replicas: 2
             server_args: {{torch-num-threads: 1, max-batch-size: 32}}
             router: {{policy: round_robin, health_check_interval_secs: 1, health_check_timeout_secs: 1}}
+          scaled:
+            kind: reward_model
+            model_path: {rm}
+            served_model_name: tiny-rm
+            server_args: {{torch-num-threads: 1, max-batch-size: 1}}
+            router: {{policy: round_robin, health_check_interval_secs: 1, health_check_timeout_secs: 1}}
+        default_pool: reward_model
         run_dir: {tmp / "run"}
         ready_timeout_s: 180
         gateway:
           workers: 1
           functions:
             reward_model: {{timeout_s: 60, reward_kwargs: {{model: tiny-rm}}}}
+            scaled:
+              path: "rewardfleet.reward_fns.reward_model:compute_score"
+              timeout_s: 60
+              reward_kwargs: {{pool: scaled, model: tiny-rm}}
         ray:
           gateway: {{resources: {{gateway_node: 1}}}}
+          pools:
+            scaled: {{autoscale: {{min_replicas: 1, max_replicas: 2, target_queue: 4, up_cooldown_s: 0,
+                                  down_cooldown_s: 3}}}}
         """)
     )
     cmd = rewardfleet_cmd("up", "--ray", cluster.address, "--config", str(tmp / "fleet.yaml"))
@@ -126,6 +142,11 @@ def test_the_fleet_comes_up_across_nodes_and_answers(fleet: RayFleet) -> None:
 
     results = asyncio.run(score())
     assert all(r.status == "ok" and isinstance(r.score, float) for r in results), results
+    cmd = rewardfleet_cmd("status", "--run-dir", str(fleet.run_dir))
+    env = {**os.environ, "COLUMNS": "250"}
+    status = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+    assert status.returncode == 0 and "2/2 workers healthy" in status.stdout, status.stdout + status.stderr
+    assert status.stdout.count("ready") >= 3 and "down" not in status.stdout, status.stdout
 
 
 @ray.remote(num_cpus=0)
@@ -152,13 +173,53 @@ def test_a_trainer_in_the_cluster_finds_the_gateway_without_configuration(fleet:
     assert asyncio.run(named()).status == "ok"
 
 
-async def _load(url: str, n: int, on_done: Any) -> list[Any]:
+def test_a_pool_scales_up_under_load_and_back_down_with_a_drained_exit(fleet: RayFleet) -> None:
+    def replicas() -> list[dict[str, Any]]:
+        return list(fleet.state()["ray"]["pools"]["scaled"])
+
+    assert len(replicas()) == 1
+    first = replicas()[0]["url"]
+    results: list[Any] = []
+
+    async def load_until_the_new_replica_serves() -> str:
+        retry = RetryPolicy(max_attempts=10, initial_backoff_s=0.2, max_backoff_s=1.0)
+        client = AsyncRewardClient(fleet.gateway(), max_concurrency=32, retry=retry, timeout_s=60)
+        async with client:
+            deadline = time.monotonic() + 150
+            while time.monotonic() < deadline and len(results) < 6000:
+                n = len(results)
+                batch = [{**_sample(i, "scaled"), "reward_fn": "scaled"} for i in range(n, n + 64)]
+                results.extend(await client.score_many(batch))
+                added = [r["url"] for r in replicas() if r["url"] != first]
+                if added and _served(added[0]) > 0:
+                    return str(added[0])
+        raise AssertionError(f"no second replica served within the load: {replicas()}")
+
+    added = asyncio.run(load_until_the_new_replica_serves())
+    assert all(r.status == "ok" for r in results), [r for r in results if r.status != "ok"][:3]
+    pid = next(r["pid"] for r in replicas() if r["url"] == added)
+    eventually(lambda: len(replicas()) == 1, timeout_s=60, interval_s=0.5, what="back to one replica")
+    assert not alive({pid}) and _refused(added)
+    assert "scaling up to 2" in fleet.proc.log() and "scaling down to 1" in fleet.proc.log()
+    print(f"scaled up and down over {len(results)} posts")
+
+
+def _served(replica_url: str) -> float:
+    text = httpx.get(f"{replica_url}/metrics", timeout=5).text
+    return sum(
+        float(line.rsplit(None, 1)[1])
+        for line in text.splitlines()
+        if line.startswith("rewardfleet_model_server_requests_total{") and 'status="200"' in line
+    )
+
+
+async def _load(url: str, n: int, on_done: Any, tag: str) -> list[Any]:
     """`n` posts, 32 in flight, each retried by the client on 429/503 and connection errors."""
     retry = RetryPolicy(max_attempts=30, initial_backoff_s=0.2, max_backoff_s=2.0, max_elapsed_s=120.0)
     async with AsyncRewardClient(url, max_concurrency=32, retry=retry, timeout_s=60) as client:
 
         async def one(i: int) -> Any:
-            result = await client.score(_sample(i))
+            result = await client.score(_sample(i, tag))
             on_done()
             return result
 
@@ -181,7 +242,7 @@ def test_a_node_lost_mid_load_loses_no_sample_and_its_replica_comes_back_elsewhe
             mid_load.set()
 
     async def load_and_kill() -> list[Any]:
-        load = asyncio.ensure_future(_load(fleet.gateway(), 2000, count))
+        load = asyncio.ensure_future(_load(fleet.gateway(), 2000, count, "killed"))
         await asyncio.wait(
             [load, asyncio.ensure_future(mid_load.wait())], return_when=asyncio.FIRST_COMPLETED
         )
@@ -209,7 +270,7 @@ def test_a_node_lost_mid_load_loses_no_sample_and_its_replica_comes_back_elsewhe
         return bool(workers) and all(_healthy_in_router(fleet, r["url"]) for r in moved)
 
     eventually(routed, timeout_s=120, interval_s=0.5, what="the router routing to the moved replica")
-    after = asyncio.run(_load(fleet.gateway(), 20, lambda: None))
+    after = asyncio.run(_load(fleet.gateway(), 20, lambda: None, "after"))
     assert all(r.status == "ok" for r in after), after
 
 
