@@ -27,7 +27,10 @@ from tests.support import free_port, rewardfleet_cmd
 from tests.tiny_models import build_tiny_qwen2
 from tests.waiting import eventually
 
-pytestmark = pytest.mark.skipif(slurm_cluster.missing() is not None, reason=str(slurm_cluster.missing()))
+pytestmark = [
+    pytest.mark.skipif(slurm_cluster.missing() is not None, reason=str(slurm_cluster.missing())),
+    pytest.mark.timeout(900),  # a job's fleet starts in ~20-60 s, longer on busy cores
+]
 
 SLOW_FN = '''
 import asyncio
@@ -79,7 +82,7 @@ def fleet_yaml(tmp_path_factory: pytest.TempPathFactory) -> Path:
             server_args: {{torch-num-threads: 1, max-batch-size: 16}}
             router: {{policy: round_robin, health_check_interval_secs: 1, health_check_timeout_secs: 1}}
         run_dir: {tmp / "run"}
-        ready_timeout_s: 180
+        ready_timeout_s: 360
         gateway:
           workers: 1
           reward_fns_dirs: [fns]
@@ -114,7 +117,7 @@ def test_the_sbatch_fleet_answers_a_trainer_step_in_the_same_allocation(
     job = _submit(slurm, fleet_yaml, "--then", f"{sys.executable} {fleet_yaml.parent / 'trainer.py'} {out}")
     eventually(
         lambda: slurm.job_state(job) in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "GONE"),
-        timeout_s=300, interval_s=1.0, what=f"job {job} done", detail=lambda: _job_log(fleet_yaml, job),
+        timeout_s=480, interval_s=1.0, what=f"job {job} done", detail=lambda: _job_log(fleet_yaml, job),
     )  # fmt: skip
     assert slurm.job_state(job) in ("COMPLETED", "GONE"), _job_log(fleet_yaml, job)
     body = json.loads(out.read_text())
@@ -130,7 +133,7 @@ def test_the_sbatch_fleet_answers_a_trainer_step_in_the_same_allocation(
 def test_scancel_mid_load_loses_nothing_the_gateway_accepted(slurm: LocalSlurm, fleet_yaml: Path) -> None:
     job = _submit(slurm, fleet_yaml)
     ready = fleet_yaml.parent / "run" / f"job-{job}" / "gateway.url"
-    eventually(ready.exists, timeout_s=240, interval_s=0.5, what="the gateway's address",
+    eventually(ready.exists, timeout_s=420, interval_s=0.5, what="the gateway's address",
                detail=lambda: _job_log(fleet_yaml, job))  # fmt: skip
     url = ready.read_text().strip()
     done = 0
