@@ -168,7 +168,9 @@ class RayFleet:
             if queue is None or len(where["pools"].get(pool, [])) != len(handles):
                 continue  # a replica is (re)starting: decide once all answer
             want = scaler.desired(len(handles), queue, time.monotonic())
-            if want > len(handles):
+            if want == len(handles):
+                self._tell_fronts(pool)  # a gateway Ray restarted starts from the replicas it was made with
+            elif want > len(handles):
                 index = self.next_index[pool]
                 self.next_index[pool] += 1
                 handles.append(self._new_replica[pool]("SPREAD", index))
