@@ -154,9 +154,9 @@ def run(samples: int, latency_s: float, rounds: int, slurm: bool) -> BenchResult
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as folder, ExitStack() as stack:
         tmp = Path(folder)
         tmp.chmod(0o755)
+        ray_started = time.monotonic()
         cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 4, "include_dashboard": False})
         stack.callback(cluster.shutdown)
-        ray_started = time.monotonic()
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, log_to_driver=False)
         stack.callback(ray.shutdown)
