@@ -130,7 +130,17 @@ def test_the_sbatch_fleet_answers_a_trainer_step_in_the_same_allocation(
     assert not (fleet_yaml.parent / "run" / f"job-{job}" / "gateway.url").exists()
 
 
-def test_scancel_mid_load_loses_nothing_the_gateway_accepted(slurm: LocalSlurm, fleet_yaml: Path) -> None:
+@pytest.mark.parametrize(
+    "cancel",
+    [
+        ("scancel",),  # every process of the job signalled at once
+        ("scancel", "--batch", "--signal=TERM"),  # the batch script's trap stops the fleet in order
+    ],
+    ids=["scancel", "scancel-batch-term"],
+)
+def test_scancel_mid_load_loses_nothing_the_gateway_accepted(
+    slurm: LocalSlurm, fleet_yaml: Path, cancel: tuple[str, ...]
+) -> None:
     job = _submit(slurm, fleet_yaml)
     ready = fleet_yaml.parent / "run" / f"job-{job}" / "gateway.url"
     eventually(ready.exists, timeout_s=420, interval_s=0.5, what="the gateway's address",
@@ -158,7 +168,7 @@ def test_scancel_mid_load_loses_nothing_the_gateway_accepted(slurm: LocalSlurm, 
             await asyncio.wait([posts, waiting], return_when=asyncio.FIRST_COMPLETED)
             waiting.cancel()
             cancelled_at.append(done)
-            await asyncio.to_thread(slurm.run, "scancel", job)
+            await asyncio.to_thread(slurm.run, *cancel, job)
             return list(await posts)
 
     results = asyncio.run(load())
@@ -168,12 +178,15 @@ def test_scancel_mid_load_loses_nothing_the_gateway_accepted(slurm: LocalSlurm, 
     assert all(r.error is not None and r.error.type == "GatewayUnavailable" for r in refused), refused[:3]
     assert all(r.score == 1.0 for r in ok)
     assert cancelled_at[0] < len(ok) < 1500, (cancelled_at, len(ok))  # in-flight posts finished after scancel
-    eventually(lambda: slurm.job_state(job) in ("CANCELLED", "GONE"), timeout_s=90, interval_s=0.5,
+    ended = ("CANCELLED", "GONE") if len(cancel) == 1 else ("COMPLETED", "FAILED", "CANCELLED", "GONE")
+    eventually(lambda: slurm.job_state(job) in ended, timeout_s=90, interval_s=0.5,
                what=f"job {job} cancelled")  # fmt: skip
     run_dir = str(fleet_yaml.parent / "run" / f"job-{job}")
     left = {p for p in alive(set(_all_pids())) if run_dir in cmdline(p) or str(fleet_yaml) in cmdline(p)}
     assert not left, [cmdline(p) for p in left]
-    print(f"scancel after {cancelled_at[0]} answers; {len(ok)} answered, {len(refused)} refused")
+    if len(cancel) > 1:  # the launcher itself ran its stop: gateway drained, then routers, then the replica
+        assert "fleet stopped." in _job_log(fleet_yaml, job), _job_log(fleet_yaml, job)
+    print(f"{' '.join(cancel)} after {cancelled_at[0]} answers; {len(ok)} answered, {len(refused)} refused")
 
 
 def _all_pids() -> list[int]:
