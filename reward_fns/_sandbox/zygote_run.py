@@ -1,4 +1,6 @@
-"""Local backend, warm: one bubblewrap sandbox per pass of a sample, whose zygote forks a fresh process
+"""Local backend, warm: one sandbox per pass of a sample, a forked process per test case.
+
+Local backend, warm: one bubblewrap sandbox per pass of a sample, whose zygote forks a fresh process
 per test case (`zygote.py`), instead of one sandbox and one interpreter start per case.
 
 The sandbox is `bubblewrap.bwrap_command`'s (namespaces, read-only host binds, rlimits, a uid per slot)

@@ -1,4 +1,6 @@
-"""`rewardfleet status`: pools, replicas, health and addresses of the fleet that `rewardfleet up` runs, and
+"""`rewardfleet status`: what the fleet that `rewardfleet up` runs is doing.
+
+`rewardfleet status`: pools, replicas, health and addresses of the fleet that `rewardfleet up` runs, and
 what the gateway's judge monitors report (`GET /monitors`: spend and caps, master-key probes), and with an
 admin tenant's key in $REWARDFLEET_API_KEY every tenant's quotas and usage (`GET /admin/tenants`).
 

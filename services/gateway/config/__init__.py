@@ -1,4 +1,6 @@
-"""Gateway configuration: `GatewayConfig` (embedded as a fleet's `gateway:` section) and `GatewaySettings`
+"""Gateway configuration: `GatewayConfig` and `GatewaySettings`.
+
+Gateway configuration: `GatewayConfig` (embedded as a fleet's `gateway:` section) and `GatewaySettings`
 (standalone: flags > REWARDFLEET_GATEWAY_* > YAML), in gateway.py. Each section model lives with its feature
 (`functions.<name>`: core/config.py; `groups`: groups/config.py; `composites`, `fallbacks`:
 composites/config.py; `graders`: graders/config.py; `external_pools`: pools/config.py; `pool_prices`:

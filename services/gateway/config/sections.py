@@ -1,4 +1,6 @@
-"""The sections that own keys once flat at the top of the gateway config, and the mapping that keeps the flat
+"""The sections that own keys once flat at the top of the gateway config, and their flat spellings.
+
+The sections that own keys once flat at the top of the gateway config, and the mapping that keeps the flat
 spelling working: `max_solution_chars: 1000` is `limits: {max_solution_chars: 1000}` (docs/gateway.md).
 
 A flat key given next to its section's own (in the same file, or the same environment) wins over it."""

@@ -1,4 +1,6 @@
-"""A reward function's own config section: `functions.<name>` (`FunctionConfig`, with its `shadow` monitor),
+"""A reward function's own config section, `functions.<name>`.
+
+A reward function's own config section: `functions.<name>` (`FunctionConfig`, with its `shadow` monitor),
 and verl's four base arguments every call gets."""
 
 from __future__ import annotations

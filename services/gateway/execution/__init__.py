@@ -1,4 +1,6 @@
-"""Running user code: `loader` resolves `mod:fn` / `file.py:fn` (content-addressed module names), `pool` is
+"""Running user code: loading it, and the sync process pool and its workers.
+
+Running user code: `loader` resolves `mod:fn` / `file.py:fn` (content-addressed module names), `pool` is
 the gateway's side of the sync process pool, `worker` and `isolation` what runs inside a worker process,
 `results` turns a return value into `(score, extra)` (`components` checks its `reward_components`),
 `tokenizer` loads the reward model's tokenizer, `dropin` lets a drop-in folder's files import their sibling

@@ -1,4 +1,6 @@
-"""`RedisGroupStore`: the fleet-wide `GroupStore` (groups/store_protocol.py) under the one `GroupScorer`
+"""`RedisGroupStore`: the fleet-wide group store, in Redis.
+
+`RedisGroupStore`: the fleet-wide `GroupStore` (groups/store_protocol.py) under the one `GroupScorer`
 (groups/scorer.py), so the members of one `group_id` may arrive at any replica.
 
 A member's arrival runs `GROUP_JOIN`, which opens the group (bounded fleet-wide by `max_open_groups`, its

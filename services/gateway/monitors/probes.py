@@ -1,4 +1,6 @@
-"""Master-key probes: the gateway asks each probed judge to grade answers that say nothing (":", "Solution",
+"""Master-key probes: how often a judge accepts answers that say nothing.
+
+Master-key probes: the gateway asks each probed judge to grade answers that say nothing (":", "Solution",
 ...) and counts how often it accepts them, since a judge that does pays a policy for producing nothing.
 
 Each function of `judge_probes.functions` is probed at start-up (again every `retry_s` until some probe gets

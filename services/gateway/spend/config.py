@@ -1,4 +1,6 @@
-"""`pool_prices.<pool>`: what a judge pool's tokens cost, and an optional hard cap on its spend
+"""`pool_prices.<pool>`: what a judge pool's tokens cost, and an optional cap.
+
+`pool_prices.<pool>`: what a judge pool's tokens cost, and an optional hard cap on its spend
 (spend/meter.py; docs/judge_monitoring.md)."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Spend in dollars: judge tokens priced per pool (`pool_prices`), counted from each answer's real `usage`,
+"""Spend in dollars: judge tokens priced per pool, with optional hard caps.
+
+Spend in dollars: judge tokens priced per pool (`pool_prices`), counted from each answer's real `usage`,
 with optional hard caps per pool and per function.
 
 A fleet pool's tokens come from the judge's result (`extra.judge_pool`, `extra.usage`), an external pool's
