@@ -1,4 +1,4 @@
 """What is served: the catalog of functions, composites, fallbacks, graders and groups.
 
-What is served: `build` assembles functions, composites, fallbacks, graders and groups into a `Catalog`
-with its dispatch; `reload` swaps it at run time."""
+`build` assembles functions, composites, fallbacks, graders and groups into a `Catalog` with its dispatch;
+`reload` swaps it at run time."""

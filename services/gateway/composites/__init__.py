@@ -1,4 +1,4 @@
 """Rewards built from other rewards: composites and fallbacks.
 
-Rewards built from other rewards: `composites` (weighted, gated), `fallbacks` (judge -> rule
-when a pool is down), and their config sections `composites:` / `fallbacks:` (`config`)."""
+`composites` (weighted, gated), `fallbacks` (judge -> rule when a pool is down), and their config sections
+`composites:` / `fallbacks:` (`config`)."""

@@ -1,5 +1,5 @@
 """External pools (`external_pools.<name>`): OpenAI-compatible endpoints outside the fleet.
 
-External pools (`external_pools.<name>`): OpenAI-compatible endpoints outside the fleet, forwarded to with
-their own rate limits and spend (`external_pools`), and the config section `pools:` (`config`: routers,
-external pools, the shared client's connections)."""
+OpenAI-compatible endpoints outside the fleet, forwarded to with their own rate limits and spend
+(`external_pools`), and the config section `pools:` (`config`: routers, external pools, the shared client's
+connections)."""
