@@ -1,7 +1,7 @@
-"""Built-in reward functions. Every module here that defines `compute_score` is a reward function, named
-after its file, with verl's signature; the gateway discovers them (docs/reward_fns.md).
+"""Built-in reward functions.
 
-The reward functions at the top level:
+Every module here that defines `compute_score` is a reward function, named after its file, with verl's
+signature; the gateway discovers them (docs/reward_fns.md). At the top level:
 
 - Rules, as verl scores them: `gsm8k`, `math`, `math_dapo`, `prime_math`, `geo3k`, `search_r1`; and
   `math_verify`, `exact_match`, `regex_match`, `format_check`. `code` runs programs in `_sandbox`.
@@ -16,16 +16,13 @@ The reward functions at the top level:
 - Trajectories: `tool_use`, `step_judge` (docs/trajectories.md).
 
 Besides them:
-
-    contract.py  what a server relies on (injected keywords, step aggregation, score checks): the one module
-                 the gateway imports besides the functions
+    contract.py  what a server relies on (injected keywords, step aggregation, score checks)
     overlong.py  the DAPO overlong penalty, a wrapper for a function (no `compute_score` of its own)
     judging/     the judge family: templates, verdicts, settings, guards, answer matching, steps; public API
     groups/      group functions (`groups.builtin_package`)
     _sandbox/, _prime_math_grade.py, _prime_math_equal.py, _similarity_baseline.py, _instructions/, _sql/,
-    _task_text.py, _rubric_spec.py, _rubric_prompt.py
-                 private helpers of `code` (and `sql`), `prime_math`, `similarity`, `instruction_following`,
-                 `sql`, the NeMo Gym task built-ins (`mcqa`, `json_schema`, ...) and `rubric`
+    _task_text.py, _rubric_spec.py, _rubric_prompt.py: private helpers of `code` (and `sql`), `prime_math`,
+    `similarity`, `instruction_following`, `sql`, the NeMo Gym task built-ins (`mcqa`, ...) and `rubric`
 
 A built-in may declare `DATA_SOURCES: tuple[str, ...]`: verl `data_source` names (exact, or fnmatch
 globs such as `"aime*"`) it answers for in the gateway's dispatch table.

@@ -21,9 +21,7 @@ bounds the sandboxes running at once in this gateway process. Returns `{"score",
 `timeout`, `compile_error`, `crashed`, `output_limit`). A sample whose sandbox could not judge it raises
 a `rewardfleet.reward_fns._sandbox.errors.SandboxError` subclass (a typed error, never a silent 0).
 
-Deviations from verl, on invalid input only: a `ground_truth` that is not test cases raises `ValueError`
-(verl scores it 0). A program that returns an object whose `==` lies (a list subclass equal to anything)
-is compared by its plain JSON value here (verl trusts its `==`).
+On invalid input it deviates from verl (docs/architecture.md, "Notes moved from module docstrings").
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""What a server that runs these functions relies on: the one public module the gateway imports from
-reward_fns (never an underscore module, never a function's internals).
+"""What a server that runs these functions relies on: the one module the gateway imports.
+
+The one public module the gateway imports from reward_fns (never an underscore module, never a function's
+internals).
 
 - the keywords a server injects into a reward function by parameter name (`INJECTABLE_PARAMS`; `http_client`
   only into async functions, it cannot cross a process boundary);

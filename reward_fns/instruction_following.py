@@ -1,5 +1,4 @@
-"""Instruction following (IFEval, IFEvalG, IFBench): each verifiable instruction of the task checked against
-the response, strict and loose, with all-or-nothing or per-instruction credit.
+"""Instruction following (IFEval, IFEvalG, IFBench): each of the task's instructions checked.
 
 The task is NeMo Gym's instruction_following / ifbench row: `instruction_id_list` (ids such as
 `"keywords:forbidden_words"`), `kwargs` (one object per id, nulls ignored), `prompt`, and optionally

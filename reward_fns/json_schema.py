@@ -1,5 +1,7 @@
-"""Structured output: the response parsed as JSON (or YAML, TOML, CSV) and validated against the task's JSON
-Schema, as NeMo Gym's `structured_outputs` server grades it.
+"""Structured output: the response parsed and validated against the task's JSON Schema.
+
+The response parsed as JSON (or YAML, TOML, CSV) and validated against the task's JSON Schema, as NeMo Gym's
+`structured_outputs` server grades it.
 
 `ground_truth` is the schema: a JSON text (NeMo Gym's `schema_str`) or an object. Task fields in
 `extra_info`: `schema_type` ("json" default, "yaml", "toml", "csv"; "xml" is refused: no XML parser is

@@ -1,4 +1,6 @@
-"""`judge`: an LLM judge scores the response in [0, 1] (the judge family is reward_fns/judging/;
+"""`judge`: an LLM judge scores the response in [0, 1].
+
+An LLM judge scores the response in [0, 1] (the judge family is reward_fns/judging/;
 docs/remote_reward_fns.md)."""
 
 from rewardfleet.reward_fns.judging.errors import JudgeCallError, JudgeConfigError, JudgeTruncatedError

@@ -1,5 +1,4 @@
-"""Verifier-free reward (RLPR / VeriFree): how likely a pool's model finds the reference answer after the
-response's reasoning.
+"""Verifier-free reward (RLPR / VeriFree): how likely a model finds the reference after the reasoning.
 
 The response's final answer is cut out (`cut_answer`: from the last `\\boxed{`, `<answer>`, "answer is",
 "Answer:" or `####` on; with none of them the whole response is reasoning), and the reference is scored in its

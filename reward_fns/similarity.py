@@ -1,4 +1,6 @@
-"""Cosine similarity between the response and a reference text, embedded by the `encoder` pool, rescaled
+"""Cosine similarity between the response and a reference text, rescaled so unrelated text scores near 0.
+
+Cosine similarity between the response and a reference text, embedded by the `encoder` pool, rescaled
 against the encoder's baseline so that unrelated text scores near 0.
 
 Both texts go in one `POST /v1/embeddings {"model", "input": [response, reference]}` through the router (one

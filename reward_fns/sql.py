@@ -1,5 +1,7 @@
-"""Text-to-SQL by execution: the predicted and the reference query run on the task's SQLite database inside
-the code sandbox, and their result sets are compared.
+"""Text-to-SQL by execution: the predicted and reference queries' result sets compared.
+
+The predicted and the reference query run on the task's SQLite database inside the code sandbox, and their
+result sets are compared.
 
 The task (NeMo Gym's bird_sql and text_to_sql rows, Spider/BIRD style): the reference query is `ground_truth`
 (text, or an object with `gt_sql` / `sql`), else `extra_info["gt_sql"]` / `["sql"]`. The database is

@@ -1,14 +1,11 @@
 """Tool-use trajectories: a reward per assistant turn for valid tool calls, plus the final answer's check.
 
 Needs the sample's `messages` (OpenAI chat format, docs/trajectories.md). The declared tools are
-`extra_info["tools"]` in OpenAI's tools format — `[{"type": "function", "function": {"name", "description",
-"parameters": <JSON schema of the arguments object>}}]` — else the `tools` keyword (config `reward_kwargs`).
+`extra_info["tools"]` in OpenAI's tools format, else the `tools` keyword (config `reward_kwargs`).
 
-A tool call is **valid** when its name is a declared tool, its `arguments` are a JSON object (JSON text as
-OpenAI sends it, or the parsed object as verl's agent loop keeps it) and that object validates against the
-tool's `parameters` schema (the `jsonschema` library; the schema's own `$schema` dialect, else draft
-2020-12; remote `$ref`s are never fetched). A call that is not valid is the policy's mistake: it scores 0 and
-its reason is kept in `invalid_calls`, it is never an error.
+A tool call is **valid** when its name is a declared tool and its `arguments` (JSON text or the parsed
+object) validate against the tool's `parameters` schema (`jsonschema`; remote `$ref`s are never fetched). A
+call that is not valid is the policy's mistake: it scores 0, its reason kept in `invalid_calls`.
 
 `turn_scores`, one per assistant turn, in order:
 
@@ -16,22 +13,16 @@ its reason is kept in `invalid_calls`, it is never an error.
 - the last assistant turn, when it makes no tool call (the final answer): the answer's score;
 - any other turn without tool calls (talk between calls): 1.0, nothing to check.
 
-The answer check: `answer_fn` (config only; default `exact_match`), one of the rule-based built-ins in
-`ANSWER_FNS`, called on the final turn's text (its string content, or its text parts joined) as its
-`solution_str` (whatever `solution_str` the sample sent: verl sends the whole decoded trajectory), with
-this sample's `data_source`, `ground_truth` and `extra_info` and `answer_kwargs`. A trajectory that ends on a
-tool call (cut off) has no answer: its answer score is 0 (`answered` false).
+The answer check: `answer_fn` (config only; default `exact_match`, one of `ANSWER_FNS`) on the final turn's
+text as its `solution_str`, with `answer_kwargs`. A trajectory that ends on a tool call has no answer: 0.
 
 `score` = `answer_weight` × answer score + (1 − `answer_weight`) × mean of the tool-call turns' scores;
 with no tool-call turn it is the answer score alone. Default `answer_weight` 0.5.
 
-Hostile input: tools come with the sample. A `parameters` schema over `max_schema_nodes` values or nested
-deeper than `max_schema_depth`, or one the library rejects or cannot evaluate (a `$ref` cycle that never
-consumes the instance ends in RecursionError), is a `ToolSchemaError` for the sample; arguments over
-`max_arguments_chars` or nested deeper than `max_schema_depth` make that call invalid without parsing.
-Anything that still runs long (a `pattern` written to backtrack catastrophically) is stopped by the
-function's `timeout_s` (a sync function: its worker process is killed and replaced), so no schema can hang
-the gateway.
+Hostile input: a schema over `max_schema_nodes` / `max_schema_depth` or one the library cannot evaluate is a
+`ToolSchemaError`; arguments over `max_arguments_chars` or too deep make that call invalid without parsing;
+anything still slow is stopped by `timeout_s` (details: docs/architecture.md, "Notes moved from module
+docstrings").
 """
 
 from __future__ import annotations

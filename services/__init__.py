@@ -1,4 +1,4 @@
-"""Reward Fleet services, one package each:
+"""Reward Fleet services, one package each.
 
 gateway/        `POST /score`: runs the reward functions (reward_fns/), isolated and measured
 model_server/   the CPU model server speaking SGLang's HTTP API subset, with dynamic batching

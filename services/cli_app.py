@@ -1,4 +1,6 @@
-"""The `rewardfleet` typer app: each service owns its command, this file assembles them; cli.py (the entry
+"""The `rewardfleet` typer app, assembled from each service's own command.
+
+The `rewardfleet` typer app: each service owns its command, this file assembles them; cli.py (the entry
 point, `main`) runs it, after its typer-free fast path for a plain `rewardfleet score`."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""IFBench's instruction types (Pyatkin et al. 2025, AllenAI), written from the benchmark's definitions at the
+"""IFBench's instruction types, written from the benchmark's definitions.
+
+IFBench's instruction types (Pyatkin et al. 2025, AllenAI), written from the benchmark's definitions at the
 commit NeMo Gym's ifbench server pins (c6767a1). Two need data no package ships (`spec.UNSUPPORTED`); the
 rest are here."""
 

@@ -1,4 +1,6 @@
-"""IFBench's `custom:*` instruction types (fixed tasks: CSV tables, sorted lists, reversed text, quizzes),
+"""IFBench's `custom:*` instruction types (fixed tasks).
+
+IFBench's `custom:*` instruction types (fixed tasks: CSV tables, sorted lists, reversed text, quizzes),
 written from the benchmark's definitions. They take no kwargs of their own and ignore any given."""
 
 from __future__ import annotations

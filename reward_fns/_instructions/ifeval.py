@@ -1,4 +1,6 @@
-"""IFEval's 25 instruction types (Zhou et al. 2023, google-research `instruction_following_eval`): the same
+"""IFEval's 25 instruction types, written from the benchmark's definitions.
+
+IFEval's 25 instruction types (Zhou et al. 2023, google-research `instruction_following_eval`): the same
 tests on the same counts, written from the benchmark's definitions."""
 
 from __future__ import annotations

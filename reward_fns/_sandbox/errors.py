@@ -1,5 +1,7 @@
-"""The sandbox's typed failures. Each is raised for one sample; the gateway reports its class name as the
-sample's `error.type` (status "error"), never a silent 0.
+"""The sandbox's typed failures.
+
+Each is raised for one sample; the gateway reports its class name as the sample's `error.type` (status
+"error"), never a silent 0.
 
 - `SandboxUnavailable`: the backend cannot run programs here (bubblewrap cannot create namespaces, no
   interpreter, Sandbox Fusion unreachable). Code is then not run at all — never unsandboxed.

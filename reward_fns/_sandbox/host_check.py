@@ -1,4 +1,6 @@
-"""Which setting keeps bubblewrap from building a sandbox here: bwrap's own message read against what this
+"""Which host setting keeps bubblewrap from building a sandbox here.
+
+Which setting keeps bubblewrap from building a sandbox here: bwrap's own message read against what this
 process can see of its host (sysctls, its seccomp mode, its AppArmor label, /proc's mounts).
 
 Each cause maps to the setting that lifts it, for Docker and for Kubernetes (docs/deploy.md, "What the

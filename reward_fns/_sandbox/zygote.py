@@ -8,21 +8,10 @@ never the expected output), its stdout pipe and a status pipe. Nothing the zygot
 on what a program did (but process ids: see docs/reward_fns.md), so a case has nothing to read in it
 and nothing to leave in it.
 
-Per case (`_case_parent`, a fork of the zygote):
-
-1. it unshares a new user, mount, pid and IPC namespace (the sandbox's network namespace, with no
-   interfaces, is shared: it holds nothing once the case's processes are gone);
-2. its child is the case's pid-namespace init (`_case_init`): it mounts a fresh `/proc` (this case's
-   processes only: not the zygote, not the sandbox's init; an empty read-only one where the kernel
-   refuses a new proc, as inside another runtime's masked /proc), a fresh size-capped tmpfs on `/tmp` and
-   `/dev/shm`, remounts every other mount read-only (the sandbox's tmpfs root, `/dev`, `/sandbox`), drops
-   every capability (bounding set included) and sets no_new_privs;
-3. the init forks the runner (`harness.main`, pid 2, so `kill(getppid())` hits an init that ignores it, as
-   under bwrap) with fds 0-2 = job pipe, stdout pipe, /dev/null and nothing else, the random generator
-   reseeded; the init reaps everything and exits with the runner's status (128 + N for signal N);
-4. when the init exits the kernel kills every process left in the case's pid namespace and waits until
-   they are reaped; only then does the case parent write the status, so the host starts the next case
-   only when nothing of this one remains (no process, no /tmp, no SysV IPC object).
+Per case (`_case_parent`, a fork of the zygote): new user, mount, pid and IPC namespaces, a fresh `/proc`
+and size-capped tmpfs, every other mount read-only, no capability, no_new_privs; the runner is pid 2 under the
+case's init, and the status is written only once nothing of the case remains (the steps in full:
+docs/architecture.md, "Notes moved from module docstrings").
 
 The case parent and the zygote are outside the case's pid namespace: a program cannot name them (signal,
 ptrace, /proc/<pid>/mem or fd), and the zygote is also non-dumpable.

@@ -1,5 +1,7 @@
-"""Local backend, warm: one bubblewrap sandbox per pass of a sample, whose zygote forks a fresh process
-per test case (`zygote.py`), instead of one sandbox and one interpreter start per case.
+"""Local backend, warm: one sandbox per pass of a sample, a forked process per test case.
+
+One bubblewrap sandbox per pass of a sample, whose zygote forks a fresh process per test case (`zygote.py`),
+instead of one sandbox and one interpreter start per case.
 
 The sandbox is `bubblewrap.bwrap_command`'s (namespaces, read-only host binds, rlimits, a uid per slot)
 running `zygote.py` with `python -I`; the runner (`harness.py`) is bound next to it and loaded once. Per

@@ -1,5 +1,7 @@
-"""Where a task's SQLite database is: a file under the configured `databases_root`, named by the task's
-`db_id` (BIRD and Spider lay them out as `<db_id>/<db_id>.sqlite`), or an inline schema script.
+"""Where a task's SQLite database is: a file under `databases_root`, or an inline schema.
+
+A file under the configured `databases_root`, named by the task's `db_id` (BIRD and Spider lay them out as
+`<db_id>/<db_id>.sqlite`), or an inline schema script.
 
 `db_id` is task data, so it is treated as hostile: only `[A-Za-z0-9_][A-Za-z0-9_.-]*` (no `/`, no `..`), and
 the resolved path (symlinks followed) must stay inside the root's own resolved path and be a regular file that

@@ -1,5 +1,6 @@
-"""The `sql` reward's typed failures: the task cannot be scored (never a silent 0). A predicted query that
-fails is the policy's mistake and scores 0 with a reason instead."""
+"""The `sql` reward's typed failures: the task cannot be scored (never a silent 0).
+
+A predicted query that fails is the policy's mistake and scores 0 with a reason instead."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""One bubblewrap sandbox per sample running `runner.py` on the task's database (bound read-only) or on an
+"""One bubblewrap sandbox per sample running `runner.py` on the task's database.
+
+One bubblewrap sandbox per sample running `runner.py` on the task's database (bound read-only) or on an
 inline schema: the job on stdin, one JSON line per query on stdout, the host's own deadline and output cap.
 
 The sandbox is the `code` reward's (`reward_fns/_sandbox/bubblewrap.py`: namespaces, no network, no host

@@ -1,4 +1,6 @@
-"""What the group judges (`pairwise_judge`, `listwise_judge`) share: the judge endpoint from their kwargs,
+"""What the group judges (`pairwise_judge`, `listwise_judge`) share.
+
+What the group judges (`pairwise_judge`, `listwise_judge`) share: the judge endpoint from their kwargs,
 the question and responses of a group, and the guards (an answer a guard catches gets no judge call)."""
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""The pure parts of the pairwise group judge: which pairs to compare (per mode), how two ordered verdicts
-make one outcome, and how outcomes make scores (win rate, Bradley-Terry). No I/O here.
+"""The pure parts of the pairwise group judge: pairs, outcomes and scores.
+
+Which pairs to compare (per mode), how two ordered verdicts make one outcome, and how outcomes make scores
+(win rate, Bradley-Terry). No I/O here.
 
 Modes and judge calls for a group of N (double them with `swap`):
 

@@ -1,5 +1,7 @@
-"""Best-of-n bonus: every member keeps its score, and the best member(s) get `bonus` on top — unless the whole
-group scored the same (nobody is best). Members without a per-sample score stay None."""
+"""Best-of-n bonus: the best member(s) of a group get a bonus on top of their score.
+
+Every member keeps its score, and the best member(s) get `bonus` on top — unless the whole group scored the
+same (nobody is best). Members without a per-sample score stay None."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""Listwise group judge: one judge call sees every response of the group (labelled A, B, ... in an order
-shuffled with `seed`) and answers a ranking, best first (`C>A>B`); a member's score is 1 - rank/(N-1),
-averaged over `shuffles` calls (default 1; each call its own shuffle, all at once).
+"""Listwise group judge: one judge call ranks every response of the group.
+
+One judge call sees every response of the group (labelled A, B, ... in an order shuffled with `seed`) and
+answers a ranking, best first (`C>A>B`); a member's score is 1 - rank/(N-1), averaged over `shuffles` calls
+(default 1; each call its own shuffle, all at once).
 
 The answer is constrained (SGLang's `regex`, `constrain: true` by default): for up to
 `EXACT_PERMUTATION_MAX` (6) judged responses the regex admits exactly the permutations of the labels (a trie

@@ -1,5 +1,7 @@
-"""Pairwise group judge: a judge pool compares the group's responses two at a time; each member's score in
-[0, 1] is its win rate or its Bradley-Terry strength within the group.
+"""Pairwise group judge: the group's responses compared two at a time.
+
+A judge pool compares the group's responses two at a time; each member's score in [0, 1] is its win rate or
+its Bradley-Terry strength within the group.
 
 Posted like any group member (`reward_fn` for the per-sample score, `group_fn: "pairwise_judge"`, `group_id`,
 `group_size`, `group_index` or `uid`); the gateway runs this once when the group is complete. kwargs

@@ -1,5 +1,4 @@
-"""The judge family: how a response is judged, shared by the judge built-ins (`judge`, `rule_then_judge`,
-`step_judge`, `prm`, `reward_model`, ...).
+"""The judge family: how a response is judged, shared by the judge built-ins (`judge`, `prm`, ...).
 
 judge            the LLM judge's `compute_score` (verdict, probability, answer_match; guards, images)
 judge_settings   its reward_kwargs as given (`JudgeKwargs`) and checked together (`JudgeSettings`)

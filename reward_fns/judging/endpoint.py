@@ -1,5 +1,7 @@
-"""Asking a judge: where and how (`JudgeEndpoint`), one generation through the pool's router (`ask_judge`,
-over `/v1/chat/completions` or SGLang's `/generate` with token ids), and reading its verdict.
+"""Asking a judge: where and how, one generation, and reading its verdict.
+
+Where and how (`JudgeEndpoint`), one generation through the pool's router (`ask_judge`, over
+`/v1/chat/completions` or SGLang's `/generate` with token ids), and reading its verdict.
 
 Shared by every judge built-in (`judge`, `rule_then_judge`, `step_judge`, `rubric`, the group judges)."""
 

@@ -2,38 +2,26 @@
 
 Three methods (reward_kwargs `method`):
 
-- `verdict` (default): the template's question, answered by generation — `POST /v1/chat/completions`, or with
-  `generation.use_generate` the chat rendered with the judge's tokenizer (`reward_model_tokenizer`) and
-  `POST /generate {"input_ids", "sampling_params"}` (SGLang's native route, as verl's FAPO recipe does);
+- `verdict` (default): the template's question, answered by generation (`/v1/chat/completions`, or SGLang's
+  `/generate` with token ids when `generation.use_generate`);
 - `probability`: no generation; `POST /v1/score` with the "Yes"/"No" label-token ids and score
-  P(Yes) / (P(Yes) + P(No)). The router does not proxy `/v1/score`, so this goes straight to the pool's
-  model servers, named by `probability.score_server_address` (one `host:port`, a list, or a comma-separated
-  string): one is picked at random and the call fails over to the next on a connect error, a timeout or a
-  5xx. The chat is sent as token ids rendered by the judge's tokenizer without adding special tokens: SGLang
-  tokenises text `query`/`items` with special tokens, so a template that writes its own BOS (Llama 3) would
-  get a second one; token ids are used as given;
+  P(Yes) / (P(Yes) + P(No)), straight to the pool's model servers named by
+  `probability.score_server_address` (the router does not proxy it; details: `probability.py`);
 - `answer_match`: the response's final answer is found and compared with the reference by rule
   (`answer_match.py`); the model is asked only which of the response's numbers is its final answer
-  (constrained to them) or, for free text the rule cannot settle, for the template's verdict. The embedded
-  default fleet uses it: a 135 M model's own verdict carries no signal.
+  (constrained to them) or, for free text the rule cannot settle, for the template's verdict (the embedded
+  default fleet's method).
 
-The reward_kwargs stay flat keywords (`judge_settings.JudgeKwargs`, declared on `compute_score` by
-`keywords.py`, so the gateway still checks them at load); the body takes one `JudgeSettings` and the
-server's `JudgeContext` (`context.py`). Settings come in groups (`settings.py`): `generation`, `verdict`,
-`probability`, and `guards` (`guards.py`: empty, opener-only and over-long answers are scored without a
-judge call). The call itself is `endpoint.py`; probability mode `probability.py`.
+The reward_kwargs stay flat keywords (`judge_settings.JudgeKwargs`), in groups (`settings.py`): `generation`,
+`verdict`, `probability`, and `guards` (empty, opener-only and over-long answers get no judge call).
 
-Constrained verdicts (`verdict.constrain`, on by default): the request carries SGLang's `regex` (a
-top-level field of the chat request, `sampling_params.regex` on `/generate`) from `verdict_grammar.py`, so a
-backend that constrains decoding (SGLang, our CPU model server) can only answer in the format the parser
-reads. Set it to False for a backend that rejects unknown fields; the free-text parser reads either answer.
+Constrained verdicts (`verdict.constrain`, on by default) send SGLang's `regex` (`verdict_grammar.py`); set
+it to False for a backend that rejects unknown fields.
 
-The verdict is parsed by `verdicts.parse_verdict`; a judge that cannot be read, or a call that fails, raises
-(`VerdictParseError`, `JudgeTruncatedError`, `JudgeCallError`, `JudgeConfigError`) and never scores 0.
-Extras keep the raw verdict and the judge's text, with the same keys for every sample of one configuration.
+A judge that cannot be read, or a call that fails, raises (`VerdictParseError`, `JudgeTruncatedError`,
+`JudgeCallError`, `JudgeConfigError`), never scores 0; extras keep the raw verdict and the judge's text.
 
-Images (`images`, and `image_url` parts of the `prompt` messages) go to the judge as `image_url` parts of
-its chat request (`images.py`): a VLM pool sees them. Only the chat route carries them.
+Images (`images`, `image_url` parts of `prompt`) go to the judge's chat request (images.py), not /generate.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""The `judge` built-in's settings: its reward_kwargs as given (`JudgeKwargs`, flat, as in YAML) and what they
-mean once checked together (`JudgeSettings`: the template found, each group as its object)."""
+"""The `judge` built-in's settings: its reward_kwargs as given and as checked.
+
+Its reward_kwargs as given (`JudgeKwargs`, flat, as in YAML) and what they mean once checked together
+(`JudgeSettings`: the template found, each group as its object)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Probability mode: no generation; the judge's P(Yes) / (P(Yes) + P(No)) for the next token, from SGLang's
-`POST /v1/score` on the pool's model servers (the router does not proxy it), with failover between them."""
+"""Probability mode: the judge's P(Yes) for the next token, no generation.
+
+No generation; the judge's P(Yes) / (P(Yes) + P(No)) for the next token, from SGLang's `POST /v1/score` on the
+pool's model servers (the router does not proxy it), with failover between them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Settings objects for the judges' reward_kwargs, grouped by concern (as httpx groups `Timeout` and
+"""Settings objects for the judges' reward_kwargs, grouped by concern.
+
+Settings objects for the judges' reward_kwargs, grouped by concern (as httpx groups `Timeout` and
 `Limits`): how each generation is asked (`GenerationSettings`), how the verdict is asked for and read
 (`VerdictSettings`), and probability mode's servers and labels (`ProbabilitySettings`). Guards have their
 own (`guards.GuardSettings`).

@@ -1,5 +1,4 @@
-"""Steps of a response and the aggregate of per-step (or per-turn) scores: shared by the gateway (a function
-that returns `step_scores` but no `score`), the `step_judge` and `prm` built-ins and the tool-use built-in.
+"""Steps of a response and the aggregate of per-step (or per-turn) scores.
 
 Split rules (`split_steps(text, rule)`); a rule is a string:
 
@@ -17,12 +16,10 @@ decides what that means for the sample (a typed error, never a silent truncation
 
 Aggregates (`aggregate(scores, how)`), giving one score from a list of floats:
 
-- `"min"` — the weakest step (the usual PRM choice); `"max"`; `"mean"`; `"sum"`;
-- `"last"` — the final step's score; `"first"` — the first step's score;
+- `"min"` — the weakest step (the usual PRM choice); `"max"`; `"mean"`; `"sum"`; `"last"`; `"first"`;
 - `"product"` — the product (each score a probability the step is right: the chance all are);
 - `"first_error"` — the fraction of steps before the first one that scores below `threshold` (0.5 by
-  default): 1.0 when every step passes, 0.0 when the first step fails, 2/5 when the third of five fails.
-  It is ProcessBench's notion of the first wrong step turned into a score.
+  default): 1.0 when every step passes, 0.0 when the first fails, 2/5 when the third of five fails.
 
 An empty list has no aggregate (`EmptyScores`): a trajectory with no steps is not silently worth 0 or 1.
 Non-finite values (NaN, inf) are refused (`NonFiniteScore`) wherever they come from.

@@ -1,4 +1,6 @@
-"""The regex a judge's output is constrained to (SGLang's `regex` sampling parameter): it always ends in a
+"""The regex a judge's output is constrained to, ending in a verdict line.
+
+The regex a judge's output is constrained to (SGLang's `regex` sampling parameter): it always ends in a
 verdict line that `_verdicts.parse_verdict` reads, so a constrained judge cannot wander off the format.
 
 The output may start with a bounded stretch of reasoning (when the template asks for it), and the verdict

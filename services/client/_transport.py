@@ -1,10 +1,10 @@
 """The client's HTTP/1.1 transport: keep-alive connections to one gateway, answers parsed by httptools.
 
 A trainer that posts one sample per request spends its own CPU on every post, and that CPU is taken from the
-training step (docs/BENCHMARKS.md, benchmark 7). aiohttp's request machinery (request and response objects,
-a writer task, stream readers, timers) costs ~170 us of the caller's CPU a post on loopback; this transport
+training step. aiohttp's request machinery (request and response objects, a writer task, stream readers,
+timers) costs about twice this transport's CPU a post (docs/architecture.md, "Elsewhere on the path"): it
 sends the request bytes on an idle connection and parses the answer in `data_received` with httptools (the
-C parser uvicorn uses), ~80 us. It speaks only what the client needs: one request at a time per connection,
+C parser uvicorn uses). It speaks only what the client needs: one request at a time per connection,
 `Content-Length` or chunked answers, keep-alive unless the server says otherwise, http or https.
 
 Errors: a connection that could not be made raises the `OSError` of the connect; one that closed (or sent

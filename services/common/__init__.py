@@ -1,4 +1,6 @@
-"""What every service uses, in one leaf package that imports nothing of the project (an import contract in
+"""What every service uses: one leaf package that imports nothing of the project.
+
+What every service uses, in one leaf package that imports nothing of the project (an import contract in
 pyproject.toml checks it), as starlette's types and middlewares serve all of starlette.
 
 - `api_keys`: `ApiKeyMiddleware` (Bearer keys, constant-time compare) and `check_api_keys` (empty or short

@@ -123,7 +123,7 @@ class RequestBodyLimits:
 
 class _LimitedBody:
     """One request's `receive` and `send` under the limits: one slotted object, not two closures and their
-    cells (a request awaiting a judge holds it for the whole call: issue 44's bytes per post in flight)."""
+    cells (a request awaiting a judge holds it for the whole call)."""
 
     __slots__ = (
         "_receive",

@@ -1,4 +1,6 @@
-"""Converted copies of GGUF files, kept under `$XDG_CACHE_HOME/rewardfleet/<kind>/<key>/` (default
+"""Converted copies of GGUF files, kept in the user's cache folder.
+
+Converted copies of GGUF files, kept under `$XDG_CACHE_HOME/rewardfleet/<kind>/<key>/` (default
 `~/.cache/rewardfleet/...`).
 
 transformers reads a GGUF file slowly: parsing it takes seconds per read, converting SmolLM2's 49 152-token

@@ -1,4 +1,6 @@
-"""Images a sample carries, checked before anything uses them: the gateway on every sample, the model server
+"""Images a sample carries, checked before anything uses them.
+
+Images a sample carries, checked before anything uses them: the gateway on every sample, the model server
 on every chat request with image parts.
 
 An image is a string: a `data:image/<type>;base64,<data>` URL (the image itself) or an `http(s)://` URL.

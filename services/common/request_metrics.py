@@ -43,7 +43,7 @@ class RequestMetrics:
 
 class _WatchedSend:
     """`send`, noting the status: one slotted object a request, not a closure and its cells (a request
-    awaiting a judge holds it for the whole call: issue 44's bytes per post in flight)."""
+    awaiting a judge holds it for the whole call)."""
 
     __slots__ = ("_send", "observer", "scope", "started", "status")
 

@@ -274,7 +274,9 @@ class FleetConfig(BaseModel):
                     break
         if self.ray is not None:
             self._check_ray(self.ray)
-        clash = sorted((set(self.gateway.routers) | set(self.gateway.external_pools)) & set(self.pools))
+        clash = sorted(
+            (set(self.gateway.pools.routers) | set(self.gateway.pools.external_pools)) & set(self.pools)
+        )
         if clash:
             raise ValueError(
                 f"gateway.routers: {clash} are pool names; the fleet sets those addresses itself"
@@ -312,8 +314,9 @@ def load_fleet_config(path: Path | None) -> FleetConfig:
     base = source.parent
     # Relative folders in the file are relative to the file, not to wherever `rewardfleet up` runs.
     gateway = data.get("gateway")
-    if isinstance(gateway, dict) and isinstance(gateway.get("reward_fns_dirs"), list):
-        gateway["reward_fns_dirs"] = [str((base / d).resolve()) for d in gateway["reward_fns_dirs"]]
+    for holder in (gateway, gateway.get("loading") if isinstance(gateway, dict) else None):
+        if isinstance(holder, dict) and isinstance(holder.get("reward_fns_dirs"), list):
+            holder["reward_fns_dirs"] = [str((base / d).resolve()) for d in holder["reward_fns_dirs"]]
     try:
         return FleetConfig.model_validate(data)
     except ValidationError as exc:

@@ -253,16 +253,16 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
 
     gateway = config.gateway.model_copy(deep=True)
     gateway.port = gateway_port
-    gateway.routers = {**gateway.routers, **{p.name: _gateway_address(p) for p in pools}}
-    gateway.external_pools = {**gateway.external_pools, **external}
+    gateway.pools.routers = {**gateway.pools.routers, **{p.name: _gateway_address(p) for p in pools}}
+    gateway.pools.external_pools = {**gateway.pools.external_pools, **external}
     if config.default_pool is not None:
-        gateway.default_router = config.default_pool
+        gateway.pools.default_router = config.default_pool
     if "judge_probes" not in config.gateway.model_fields_set:
         judge_pools = {p.name for p in pools if p.config.kind == "judge"}
         gateway.judge_probes.functions = default_probe_functions(judge_pools, dict(gateway.functions))
     if "pool_max_tokens" not in config.gateway.judge_probes.model_fields_set:
         gateway.judge_probes.pool_max_tokens = probe_max_tokens((p.name, p.config) for p in pools)
-    if gateway.reward_model_tokenizer is None:
+    if gateway.loading.reward_model_tokenizer is None:
         # The reward model's tokenizer; without a reward model, the judge's (its probability mode and
         # use_generate need it): a CPU pool's checkpoint is on this host.
         local = [p for p in pools if p.config.backend == "cpu"]
@@ -270,9 +270,9 @@ def plan_fleet(config: FleetConfig) -> FleetPlan:
             (p for p in local if p.config.kind == "judge"), None
         )
         if source is not None:
-            gateway.reward_model_tokenizer = resolve_model_path(source.config.checkpoint)
+            gateway.loading.reward_model_tokenizer = resolve_model_path(source.config.checkpoint)
     else:
-        gateway.reward_model_tokenizer = resolve_model_path(gateway.reward_model_tokenizer)
+        gateway.loading.reward_model_tokenizer = resolve_model_path(gateway.loading.reward_model_tokenizer)
     gateway_config_path = run_dir / "gateway.yaml"
     gateway_url = f"http://{connect_host(gateway.host)}:{gateway_port}"
     processes = gateway_processes(config)

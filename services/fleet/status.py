@@ -1,6 +1,8 @@
-"""`rewardfleet status`: pools, replicas, health and addresses of the fleet that `rewardfleet up` runs, and
-what the gateway's judge monitors report (`GET /monitors`: spend and caps, master-key probes), and with an
-admin tenant's key in $REWARDFLEET_API_KEY every tenant's quotas and usage (`GET /admin/tenants`).
+"""`rewardfleet status`: what the fleet that `rewardfleet up` runs is doing.
+
+Pools, replicas, health and addresses of the fleet that `rewardfleet up` runs, and what the gateway's judge
+monitors report (`GET /monitors`: spend and caps, master-key probes), and with an admin tenant's key in
+$REWARDFLEET_API_KEY every tenant's quotas and usage (`GET /admin/tenants`).
 
 The probes use the standard library's HTTP client: `rewardfleet status` must work in a plain
 `pip install reward-fleet` (no extras), where httpx, a test dependency, is not installed.

@@ -1,6 +1,6 @@
 """The reward gateway: `POST /score` runs drop-in (verl-compatible) reward functions, isolated and measured.
 
-Read it in this order (top to bottom is the direction of every import; import-linter checks it):
+Read it in this order (top to bottom is the direction of every import; docs/architecture.md has the map):
 
     processes/      `--processes N`: N gateway processes on one port, their state server, merged /metrics
     app.py          create_app(): the composition root; each feature contributes its start and stop
@@ -22,7 +22,4 @@ Read it in this order (top to bottom is the direction of every import; import-li
     errors.py sizes.py trajectory.py    the leaves
     hot_path/       a leaf too: what a POST /score passes outside its handler (the app class, the plain-ASGI
                     path, the HTTP protocol, plain metrics, the collector's tuning)
-
-A feature that keeps shared state owns its store protocol, its in-process store and its Redis store
-(`*/choose_store.py` picks one for the backend); storage imports no feature.
 """

@@ -148,17 +148,17 @@ async def start_gateway(
     with _startup_step():
         loaded = load_functions(config)
         tokenizer = None
-        if config.reward_model_tokenizer is not None:
-            tokenizer = await asyncio.to_thread(load_tokenizer, config.reward_model_tokenizer)
+        if config.loading.reward_model_tokenizer is not None:
+            tokenizer = await asyncio.to_thread(load_tokenizer, config.loading.reward_model_tokenizer)
         spend = _spend_meter(config, backend, loaded, metrics)
-        external = ExternalPools(config.external_pools, metrics.registry, metrics.pool_tokens, spend)
+        external = ExternalPools(config.pools.external_pools, metrics.registry, metrics.pool_tokens, spend)
     await _start_backend(stack, backend)
     if tenancy is not None:
         stack.push_async_callback(tenancy.close)
         await tenancy.start(backend, config.state.state_lease_s)
     pool = _worker_pool(stack, config, loaded, backlog)
     http_client = aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=config.http_max_connections),
+        connector=aiohttp.TCPConnector(limit=config.pools.http_max_connections),
         timeout=aiohttp.ClientTimeout(total=None),
     )
     stack.push_async_callback(http_client.close)
@@ -231,7 +231,7 @@ def _spend_meter(
         config.pool_prices,
         spend_ledger_for(backend),
         metrics.registry,
-        known_pools=set(config.routers) | set(config.external_pools),
+        known_pools=set(config.pools.routers) | set(config.pools.external_pools),
         function_caps={
             name: fn.config.max_spend_usd
             for name, fn in loaded.items()
@@ -286,11 +286,11 @@ def _scorer(
         metrics,
         Injectables(
             reward_router_address=config.reward_router_address,
-            router_addresses={**config.routers, **external.addresses(_self_address(config))},
+            router_addresses={**config.pools.routers, **external.addresses(_self_address(config))},
             http_client=http_client,
             reward_model_tokenizer=tokenizer,
-            tokenizer_path=config.reward_model_tokenizer,
-            fleet_pools=frozenset(config.routers) - frozenset(config.external_pools),
+            tokenizer_path=config.loading.reward_model_tokenizer,
+            fleet_pools=frozenset(config.pools.routers) - frozenset(config.pools.external_pools),
             pool_token=external.token if external.pools else None,
         ),
         cache=None
@@ -324,7 +324,7 @@ def _shadow_judge(
     shadows = {n: fn.config.shadow for n, fn in loaded.items() if fn.config.shadow is not None}
     if not shadows:
         return None
-    known = set(config.routers) | set(config.external_pools)
+    known = set(config.pools.routers) | set(config.pools.external_pools)
     shadow = ShadowJudge(shadows, scorer, known, metrics.registry)
     scorer.on_scored = shadow.scored
     stack.push_async_callback(shadow.close)

@@ -62,7 +62,7 @@ def gateway(
     # A socket per request in flight, and another per judge call it awaits (docs/reliability.md).
     inflight = settings.admission.max_inflight_requests
     raise_open_files_limit(
-        inflight + min(settings.http_max_connections, inflight) + 1024,
+        inflight + min(settings.pools.http_max_connections, inflight) + 1024,
         "max_inflight_requests requests awaiting judges (http_max_connections)",
     )
     if n_processes > 1:

@@ -61,7 +61,7 @@ class Gateway:
     def score(self, sample: ScoreRequest) -> Awaitable[ScoreResult]:
         """Resolve and score one sample; a group member waits for its group's answer (groups/scorer.py).
         Resolving raises at once; the awaitable returned is the scorer's own, not a coroutine of this
-        method around it (a frame less held by each post in flight, issue 44)."""
+        method around it (a frame less held by each post in flight: docs/architecture.md, the hot path)."""
         catalog = self.catalog  # one catalog for the whole request, even if a reload swaps it meanwhile
         self.limits.check(sample)
         fn, label = catalog.dispatcher.resolve(sample.reward_fn, sample.data_source)

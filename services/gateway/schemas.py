@@ -108,9 +108,10 @@ class ScoreRequest(BaseModel):
                 )
         elif "solution_str" not in self.model_fields_set:
             self.solution_str = rendered_solution(messages)
-        # The fields-set pydantic built one name at a time has grown a 32-slot table (728 bytes for a
-        # sample's usual 5-8 fields); a copy is sized for what it holds (472), held for as long as the post is
-        # in flight (issue 44). Still this sample's own set: pydantic adds to it on assignment.
+        # The fields-set pydantic built one name at a time has a table larger than a sample's usual 5-8
+        # fields need; a copy is sized for what it holds, and is held for as long as the post is in flight
+        # (docs/architecture.md, the hot path). Still this sample's own set: pydantic adds to it on
+        # assignment.
         object.__setattr__(self, "__pydantic_fields_set__", self.__pydantic_fields_set__.copy())
         return self
 

@@ -1,5 +1,7 @@
-"""Batched modes of the verl reward file: a step's samples reach the gateway as a few `POST /score/batch`
-requests instead of one `POST /score` per sample (one round trip per sample costs more than a cheap rule).
+"""Batched modes of the verl reward file: a step's samples as a few `POST /score/batch`.
+
+A step's samples reach the gateway as a few `POST /score/batch` requests instead of one `POST /score` per
+sample (one round trip per sample costs more than a cheap rule).
 
 `compute_score` keeps verl's per-sample contract (verl 0.9.1's reward loop) and sends together the calls
 that arrive within `batch_window_ms` of the first, up to `max_batch_size`; `compute_score_batch` is the list

@@ -1,14 +1,13 @@
 """`rewardfleet score`'s command line read without typer, when it is plain.
 
-typer (0.29) reads every option's value through a pydantic TypeAdapter. Going through typer cost ~90 ms of
-CPU on every run (importing pydantic 42 ms, typer and the other commands' modules ~15, building the command
-10 and its adapters 9): a 1-line run took 0.29 s of CPU, 0.20 s without, against 0.165 for a bare client
-(docs/BENCHMARKS.md, benchmark 14). A command line made only of the command's own options, each given a
-value typer reads to the same thing without any doubt, is read here into the same `ScoreArgs`; anything else
-(`--help`, an unknown or misspelt option, a missing INPUT or `-o`, `--`, a number written any other way than
-plain digits, a path typer would refuse) gives None, and typer parses the whole line as before, so every help
-text and error message stays typer's (an unexpected crash prints Python's traceback, not typer's).
-tests/rescore/test_argv.py checks that this table is the typer command's and that both read the same values.
+typer reads every option's value through a pydantic TypeAdapter, which costs a run's start-up more CPU than a
+short re-scoring itself (docs/architecture.md, "Elsewhere on the path"). A command line made only of the
+command's own options, each given a value typer reads to the same thing without any doubt, is read here into
+the same `ScoreArgs`; anything else (`--help`, an unknown or misspelt option, a missing INPUT or `-o`, `--`, a
+number written any other way than plain digits, a path typer would refuse) gives None, and typer parses the
+whole line as before, so every help text and error message stays typer's (an unexpected crash prints Python's
+traceback, not typer's). tests/rescore/test_argv.py checks that this table is the typer command's and that
+both read the same values.
 
 Read as click reads (typer's parser): options and INPUT in any order, `--name value` or `--name=value`, the
 value taken whatever it starts with, the last of a repeated option winning (`--field` collects them all),

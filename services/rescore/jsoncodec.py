@@ -1,4 +1,6 @@
-"""JSON for `rewardfleet score`'s own files (INPUT lines, OUTPUT lines): orjson when it is installed (the
+"""JSON for `rewardfleet score`'s own files: orjson when installed, else the standard library.
+
+JSON for `rewardfleet score`'s own files (INPUT lines, OUTPUT lines): orjson when it is installed (the
 `rescore` extra; 2-4x faster to parse and encode one line), the standard library otherwise.
 
 Both write the same bytes for what an OUTPUT line holds (compact separators, UTF-8 as it is), so a run

@@ -1,5 +1,7 @@
-"""Where `rewardfleet score` sends its lines: a running gateway (`--url`), or the gateway of a fleet config
-served in this process (inprocess.py). Both are reached through the same HTTP client."""
+"""Where `rewardfleet score` sends its lines: a running gateway or one in this process.
+
+A running gateway (`--url`), or the gateway of a fleet config served in this process (inprocess.py). Both are
+reached through the same HTTP client."""
 
 from __future__ import annotations
 

@@ -208,13 +208,13 @@ def test_gateway_service_and_config(compose: dict[str, Any]) -> None:
     config_file = DEPLOY / mounts[config_in_container]
     settings = GatewaySettings(config_file=config_file)
     # Routers are named by compose service names, on the port the routers listen on.
-    for address in settings.routers.values():
+    for address in settings.pools.routers.values():
         host, port = address.rsplit(":", 1)
         assert host in compose["services"], f"router address {address}: no such service"
         router_args = parse_router_args([str(a) for a in compose["services"][host]["command"]])
         assert router_args.port == int(port)
         assert compose["services"]["gateway"]["depends_on"][host]["condition"] == "service_healthy"
-    assert settings.default_router == "reward_model"
+    assert settings.pools.default_router == "reward_model"
     assert (DEPLOY / "reward_fns").is_dir()
     # The shared state store: a compose service the gateway waits for, on the port state_url names.
     assert settings.state.state_url == "redis://redis:6379/0"

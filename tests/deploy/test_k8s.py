@@ -162,7 +162,7 @@ def test_gateway(docs: list[dict[str, Any]]) -> None:
     assert text == (DEPLOY / "gateway" / "gateway.yaml").read_text(), "k8s and compose gateway configs differ"
     services = by_kind(docs, "Service")
     settings = GatewaySettings(config_file=K8S / "config" / "gateway.yaml")
-    for address in settings.routers.values():
+    for address in settings.pools.routers.values():
         host, port = address.rsplit(":", 1)
         assert int(port) in {p["port"] for p in services[host]["spec"]["ports"]}, address
 

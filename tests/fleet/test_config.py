@@ -130,7 +130,7 @@ def test_sglang_pools_get_launch_server_lines_with_is_embedding_for_reward_model
 def test_relative_reward_fns_dirs_are_relative_to_the_config_file(tmp_path: Path) -> None:
     (tmp_path / "fns").mkdir()
     cfg = _load(tmp_path, "gateway: {reward_fns_dirs: [fns]}\n")
-    assert cfg.gateway.reward_fns_dirs == [(tmp_path / "fns").resolve()]
+    assert cfg.gateway.loading.reward_fns_dirs == [(tmp_path / "fns").resolve()]
 
 
 def test_up_with_a_bad_config_exits_2_naming_the_key(tmp_path: Path) -> None:

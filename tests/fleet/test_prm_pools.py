@@ -58,7 +58,7 @@ def test_cpu_prm_pool_gives_the_gateway_its_replica_not_its_router(tmp_path: Pat
         "  prm: {kind: prm, model_path: /p, base_port: 41500, server_args: {step-tag-id: 7}}\n",
     )
     plan = plan_fleet(cfg)
-    routers = yaml.safe_load(plan.gateway_config_text)["gateway"]["routers"]
+    routers = yaml.safe_load(plan.gateway_config_text)["gateway"]["pools"]["routers"]
     prm = next(p for p in plan.pools if p.name == "prm")
     rm = next(p for p in plan.pools if p.name == "rm")
     assert routers["prm"] == "127.0.0.1:41500"  # the replica itself
@@ -77,6 +77,6 @@ def test_external_vllm_prm_pool_reaches_the_gateway_as_an_external_pool(tmp_path
         "api: vllm_pooling}}\n",
     )
     plan = plan_fleet(cfg)
-    external = yaml.safe_load(plan.gateway_config_text)["gateway"]["external_pools"]
+    external = yaml.safe_load(plan.gateway_config_text)["gateway"]["pools"]["external_pools"]
     assert external["vprm"]["api"] == "vllm_pooling"
     assert external["vprm"]["base_url"] == "http://gpu:8000"

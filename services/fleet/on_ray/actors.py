@@ -106,7 +106,8 @@ class FrontActor:
         section = yaml.safe_load(gateway_yaml)["gateway"]
         section["host"] = self.host
         section["port"] = port or free_port(self.host)
-        section["routers"] = {**section.get("routers", {}), **{p: c.address for p, c in self.routers.items()}}
+        pools = section.setdefault("pools", {})
+        pools["routers"] = {**pools.get("routers", {}), **{p: c.address for p, c in self.routers.items()}}
         config = Path(run_dir) / f"{self.name}.yaml"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.touch(mode=0o600)

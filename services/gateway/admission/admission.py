@@ -6,9 +6,9 @@ while it is handled, not how long it waits on I/O:
 - **body bytes**: the bodies of the requests in flight hold at most `max_inflight_body_bytes` (a request
   reserves its `Content-Length`, a chunked one `max_body_bytes`, before its body is read); this is what
   bounds the memory of samples being scored, whatever their size;
-- **requests**: at most `max_inflight_requests` run at once. A request awaiting a remote judge costs ~27 KiB
-  (its connection, frames and judge call: docs/reliability.md), so the default is large enough for a whole
-  GRPO step posted at once (8192 posts): the count bounds that per-request memory and the sockets;
+- **requests**: at most `max_inflight_requests` run at once. A request awaiting a remote judge holds its
+  connection, its frames and its judge call (sized in docs/architecture.md, the hot path), so the default is
+  large enough for a whole GRPO step posted at once: the count bounds that per-request memory and the sockets;
 - **CPU work**: new work is refused while the sync pool's backlog (calls waiting for a worker process) is
   over `max_pool_queue`, so work that needs the CPU cannot pile up without bound.
 

@@ -1,4 +1,6 @@
-"""Config section `admission:`: how much work is taken at once and what waits (admission.py), and the
+"""Config section `admission:`: how much work is taken at once and what waits.
+
+Config section `admission:`: how much work is taken at once and what waits (admission.py), and the
 SIGTERM grace (drain.py). It bounds what costs memory or CPU, not requests awaiting I/O."""
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ class AdmissionConfig(BaseModel):
     max_inflight_requests: int = Field(
         default=16384,
         ge=1,
-        description="Work requests handled at once. One awaiting a remote judge costs a few KiB and two "
-        "sockets, so this is high enough for a whole GRPO step posted at once.",
+        description="Work requests handled at once. One awaiting a remote judge costs tens of kilobytes and "
+        "two sockets, so this is high enough for a whole GRPO step posted at once.",
     )
     max_inflight_body_bytes: int = Field(
         default=512 * 1024 * 1024,

@@ -1,4 +1,6 @@
-"""Fleet-wide result cache and in-flight join (the Redis side of cache/idempotency.py; same keys,
+"""The fleet-wide result cache and in-flight join, in Redis.
+
+Fleet-wide result cache and in-flight join (the Redis side of cache/idempotency.py; same keys,
 same semantics).
 
 For a sample with a key, one script (`CACHE_CLAIM`) either answers from the cache, or takes the run's lease
@@ -43,10 +45,9 @@ logger = logging.getLogger(__name__)
 OUTCOME_TTL_MS = 30_000  # long enough for every waiter of a run to read its outcome
 # A finish may wait this long for other finishes to share its write to Redis: a step's answers come one or two
 # per event-loop turn, and a write each (a system call and a wake-up of Redis) was most of the shared state's
-# cost per post (docs/BENCHMARKS.md, issue 44). The lease stays held meanwhile, so nothing changes for others:
-# a retry that arrives in the meantime joins this run and has its outcome once the write lands. 5 -> 50 ms
-# (and claims' 1 -> 3 ms below) took a 4096-post burst over two processes from 0.66 to 0.58 ms of gateway CPU
-# a post (same-session A/B, medians of 3): Redis is woken a third as often.
+# cost per post (bench/NOTES.md, "Where a post's CPU goes under `--processes 2`"). The lease stays held
+# meanwhile, so nothing changes for others: a retry that arrives in the meantime joins this run and has its
+# outcome once the write lands.
 FINISH_LINGER_S = 0.05
 # A claim made while other calls await Redis' replies waits for them (at most this long) to share one write
 # with the claims made meanwhile: under a burst, one write per round trip instead of one per arrival. With
@@ -157,7 +158,7 @@ class RedisResults:
         compute: Callable[[], Awaitable[ScoreResult]],
     ) -> ScoreResult:
         """Run `compute` under the lease `token` holds. `keys` are `run`'s own strings, not a second set of
-        them held for the whole call (~750 bytes a post in flight, issue 44)."""
+        them held for the whole call (less held by a post in flight)."""
         result_key, lease_key, out_key, channel = keys
         lease = self._leases.hold([lease_key], [token, self.lease_ms])
         try:

@@ -39,7 +39,9 @@ class Reloader:
         http_client: aiohttp.ClientSession | None,
         catalog: Catalog,
     ) -> None:
-        self.config = config.model_copy(update={"on_load_error": "fail"})
+        self.config = config.model_copy(
+            update={"loading": config.loading.model_copy(update={"on_load_error": "fail"})}
+        )
         self.scorer = scorer
         self.http_client = http_client
         self.catalog = catalog

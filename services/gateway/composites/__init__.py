@@ -1,2 +1,4 @@
-"""Rewards built from other rewards: `composites` (weighted, gated), `fallbacks` (judge -> rule
-when a pool is down), and their config sections `composites:` / `fallbacks:` (`config`)."""
+"""Rewards built from other rewards: composites and fallbacks.
+
+`composites` (weighted, gated), `fallbacks` (judge -> rule when a pool is down), and their config sections
+`composites:` / `fallbacks:` (`config`)."""

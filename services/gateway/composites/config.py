@@ -1,5 +1,7 @@
-"""Config sections `composites` and `fallbacks`. Checks that need the loaded functions (does a component
-name a real function?) run when the catalog is built (`catalog/build.py`).
+"""Config sections `composites` and `fallbacks`.
+
+Checks that need the loaded functions (does a component name a real function?) run when the catalog is built
+(`catalog/build.py`).
 """
 
 from __future__ import annotations

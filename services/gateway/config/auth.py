@@ -1,4 +1,6 @@
-"""Config section `auth:`: the bearer keys of a gateway without tenants (services/common/api_keys.py checks
+"""Config section `auth:`: the bearer keys of a gateway without tenants.
+
+Config section `auth:`: the bearer keys of a gateway without tenants (services/common/api_keys.py checks
 them on every route but /health). Kept in the config package, as tenants.py is: no gateway package owns auth.
 With `tenants`, every key belongs to a tenant instead (gateway.py refuses both)."""
 

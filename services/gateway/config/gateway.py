@@ -11,9 +11,8 @@ function?) live in `core/registry.py` and `catalog/build.py`.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -31,27 +30,15 @@ from rewardfleet.services.gateway.config.auth import AuthConfig
 from rewardfleet.services.gateway.config.sections import flat_env, nest_flat_keys
 from rewardfleet.services.gateway.config.tenants import TenancyConfig, TenantConfig, check_tenants
 from rewardfleet.services.gateway.core.config import FunctionConfig
-from rewardfleet.services.gateway.execution.config import SyncPoolConfig
+from rewardfleet.services.gateway.execution.config import LoadingConfig, SyncPoolConfig
 from rewardfleet.services.gateway.graders.config import GraderSpec
 from rewardfleet.services.gateway.groups.config import GroupsConfig
 from rewardfleet.services.gateway.limits.config import BodyLimits, InputLimits
 from rewardfleet.services.gateway.monitors.config import JudgeProbesConfig
 from rewardfleet.services.gateway.nemo_gym.config import NeMoGymConfig
-from rewardfleet.services.gateway.pools.config import ExternalPoolConfig
+from rewardfleet.services.gateway.pools.config import PoolsConfig
 from rewardfleet.services.gateway.spend.config import PoolPrice
 from rewardfleet.services.gateway.state_store.config import StateConfig
-
-_ADDRESS_RE = re.compile(r"^[A-Za-z0-9._\-\[\]:]+:\d{1,5}$")
-
-
-def _check_address(key: str, value: str) -> str:
-    """A bare `host:port`, exactly what verl passes as `reward_router_address` (no scheme, no path)."""
-    if "://" in value or "/" in value or not _ADDRESS_RE.match(value):
-        raise ValueError(f"{key}: {value!r} is not a bare host:port (e.g. '127.0.0.1:30000', no http://)")
-    port = int(value.rsplit(":", 1)[1])
-    if not 0 < port < 65536:
-        raise ValueError(f"{key}: port {port} is out of range 1-65535")
-    return value
 
 
 class GatewayConfig(BaseModel):
@@ -61,30 +48,11 @@ class GatewayConfig(BaseModel):
 
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
-    builtin_package: str | None = Field(
-        default="rewardfleet.reward_fns",
-        description="Package whose modules are the built-in functions (loaded first); null = none.",
-    )
-    reward_fns_dirs: list[Path] = Field(
-        default_factory=list, description="User folders of reward-function files, loaded after the built-ins."
-    )
     functions: dict[str, FunctionConfig] = Field(default_factory=dict)
     dispatch: dict[str, str] = Field(
         default_factory=dict, description="data_source -> function name; wins over the modules' claims."
     )
     default_reward_fn: str | None = None
-    http_max_connections: int = Field(
-        default=16384,
-        ge=1,
-        description="Connection limit of the shared aiohttp session (http_client): one per judge call in "
-        "flight, so as many as max_inflight_requests, or the judge calls of a step wait in line.",
-    )
-    on_load_error: Literal["fail", "skip"] = "fail"
-    routers: dict[str, str] = Field(default_factory=dict, description="Router name -> bare host:port.")
-    external_pools: dict[str, ExternalPoolConfig] = Field(
-        default_factory=dict,
-        description="OpenAI-compatible endpoints outside the fleet, reached via this gateway (no router).",
-    )
     pool_prices: dict[str, PoolPrice] = Field(
         default_factory=dict,
         description="Pool name (a router or an external pool) -> prices per million tokens and an optional "
@@ -94,11 +62,6 @@ class GatewayConfig(BaseModel):
         default_factory=JudgeProbesConfig,
         description="Master-key probes of judge pools (monitors/probes.py, docs/judge_monitoring.md).",
     )
-    default_router: str | None = Field(
-        default=None, description="Router passed as reward_router_address; the only router if just one."
-    )
-    reward_model_tokenizer: str | None = Field(default=None, description="HF tokenizer path, loaded once.")
-    ready_check_timeout_s: float = Field(default=1.0, gt=0)
     # composites/, groups/, graders/ (docs/advanced_rewards.md): composites, judge fallbacks, groups, graders.
     composites: dict[str, CompositeSpec] = Field(default_factory=dict)
     fallbacks: dict[str, FallbackSpec] = Field(default_factory=dict)
@@ -137,19 +100,9 @@ class GatewayConfig(BaseModel):
     # flat keys once too, still accepted (config/sections.py).
     sync_pool: SyncPoolConfig = Field(default_factory=SyncPoolConfig)
     state: StateConfig = Field(default_factory=StateConfig)
-
-    @field_validator("reward_fns_dirs")
-    @classmethod
-    def _dirs_exist(cls, value: list[Path]) -> list[Path]:
-        for path in value:
-            if not path.is_dir():
-                raise ValueError(f"reward_fns_dirs: {str(path)!r} is not a directory")
-        return [path.resolve() for path in value]
-
-    @field_validator("routers")
-    @classmethod
-    def _router_addresses(cls, value: dict[str, str]) -> dict[str, str]:
-        return {name: _check_address(f"router {name!r}", addr) for name, addr in value.items()}
+    # What is loaded (execution/config.py) and the pools reached (pools/config.py): flat keys once too.
+    loading: LoadingConfig = Field(default_factory=LoadingConfig)
+    pools: PoolsConfig = Field(default_factory=PoolsConfig)
 
     @field_validator("functions")
     @classmethod
@@ -185,22 +138,12 @@ class GatewayConfig(BaseModel):
             check_tenants(self.tenants, self.tenancy)
         return self
 
-    @model_validator(mode="after")
-    def _default_router(self) -> GatewayConfig:
-        if self.default_router is not None and self.default_router not in self.routers:
-            raise ValueError(
-                f"default_router: {self.default_router!r} is not one of routers {sorted(self.routers)}"
-            )
-        if self.default_router is None and len(self.routers) == 1:
-            self.default_router = next(iter(self.routers))
-        return self
-
     def function_config(self, name: str) -> FunctionConfig:
         return self.functions.get(name) or FunctionConfig()
 
     @property
     def reward_router_address(self) -> str | None:
-        return self.routers[self.default_router] if self.default_router else None
+        return self.pools.reward_router_address
 
 
 class _YamlFileSource(PydanticBaseSettingsSource):

@@ -1,12 +1,15 @@
-"""A reward function's own config section: `functions.<name>` (`FunctionConfig`, with its `shadow` monitor),
+"""A reward function's own config section, `functions.<name>`.
+
+A reward function's own config section: `functions.<name>` (`FunctionConfig`, with its `shadow` monitor),
 and verl's four base arguments every call gets."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rewardfleet.services.gateway.execution.config import LoadingConfig
 
 # verl's four arguments. They are always passed, so reward_kwargs may not override them.
 BASE_PARAMS: tuple[str, ...] = ("data_source", "solution_str", "ground_truth", "extra_info")
@@ -105,10 +108,7 @@ class FunctionSources(Protocol):
     each one's section, and the dispatch targets that must name a loaded one."""
 
     @property
-    def builtin_package(self) -> str | None: ...
-
-    @property
-    def reward_fns_dirs(self) -> list[Path]: ...
+    def loading(self) -> LoadingConfig: ...
 
     @property
     def functions(self) -> dict[str, FunctionConfig]: ...
@@ -118,8 +118,5 @@ class FunctionSources(Protocol):
 
     @property
     def default_reward_fn(self) -> str | None: ...
-
-    @property
-    def on_load_error(self) -> Literal["fail", "skip"]: ...
 
     def function_config(self, name: str) -> FunctionConfig: ...

@@ -186,14 +186,16 @@ def _discover(config: FunctionSources, problems: _Problems) -> dict[str, _Candid
             )
         found[cand.name] = cand
 
-    if config.builtin_package:
+    if config.loading.builtin_package:
         try:
-            package = load_module(config.builtin_package, None)
+            package = load_module(config.loading.builtin_package, None)
             folder = Path(package.__file__ or "").parent
         except Exception as exc:
-            raise LoadError(f"builtin_package {config.builtin_package!r} does not import: {exc}") from exc
+            raise LoadError(
+                f"builtin_package {config.loading.builtin_package!r} does not import: {exc}"
+            ) from exc
         for path in _function_files(folder):
-            module_name = f"{config.builtin_package}.{path.stem}"
+            module_name = f"{config.loading.builtin_package}.{path.stem}"
             try:
                 module = load_module(module_name, None)
                 if not hasattr(module, ENTRY_POINT):
@@ -205,7 +207,7 @@ def _discover(config: FunctionSources, problems: _Problems) -> dict[str, _Candid
             ref = FunctionRef(module_name, ENTRY_POINT)
             add(_Candidate(path.stem, ref, getattr(module, ENTRY_POINT), path, "builtin", claims))
 
-    for folder in config.reward_fns_dirs:
+    for folder in config.loading.reward_fns_dirs:
         for path in _function_files(folder):
             try:
                 ref = file_ref(path, ENTRY_POINT, root=folder)
@@ -281,7 +283,7 @@ def _version(cand: _Candidate, cfg: FunctionConfig) -> str:
 
 def load_functions(config: FunctionSources) -> dict[str, RewardFunction]:
     """Discover, import and check every reward function; raise `LoadError` naming each bad file/key."""
-    problems = _Problems(config.on_load_error)
+    problems = _Problems(config.loading.on_load_error)
     functions: dict[str, RewardFunction] = {}
     for name, cand in _discover(config, problems).items():
         cfg = config.function_config(name)

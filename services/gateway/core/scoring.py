@@ -1,4 +1,6 @@
-"""Scoring one sample with its function: argument injection, per-function limits, the idempotency cache, the
+"""Scoring one sample with its function, to a typed result.
+
+Scoring one sample with its function: argument injection, per-function limits, the idempotency cache, the
 call under its timeout, and a typed result (which function scores a sample is `dispatch.py`'s business).
 
 Async functions are awaited on the event loop under `asyncio.timeout`; sync functions go to the worker pool.
@@ -194,7 +196,7 @@ class Scorer:
     def score(self, request: ScoreRequest, fn: RewardFunction, label: str) -> Awaitable[ScoreResult]:
         """Score one sample; with idempotency on, a duplicate is answered from the cache or a running call.
         Returns the cache's or `_score`'s coroutine itself, not one of its own around it: each post in
-        flight holds one frame less (issue 44)."""
+        flight holds one frame less."""
         cache = self.cache
         if cache is not None:
             key = cache.key(request, fn.name, fn.version)
@@ -217,7 +219,7 @@ class Scorer:
         return outcome
 
     def _call(self, fn: RewardFunction, request: ScoreRequest, label: str) -> Awaitable[Outcome]:
-        """The call's own coroutine (a post in flight holds no frame of this method, issue 44); an `ok`
+        """The call's own coroutine (a post in flight holds no frame of this method); an `ok`
         without a score gets its aggregate of step/turn scores there (`_aggregate_into_score`)."""
         if fn.is_async:
             return self._call_async(fn, request, label)
@@ -242,7 +244,7 @@ class Scorer:
         await self._count_pool_tokens(fn.name, outcome.extra)
         return self._answer(request, fn, label, outcome, total_s)
 
-    # `_score`'s ends, out of its coroutine: a post in flight holds a smaller frame (issue 44).
+    # `_score`'s ends, out of its coroutine: a post in flight holds a smaller frame.
     def _bounded(self, fn: RewardFunction, outcome: Outcome) -> Outcome:
         """`outcome`, or a ResultTooLarge error when its extras are over max_result_extra_chars."""
         too_large = extra_too_large(outcome.extra, self.max_result_extra_chars)

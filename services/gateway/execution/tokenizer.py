@@ -1,4 +1,6 @@
-"""The reward model's tokenizer (`reward_model_tokenizer`). transformers is an optional dependency, imported
+"""The reward model's tokenizer (`reward_model_tokenizer`), loaded only when configured.
+
+The reward model's tokenizer (`reward_model_tokenizer`). transformers is an optional dependency, imported
 only when a tokenizer is configured.
 
 The path is an HF checkpoint folder (or hub name) or a `.gguf` file: transformers reads a GGUF file's

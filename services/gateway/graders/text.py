@@ -1,4 +1,6 @@
-"""Text-similarity metrics, small and dependency-free: fuzzy match (Indel similarity, as rapidfuzz's `ratio`),
+"""Text-similarity metrics, small and dependency-free.
+
+Text-similarity metrics, small and dependency-free: fuzzy match (Indel similarity, as rapidfuzz's `ratio`),
 sentence BLEU-4 and ROUGE-N / ROUGE-L F1 over word tokens."""
 
 from __future__ import annotations

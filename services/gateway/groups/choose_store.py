@@ -1,4 +1,6 @@
-"""The group scorer over a state backend's group store: in the process (memory_store.py), or shared in
+"""The group scorer over a state backend's group store, in the process or in Redis.
+
+The group scorer over a state backend's group store: in the process (memory_store.py), or shared in
 Redis (redis_store.py)."""
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""`RedisGroupStore`: the fleet-wide `GroupStore` (groups/store_protocol.py) under the one `GroupScorer`
-(groups/scorer.py), so the members of one `group_id` may arrive at any replica.
+"""`RedisGroupStore`: the fleet-wide group store, in Redis.
+
+The fleet-wide `GroupStore` (groups/store_protocol.py) under the one `GroupScorer` (groups/scorer.py), so the
+members of one `group_id` may arrive at any replica.
 
 A member's arrival runs `GROUP_JOIN`, which opens the group (bounded fleet-wide by `max_open_groups`, its
 deadline `timeout_s` from the first member on Redis' clock) or adds the member; a repeated member is told so

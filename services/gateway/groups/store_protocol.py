@@ -19,11 +19,9 @@ every replica of a fleet, its Lua scripts atomic in Redis). Both follow the same
     listen    a waiter's wake-up for a group (`Waiter.wait(timeout_s)`); waiters re-read at least every
               `poll_s`
 
-A group is named by its key, `group_key(group_id)`: a digest, so a client's group_id is never a key itself
-(JSON first, so the string "1" and the integer 1 stay two groups). Members are named by strings (the JSON of
-the member key), so the same names are used in every store. The
-protocol speaks only in plain values and the request/result schemas: storage sits below the features (the
-layers contract in pyproject.toml) and implements it without importing it.
+A group is named by `group_key(group_id)`, a digest (the string "1" and the integer 1 stay two groups);
+members by the JSON of the member key, the same in every store. The protocol speaks only in plain values and
+the request/result schemas: storage sits below the features and implements it without importing it.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""The cyclic garbage collector's settings for a process that is the gateway's own (the CLI's), applied once
-start-up is done. In someone else's process (a test, an embedding app) they would change that process too, so
-`create_app` applies them only when asked (`freeze_startup`).
+"""The cyclic garbage collector's settings for the gateway's own process, applied once start-up is done.
 
-- **Freeze what start-up built** (100,000+ objects that live as long as the process), so full collections
-  stop walking it again; frozen cyclic garbage is never collected, hence the gateway's own process only.
-- **Collect young objects every 50,000 allocations instead of 700, and the oldest generation 10 times less
-  often**, so the objects of thousands of requests awaiting a judge die before a collection sees them instead
-  of being promoted and walked by full collections.
-
-What each change saved, measured: docs/reliability.md (the state-backend ratio) and docs/BENCHMARKS.md.
+They freeze what start-up built (frozen cyclic garbage is never collected) and collect less often,
+process-wide, so `create_app` applies them only when asked (`freeze_startup`: the CLI's own process), never in
+a test's or an embedding app's process. Why and what they saved: docs/architecture.md, "The hot path".
 """
 
 from __future__ import annotations

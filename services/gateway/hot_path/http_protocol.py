@@ -1,17 +1,10 @@
 """The gateway's HTTP protocol: uvicorn's httptools one, with less held per connection.
 
-A post in flight holds its connection's protocol state for as long as its function runs: at 65,536 posts in
-flight that state is most of the gateway's memory (issue 44, docs/BENCHMARKS.md). uvicorn's protocol keeps
-three `collections.deque`s a connection that are nearly always empty, 760 bytes each (a deque allocates a
-64-slot block up front): the queue of pipelined requests, and one inside each of two `asyncio.Event`s (the
-request's `message_event`, which wakes `receive()`, and the flow control's "writable" event, which only
-matters while the socket's write buffer is full). Here they are replaced, right after uvicorn makes them,
-with objects that behave the same and allocate only when used: a list for the pipeline (HTTP pipelining is
-rare), and `LazyEvent`, an event whose waiters' list is made by the first `wait()`.
-
-Nothing else of uvicorn's is changed. Where uvicorn does not have the attribute this class replaces (another
-version), the original is left as it is. `uvicorn.run(http=PROTOCOL)` takes it by import path, so worker
-processes (`--processes`) load it too.
+uvicorn's per-connection pipeline deque and its two `asyncio.Event`s are replaced, right after uvicorn makes
+them, by objects that behave the same and allocate only when used (a list, `LazyEvent`); nothing else of
+uvicorn's changes, and where uvicorn lacks an attribute (another version) the original is left. Pass it to
+uvicorn by import path (`uvicorn.run(http=PROTOCOL)`), so `--processes` workers load it too. Why and what it
+saves: docs/architecture.md, "The hot path".
 """
 
 from __future__ import annotations

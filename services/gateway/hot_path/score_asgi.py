@@ -1,16 +1,11 @@
 """`POST /score` answered as plain ASGI, ahead of FastAPI's router.
 
-One sample per request is the path trainers are asked to use, so its cost per request is the gateway's
-overhead. Through FastAPI's router a trivial function's request spent about as long in routing, dependency
-solving, the `Request` object and the exception middleware as in the gateway's own work (bench/
-gateway_overhead, docs/BENCHMARKS.md). Here the request goes straight from the body limits to the same scoring
-code the route uses (`score_sample`), and every error is answered by the app's own exception handlers, so the
-answers (status, headers, envelopes, field names) are the route's, byte for byte. The route stays declared in
-`routes/score.py`: /docs and the OpenAPI schema come from it, and it serves any request this layer passes on.
-
-Only an exact `POST /score` is taken; `/score/` (redirected), other methods (405) and every other path go on
-to the router. `scope["route"]` is set to the declared route, so the request metrics label it "/score" as
-before.
+The request goes from the body limits to the same scoring code the route uses (`score_sample`), and every
+error is answered by the app's own exception handlers, so the answers are the route's, byte for byte. The
+route stays declared in `routes/score.py` (/docs and the OpenAPI schema come from it). Only an exact
+`POST /score` is taken; `/score/` (redirected), other methods (405) and every other path go on to the router.
+`scope["route"]` is set to the declared route, so the request metrics label it "/score". Why and what it
+saves: docs/architecture.md, "The hot path".
 """
 
 from __future__ import annotations

@@ -1,25 +1,12 @@
 """`GatewayApp`: the gateway's FastAPI application, with `POST /score` entering below FastAPI's outer layers.
 
-A post awaiting its function holds one coroutine frame per ASGI layer it went through. Ahead of the gateway's
-own middleware FastAPI puts five: `FastAPI.__call__`, `Starlette.__call__`, the server-error middleware (and
-its `send` closure), exception telemetry and the app-wide body limit; ~1.7 KB a post in flight, and their CPU
-on every post (docs/BENCHMARKS.md, issue 44). For a `POST` whose path ends in `/score` (`/score` itself, or
-`/k/<key>/score` before `PathKey` rewrites it) this class calls the gateway's own middleware chain directly
-and keeps, in its one frame, what those layers did that the gateway relies on:
-
-- `scope["app"]` and the app's `root_path`, as FastAPI and Starlette set them;
-- an exception that escapes the chain is answered by the app's 500 handler (the typed envelope of
-  `error_handlers.py`) unless the response has started, then raised for the server to log, as Starlette's
-  server-error middleware does. Whether the response started is kept by `_Sent`, one small object a post
-  instead of that middleware's closure and cells.
-
-The skipped layers do nothing else here: FastAPI's body limit acts only when the app sets `max_body_size`
-(the gateway has its own, `RequestBodyLimits`), and its exception telemetry only when OpenTelemetry is
-configured, in which case every request takes FastAPI's own path (read once, when the stack is built at
-startup; FastAPI reads it from the environment on every request, ~2 % of a post's CPU). Every other
-request, and every request when the built stack is not the gateway's shape (another FastAPI version, no
-async 500 handler, debug mode), takes FastAPI's path too; `fast_score_chain` says which (a test asserts it
-is set).
+A `POST` whose path ends in `/score` (`/score`, or `/k/<key>/score` before `PathKey` rewrites it) goes
+straight into the gateway's own middleware chain, with `scope["app"]` and `root_path` set as FastAPI sets
+them; an exception that escapes the chain is answered by the app's 500 handler unless the response has
+started, then raised for the server to log. Every other request, every request with OpenTelemetry configured,
+and every request when the built stack is not the gateway's shape (another FastAPI version, no async 500
+handler, debug mode) takes FastAPI's own path; `fast_score_chain` says which. Why and what it saves:
+docs/architecture.md, "The hot path".
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Config sections `limits:`, the bounds of every client-supplied field of a sample (input_limits.py,
+"""Config sections `limits:` (a sample's fields) and `body:` (a request body as it arrives).
+
+Config sections `limits:`, the bounds of every client-supplied field of a sample (input_limits.py,
 docs/security.md), images included (services/common/images.py, docs/multimodal.md), and `body:`, the bounds
 of a request body as it arrives (services/common/body_limits.py)."""
 

@@ -1,4 +1,6 @@
-"""Input limits checked on every sample before any work starts, each answered with an error naming the field
+"""Input limits checked on every sample before any work starts.
+
+Input limits checked on every sample before any work starts, each answered with an error naming the field
 (413 `FieldTooLarge`, 422 `TooDeep` or `InvalidImage`), so no oversized or hostile input costs work.
 
 Lengths are in characters (Python `len`), not bytes; the *size* of a JSON value is `sizes.json_size`'s,

@@ -1,4 +1,6 @@
-"""A function's fleet-wide slots shared by tenants: tenants/shares.py's admission rule, in one Lua script
+"""A function's fleet-wide slots shared by tenants, in one Lua script.
+
+A function's fleet-wide slots shared by tenants: tenants/shares.py's admission rule, in one Lua script
 (its `BURST` is the 2 in `within`).
 
 The slots are redis_gate.py's sorted set of leases; a tenant's lease is named `<tenant>|<token>`, so the

@@ -1,4 +1,6 @@
-"""What a tenant's call tells a shared gate when it asks for a slot (limits/redis_fair_slots.py reads it;
+"""What a tenant's call tells a shared gate when it asks for a slot.
+
+What a tenant's call tells a shared gate when it asks for a slot (limits/redis_fair_slots.py reads it;
 tenants/fair.py fills it). A leaf: importing it loads no Redis client."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Judge monitors (docs/judge_monitoring.md): `judge_probes`, master-key probes of judge pools
+"""Config of the judge monitors: `judge_probes` and `functions.<name>.shadow`.
+
+Judge monitors (docs/judge_monitoring.md): `judge_probes`, master-key probes of judge pools
 (monitors/probes.py), and `functions.<name>.shadow`, a reference judge re-scoring some of a function's samples
 (monitors/shadow.py)."""
 

@@ -1,5 +1,7 @@
-"""Master-key probes: the gateway asks each probed judge to grade answers that say nothing (":", "Solution",
-...) and counts how often it accepts them, since a judge that does pays a policy for producing nothing.
+"""Master-key probes: how often a judge accepts answers that say nothing.
+
+The gateway asks each probed judge to grade answers that say nothing (":", "Solution", ...) and counts how
+often it accepts them, since a judge that does pays a policy for producing nothing.
 
 Each function of `judge_probes.functions` is probed at start-up (again every `retry_s` until some probe gets
 an answer) and then every `interval_s`, through the function itself with its guards off (the guards answer

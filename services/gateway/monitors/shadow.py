@@ -1,5 +1,7 @@
-"""Shadow judge: a reference pool re-scores a sampled fraction of a function's samples in the background,
-and the gateway reports how well the function's own judge agrees with it (docs/judge_monitoring.md).
+"""Shadow judge: a reference pool re-scores a sample of a function's samples in the background.
+
+A reference pool re-scores a sampled fraction of a function's samples in the background, and the gateway
+reports how well the function's own judge agrees with it (docs/judge_monitoring.md).
 
 This is the gold-judge check reward-hacking studies run by hand: a cheap judge drifting away from a strong
 one (or accepting what the strong one rejects) shows up as falling agreement and kappa, and as score drift.

@@ -1,5 +1,7 @@
-"""External pools: any OpenAI-compatible endpoint outside the fleet (a hosted API, vLLM, another team's
-server) used by `judge` and the graders' `score_model` exactly like a fleet pool.
+"""External pools: OpenAI-compatible endpoints outside the fleet, used like a fleet pool.
+
+Any OpenAI-compatible endpoint outside the fleet (a hosted API, vLLM, another team's server) used by `judge`
+and the graders' `score_model` exactly like a fleet pool.
 
 A reward function reaches a pool by the address it is given in `router_addresses`. For an external pool that
 address points back at the gateway, `host:port/pools/<token>/<pool>/<function>`, and the gateway forwards the

@@ -35,8 +35,8 @@ def build_settings(
         overrides["state_url"] = state_url
     settings = GatewaySettings(**overrides)
     if reward_fns:
-        dirs = [*settings.reward_fns_dirs, *reward_fns]
-        settings = GatewaySettings(**overrides, reward_fns_dirs=dirs)
+        dirs = [*settings.loading.reward_fns_dirs, *reward_fns]
+        settings = GatewaySettings(**{**overrides, "reward_fns_dirs": dirs})
     return settings
 
 

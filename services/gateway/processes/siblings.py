@@ -1,4 +1,6 @@
-"""The processes of one gateway find each other's metrics: each serves its own exposition on a unix socket in
+"""The processes of one gateway find and merge each other's metrics.
+
+The processes of one gateway find each other's metrics: each serves its own exposition on a unix socket in
 the group's folder, and the one Prometheus scraped reads them all and merges them (`metrics_merge.py`).
 
 A unix socket per process rather than shared files: a scrape sees every process's counts as of that moment,

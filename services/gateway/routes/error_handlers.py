@@ -1,4 +1,6 @@
-"""The one place that turns exceptions into HTTP answers, all in the envelope of `errors.error_envelope`:
+"""The one place that turns exceptions into HTTP answers, in the gateway's error envelope.
+
+The one place that turns exceptions into HTTP answers, all in the envelope of `errors.error_envelope`:
 `GatewayError` → its own status and type; FastAPI's validation errors → 422 `ValidationError` with `fields`;
 Starlette's HTTP errors (unknown route, wrong method) → `HTTPError`; anything else → 500 `InternalError`."""
 

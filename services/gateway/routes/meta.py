@@ -30,7 +30,7 @@ async def health() -> dict[str, str]:
 
 
 async def _check_router(gateway: Gateway, address: str) -> RouterCheck:
-    timeout = aiohttp.ClientTimeout(total=gateway.config.ready_check_timeout_s)
+    timeout = aiohttp.ClientTimeout(total=gateway.config.pools.ready_check_timeout_s)
     try:
         async with gateway.http_client.get(f"{base_url(address)}/health", timeout=timeout) as resp:
             if resp.status >= 500:
@@ -46,8 +46,8 @@ async def _check_router(gateway: Gateway, address: str) -> RouterCheck:
 async def ready(gateway: GatewayDep) -> JSONResponse:
     """Readiness: functions loaded, workers started, and every configured router answers `GET /health`.
     Also reports each function's start-up check (informational: a failed one does not make this 503)."""
-    names = list(gateway.config.routers)
-    checks = await asyncio.gather(*(_check_router(gateway, gateway.config.routers[n]) for n in names))
+    names = list(gateway.config.pools.routers)
+    checks = await asyncio.gather(*(_check_router(gateway, gateway.config.pools.routers[n]) for n in names))
     status = ReadyStatus(
         ready=gateway.ready and all(c.reachable for c in checks),
         reward_fns=len(gateway.catalog.functions),

@@ -65,7 +65,7 @@ def score_sample(state: State, raw: bytes) -> Awaitable[ScoreResult]:
     """The scoring of one `POST /score` body (the app's `state` holds the gateway): the route's and the
     plain-ASGI path's (hot_path/score_asgi.py) one implementation. Parsing and resolving raise at once (what
     the error handlers answer); what is returned is the scorer's own awaitable, so a post in flight holds
-    neither its raw body once parsed nor a frame of this function (issue 44)."""
+    neither its raw body once parsed nor a frame of this function."""
     return gateway_of(state).score(parse_json(raw, ScoreRequest))
 
 

@@ -1,11 +1,8 @@
-"""What the OpenRLHF and slime routes (`openrlhf.py`, `slime.py`) share: the scoring seam, the checks made
-before anything is scored, and the failure policy.
+"""What the OpenRLHF and slime routes share: scoring seam, checks and failure policy.
 
 `TrainerBackend` is the seam: `score_one` takes a `/score` request and returns its typed result, `check`
-raises for a sample the gateway cannot score as given, `max_samples` bounds one request.
-`gateway_backend(app, config)` is the gateway's own (same dispatch, limits, isolation, timeouts, cache and
-metrics as `/score`); tests script their own. Exceptions `score_one` raises (unknown function → 404, ...)
-reach the gateway's exception handlers.
+raises for a sample the gateway cannot score as given, `max_samples` bounds one request. `gateway_backend`
+is the gateway's own (as `/score`); what `score_one` raises reaches the gateway's exception handlers.
 
 Query parameters on every route: `data_source` (default for the request's samples) and `error_score` (a finite
 number, else 422 naming it).
@@ -20,9 +17,8 @@ into a tensor and slime uses whatever `score` holds. So a failure is never a num
 1. a score the gateway set from the function's `on_error_score` is used, flagged (`reward_failed`);
 2. else `?error_score=X` on the URL (or the backend's `error_score` default) is used, flagged the same way;
 3. else the whole request is answered HTTP 500 `RewardFunctionFailed` (function error) or 504
-   `RewardFunctionTimeout` (function timeout) with the error envelope and the failing samples. Both trainers
-   retry non-2xx answers (OpenRLHF 5 times, 1 s apart; slime 10 times with backoff), which absorbs transient
-   timeouts; a persistent failure then stops the run loudly.
+   `RewardFunctionTimeout` (function timeout) with the error envelope and the failing samples (why:
+   docs/architecture.md, "Notes moved from module docstrings").
 
 Sample uids: slime's `uid` when given; otherwise (and always for OpenRLHF, which sends none) a digest of the
 sample's content, so a trainer's retry of the same samples is answered from the idempotency cache.

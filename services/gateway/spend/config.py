@@ -1,5 +1,7 @@
-"""`pool_prices.<pool>`: what a judge pool's tokens cost, and an optional hard cap on its spend
-(spend/meter.py; docs/judge_monitoring.md)."""
+"""`pool_prices.<pool>`: what a judge pool's tokens cost, and an optional cap.
+
+What a judge pool's tokens cost, and an optional hard cap on its spend (spend/meter.py;
+docs/judge_monitoring.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Spend in dollars: judge tokens priced per pool (`pool_prices`), counted from each answer's real `usage`,
-with optional hard caps per pool and per function.
+"""Spend in dollars: judge tokens priced per pool, with optional hard caps.
+
+Judge tokens priced per pool (`pool_prices`), counted from each answer's real `usage`, with optional hard caps
+per pool and per function.
 
 A fleet pool's tokens come from the judge's result (`extra.judge_pool`, `extra.usage`), an external pool's
 from the provider's answer as the gateway forwards it, so neither is counted twice. Since a call's cost is

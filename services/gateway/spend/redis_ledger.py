@@ -1,6 +1,8 @@
-"""Fleet-wide spend in dollars: one Redis hash of integer nano-dollar totals, `fn:<name>` and `pool:<name>`,
-which every replica charges (`SPEND_ADD`, both fields in one script) and reads before admitting a capped call
-(spend/meter.py holds the rule). Integers, so totals are exact whatever the order of the charges."""
+"""Fleet-wide spend in dollars: one Redis hash every replica charges and reads.
+
+One Redis hash of integer nano-dollar totals, `fn:<name>` and `pool:<name>`, which every replica charges
+(`SPEND_ADD`, both fields in one script) and reads before admitting a capped call (spend/meter.py holds the
+rule). Integers, so totals are exact whatever the order of the charges."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Config section `state:`: where gateway replicas share their state (groups, result cache, budgets, spend),
+"""Config section `state:`: where gateway replicas share their state.
+
+Config section `state:`: where gateway replicas share their state (groups, result cache, budgets, spend),
 and how long a store operation and a crashed replica's leases may last (factory.py, redis_client.py)."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Choosing the backend from the configuration: no `state_url` → in-process; `redis://` / `rediss://` /
+"""Choosing the state backend from the configuration.
+
+Choosing the backend from the configuration: no `state_url` → in-process; `redis://` / `rediss://` /
 `unix://` → Redis."""
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""The Redis state backend: one `RedisStore` (connection, metrics, notifier) that the features' Redis stores
-(the results cache, the function gates, the spend ledger, the group store) of one gateway replica share."""
+"""The Redis state backend: the one `RedisStore` a replica's features share.
+
+One `RedisStore` (connection, metrics, notifier) that the features' Redis stores (the results cache, the
+function gates, the spend ledger, the group store) of one gateway replica share."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ Here a hold is an entry in a dict, and one timer, running only while something i
 `lease_s / 6` and renews each hold that is at least `lease_s / 3` old: a lease is renewed between a third
 and a half of its life after it was taken or last renewed. The renewals of one tick go as one script call
 (`renew` takes a batch: one key and two arguments, token and lease_ms, per hold) of at most `MAX_BATCH`
-holds each, so renewing costs Redis one call per tick per `MAX_BATCH` holds, not one per hold: with 55,000
-posts in flight one call per hold was ~16,000 script calls/s, more than one Redis kept up with (issue 44).
+holds each, so renewing costs Redis one call per tick per `MAX_BATCH` holds, not one per hold (one call per
+hold was more than one Redis kept up with at a whole step in flight: docs/architecture.md, the hot path).
 A renewal call that fails is counted and logged by the store; the next tick tries again, and a lease
 lost meanwhile is what a dead replica's would be (its run may be joined or claimed by another replica). A
 lease the script finds lost (another holder's now) is logged naming its key.

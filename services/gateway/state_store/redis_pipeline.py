@@ -1,18 +1,15 @@
-"""Automatic pipelining: every Lua script call made during one turn of the event loop goes to Redis in one
-write, on one connection kept for the purpose, and the replies are matched to their callers in order. A call
+"""Automatic pipelining: one event-loop turn's script calls in one write to Redis.
+
+Every Lua script call made during one turn of the event loop goes to Redis in one write, on one connection
+kept for the purpose, and the replies are matched to their callers in order. A call
 whose answer nobody waits for may linger a few milliseconds for others to share its write (`run`'s
 `linger_s`). Under load a call may also wait for the batch in flight (`run`'s `busy_linger_s`): while
 replies are due, the calls made meanwhile are written together when the last of them arrives (or after
 `busy_linger_s`), one write per round trip instead of one per event-loop turn; with nothing in flight they
 go at once, as any call.
 
-Under load the costs of a round trip (two system calls, a wake-up of Redis, a wake-up of the gateway) are
-most of what shared state costs per request; with 64 requests in flight they are paid once per batch. The
-batch is packed by hiredis (C) and written at once. Replies are parsed by hiredis in the connection's
-`data_received` callback and each answers its own caller's future: no task, no pooled-connection checkout
-and no timer per batch or per reply (redis-py's `read_response` per reply, each under its own timeout, cost
-more than the round trips pipelining saved). Redis answers the commands of one connection in the order it
-got them, so the n-th reply belongs to the n-th call still waiting.
+The batch is packed by hiredis and written at once; replies are parsed by hiredis in `data_received` and
+each answers its own caller's future (why: docs/architecture.md, "Notes moved from module docstrings").
 
 The pipeliner owns its connection outright: it opens the transport itself (TCP, TLS or a unix socket, as the
 client's URL says) with this module's protocol from the first byte, and sends the handshake (AUTH, SELECT,

@@ -1,6 +1,8 @@
-"""The Lua scripts of the Redis backend. A script runs atomically in Redis, so a check and the write that
-depends on it can never interleave with another replica's (no read-modify-write races). Time comes from
-Redis' own clock (`TIME`), so replicas with skewed clocks still agree on deadlines and refill rates.
+"""The Lua scripts of the Redis backend.
+
+A script runs atomically in Redis, so a check and the write that depends on it can never interleave with
+another replica's (no read-modify-write races). Time comes from Redis' own clock (`TIME`), so replicas with
+skewed clocks still agree on deadlines and refill rates.
 
 Replies are flat arrays of strings and integers; the callers in redis_cache.py, redis_budget.py and
 redis_groups.py document what they send and read.

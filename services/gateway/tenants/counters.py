@@ -1,5 +1,7 @@
-"""The tenants' quota counters: in-process (`MemoryCounters`), or in Redis shared by every replica
-(`RedisCounters`, with `state_url`), under `<state_key_prefix>t:<tenant>:...`.
+"""The tenants' quota counters: in the process, or in Redis.
+
+In-process (`MemoryCounters`), or in Redis shared by every replica (`RedisCounters`, with `state_url`), under
+`<state_key_prefix>t:<tenant>:...`.
 
     window_add   a fixed window (wall-clock aligned, e.g. a minute): adds `amount` unless that would pass
                  `limit` (a first call in an empty window always passes: a single sample larger than a

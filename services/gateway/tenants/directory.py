@@ -1,6 +1,8 @@
-"""API key -> tenant. Built from the config; `reload()` re-reads the keys files (and the config file's
-`tenants:` section when the gateway was started with one), so a key moved between tenants, added or removed
-takes effect without a restart.
+"""API key -> tenant.
+
+Built from the config; `reload()` re-reads the keys files (and the config file's `tenants:` section when the
+gateway was started with one), so a key moved between tenants, added or removed takes effect without a
+restart.
 
 A presented key is compared with every key of every tenant by `hmac.compare_digest`, without stopping at a
 match (as services/common/api_keys.py does): the time taken says nothing of which key matched.

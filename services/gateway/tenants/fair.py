@@ -1,4 +1,6 @@
-"""Fair sharing of a saturated pool's calls across tenants: assured shares and headroom, priority classes
+"""Fair sharing of a saturated pool's calls across tenants.
+
+Fair sharing of a saturated pool's calls across tenants: assured shares and headroom, priority classes
 first, weighted fair order.
 
 Who may take a free slot is shares.py's rule: each tenant with work is assured its weighted share, and a

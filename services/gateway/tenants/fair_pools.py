@@ -1,4 +1,6 @@
-"""Fair queues in front of the gateway's other scarce pools: the CPU worker pool, the code sandbox's slots and
+"""Fair queues in front of the gateway's other scarce pools.
+
+Fair queues in front of the gateway's other scarce pools: the CPU worker pool, the code sandbox's slots and
 an external pool's per-function RPM/TPM budget (function gates have theirs in fair.py's `FairGate`).
 
 Each uses fair.py's `FairScheduler` as is, tagged with the calling tenant (context.current): a saturated

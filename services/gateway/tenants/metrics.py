@@ -1,5 +1,7 @@
-"""Per-tenant Prometheus series. `tenant` is a label only for configured tenants (a refused key has no
-series), `run` only for a tenant's first `max_run_labels` run labels (then "other"): bounded cardinality."""
+"""Per-tenant Prometheus series.
+
+`tenant` is a label only for configured tenants (a refused key has no series), `run` only for a tenant's first
+`max_run_labels` run labels (then "other"): bounded cardinality."""
 
 from __future__ import annotations
 

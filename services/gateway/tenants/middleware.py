@@ -1,5 +1,7 @@
-"""Authentication by tenant: the gateway's key check when tenants are configured (in place of
-services/common/api_keys.py's `ApiKeyMiddleware`, with the same public paths and the same 401).
+"""Authentication by tenant: the key check when tenants are configured.
+
+The gateway's key check when tenants are configured (in place of services/common/api_keys.py's
+`ApiKeyMiddleware`, with the same public paths and the same 401).
 
 For every other request: the key names its tenant (else 401, and nothing is counted or kept for it: an
 unknown key creates no state), `/admin/*`, `/metrics` and `/monitors` need an `admin: true` tenant (else

@@ -1,4 +1,4 @@
-"""A tenant's quotas, checked before any of a request's work starts (so a 429 loses nothing):
+"""A tenant's quotas, checked before any of a request's work starts (so a 429 loses nothing).
 
     requests_per_minute       every authenticated work request (the middleware, `request`)
     samples_in_flight         samples being scored at once; a batch takes all of its samples at once

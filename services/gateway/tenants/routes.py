@@ -1,4 +1,6 @@
-"""`GET /tenants/self`: the calling tenant's own quotas and usage (fleet-wide with `state_url`);
+"""`GET /tenants/self` and `GET /admin/tenants`: quotas and usage.
+
+`GET /tenants/self`: the calling tenant's own quotas and usage (fleet-wide with `state_url`);
 `GET /admin/tenants`: every tenant's, for operators (`/admin/*` needs an `admin: true` tenant)."""
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""`Tenancy`: the tenants' parts of one gateway replica, and how they are wired in (app.py calls the three
-`wire_*`/`start` methods; with no tenant configured none of this is built)."""
+"""`Tenancy`: the tenants' parts of one gateway replica, and how they are wired in.
+
+The tenants' parts of one gateway replica, and how they are wired in (app.py calls the three `wire_*`/`start`
+methods; with no tenant configured none of this is built)."""
 
 from __future__ import annotations
 

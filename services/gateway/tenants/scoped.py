@@ -1,4 +1,4 @@
-"""The gateway's per-sample state, scoped by the calling tenant (context.scope):
+"""The gateway's per-sample state, scoped by the calling tenant (context.scope).
 
 ScopedResults      result cache and in-flight join: the key gets `t:<tenant>|` (the Redis key too), so a
                    tenant is never answered from another's call or cached result; functions listed in

@@ -1,6 +1,7 @@
-"""The admission rule of a pool shared by tenants: assured shares, and a headroom kept for tenants within
-theirs (Kubernetes' API Priority and Fairness assures each priority level its concurrency shares and lets
-levels borrow what others leave unused; here the tenants of one pool are the parties).
+"""The admission rule of a pool shared by tenants: assured shares and headroom.
+
+After Kubernetes' API Priority and Fairness (each priority level assured its concurrency shares, borrowing
+what others leave unused); here the tenants of one pool are the parties.
 
 A tenant has *work* in the pool when it holds a slot or has a call waiting. Among the tenants with work of
 its priority class or a more urgent one, tenant t's share is capacity x weight_t / (sum of their weights).
@@ -14,11 +15,8 @@ Its *demand* is its slots in use plus its waiting calls. Tenant t may take a fre
 
 A tenant flooding the pool is over its share, so it stops `headroom` slots short of full while a tenant
 within its share has work: that tenant takes a free slot the moment it asks, even while its own demand
-fluctuates above its share. Why demand and not slots in use: a tenant posting at exactly its share holds,
-from moment to moment, a little more or less than its share; judged by slots in use it would wait for its own
-calls to finish whenever it is above, and its queue would be critical (never draining). Why a burst of twice
-the headroom: with a burst equal to it, the benchmark's tenant at its share still waited (p99 1.47x in a
-simulation of its pool, headroom 1), with twice it did not (1.02x); docs/tenants.md has the numbers.
+fluctuates above its share. Why demand and not slots in use, and why a burst of twice the headroom:
+docs/architecture.md, "Notes moved from module docstrings".
 
 Priority classes come first: while a tenant of a more urgent class waits, a less urgent one takes no slot.
 The same rule runs in the process (fair.py) and in Redis' Lua (limits/redis_fair_slots.py), which tests

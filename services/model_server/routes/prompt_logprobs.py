@@ -1,4 +1,6 @@
-"""`/generate` with `max_new_tokens: 0`: a prefill only, answered as SGLang answers it (empty text, finish
+"""`/generate` with `max_new_tokens: 0`: a prefill only, answered as SGLang answers it.
+
+`/generate` with `max_new_tokens: 0`: a prefill only, answered as SGLang answers it (empty text, finish
 `length` 0), with `meta_info.input_token_logprobs` when `return_logprob` is set (runners/prompt_logprobs.py).
 """
 

@@ -1,4 +1,6 @@
-"""A GGUF checkpoint served from its converted copy: the first load converts the file (dequantised weights,
+"""A GGUF checkpoint served from its converted copy.
+
+A GGUF checkpoint served from its converted copy: the first load converts the file (dequantised weights,
 config, tokenizer with its chat template) and saves it as an HF folder under
 `$XDG_CACHE_HOME/rewardfleet/gguf-checkpoints/<key>/` (services/common/gguf_cache.py); later loads read that.
 

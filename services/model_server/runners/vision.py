@@ -1,4 +1,6 @@
-"""Vision-language judges (transformers' image-text-to-text models, Qwen2-VL's family): batched generation
+"""Vision-language judges: batched generation over prompts with images.
+
+Vision-language judges (transformers' image-text-to-text models, Qwen2-VL's family): batched generation
 over prompts with images, with the same per-request sampling parameters, stop conditions and grammars as
 text generation.
 

@@ -1,6 +1,6 @@
-"""The keys that moved into a section (`limits`, `admission`, `cache`, `body`, `sync_pool`, `state`, `auth`)
-keep their flat spelling in every source: YAML, the environment, `GatewayConfig(...)`, a fleet's `gateway:`
-section (config/sections.py)."""
+"""The keys that moved into a section (`limits`, `admission`, `cache`, `body`, `sync_pool`, `state`, `auth`,
+`loading`, `pools`) keep their flat spelling in every source: YAML, the environment, `GatewayConfig(...)`, a
+fleet's `gateway:` section (config/sections.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from rewardfleet.services.fleet.config import FleetConfig
 from rewardfleet.services.gateway.config import GatewayConfig, GatewaySettings, format_validation_error
 from rewardfleet.services.gateway.config.sections import FLAT_KEYS
+from rewardfleet.services.gateway.pools.config import ExternalPoolConfig
 
 
 def test_flat_and_nested_keys_are_the_same_setting() -> None:
@@ -33,24 +34,28 @@ OTHER_VALUES: dict[str, object] = {
     "state_key_prefix": "other:",
     "pool_chunking": False,
     "worker_memory_limit_bytes": 128 * 1024 * 1024,
+    "builtin_package": None,
+    "reward_fns_dirs": [Path(__file__).parent.resolve()],
+    "on_load_error": "skip",
+    "reward_model_tokenizer": "/models/rm",
+    "routers": {"j": "127.0.0.1:30000"},
+    "external_pools": {"p": ExternalPoolConfig(base_url="https://api.example/v1", model="m")},
 }
 
 
 def test_every_flat_key_still_sets_its_section() -> None:
     for key, section in FLAT_KEYS.items():
-        if section == "auth":
-            continue  # secrets and a file: test_auth_keys_keep_their_flat_spelling
+        if section == "auth" or key == "default_router":
+            continue  # secrets and a file, a router's name: tested below, each with what it needs
         default = getattr(getattr(GatewayConfig(), section), key)
         value = (
-            ["a.example"]
+            OTHER_VALUES[key]
+            if key in OTHER_VALUES
+            else ["a.example"]
             if isinstance(default, list)
-            else (
-                "inputs"
-                if key == "idempotency"
-                else OTHER_VALUES[key]
-                if key in OTHER_VALUES
-                else default + 1
-            )
+            else "inputs"
+            if key == "idempotency"
+            else default + 1
         )
         if key == "max_inflight_body_bytes":
             value = default * 2
@@ -157,3 +162,82 @@ def test_weak_or_misplaced_flat_keys_are_still_refused(tmp_path: Path) -> None:
     tenant = {"api_keys": [KEY_B]}
     with pytest.raises(ValidationError, match="every key belongs to a tenant"):
         GatewayConfig(api_keys=[KEY_A], tenants={"a": tenant})
+
+
+def test_loading_and_pools_keys_keep_their_flat_spelling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fns = tmp_path / "fns"
+    fns.mkdir()
+    routers = {"judge": "127.0.0.1:30000", "rm": "127.0.0.1:30001"}
+    flat = GatewayConfig(
+        builtin_package=None,
+        reward_fns_dirs=[fns],
+        on_load_error="skip",
+        reward_model_tokenizer="/models/rm",
+        routers=routers,
+        default_router="rm",
+        http_max_connections=7,
+        ready_check_timeout_s=2.5,
+    )
+    nested = GatewayConfig(
+        loading={
+            "builtin_package": None,
+            "reward_fns_dirs": [fns],
+            "on_load_error": "skip",
+            "reward_model_tokenizer": "/models/rm",
+        },
+        pools={
+            "routers": routers,
+            "default_router": "rm",
+            "http_max_connections": 7,
+            "ready_check_timeout_s": 2.5,
+        },
+    )
+    assert flat == nested
+    assert flat.loading.reward_fns_dirs == [fns.resolve()] and flat.loading.builtin_package is None
+    assert (flat.pools.default_router, flat.reward_router_address) == ("rm", "127.0.0.1:30001")
+    assert GatewayConfig(routers={"only": "h:1"}).pools.default_router == "only"  # the one router, as before
+
+    path = tmp_path / "gateway.yaml"
+    path.write_text(
+        "gateway:\n  routers: {judge: '127.0.0.1:1'}\n  on_load_error: skip\n"
+        "  external_pools: {p: {base_url: 'https://api.example/v1', model: m}}\n"
+    )
+    monkeypatch.setenv("REWARDFLEET_GATEWAY_REWARD_MODEL_TOKENIZER", "/models/tok")  # as deploy/ sets it
+    monkeypatch.setenv("REWARDFLEET_GATEWAY_ROUTERS", '{"judge": "127.0.0.1:2"}')  # the environment wins
+    monkeypatch.setenv("REWARDFLEET_GATEWAY_POOLS__HTTP_MAX_CONNECTIONS", "9")
+    settings = GatewaySettings(config_file=path)
+    assert settings.loading.reward_model_tokenizer == "/models/tok"
+    assert settings.pools.routers == {"judge": "127.0.0.1:2"} and settings.pools.http_max_connections == 9
+    assert (settings.loading.on_load_error, settings.pools.external_pools["p"].model) == ("skip", "m")
+    assert GatewaySettings(config_file=path, routers={"x": "h:3"}).pools.routers == {
+        "x": "h:3"
+    }  # a flag wins
+
+    fleet = FleetConfig.model_validate(
+        {"gateway": {"reward_model_tokenizer": "/t", "http_max_connections": 3}}
+    )
+    assert (fleet.gateway.loading.reward_model_tokenizer, fleet.gateway.pools.http_max_connections) == (
+        "/t",
+        3,
+    )
+
+
+def test_bad_loading_and_pools_keys_are_named_by_their_section(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError) as caught:
+        GatewayConfig(routers={"j": "http://127.0.0.1:1"})
+    assert format_validation_error(caught.value).startswith("pools.routers:")
+    with pytest.raises(ValidationError) as caught:
+        GatewayConfig(routers={"j": "127.0.0.1:1"}, default_router="k")
+    assert "default_router: 'k' is not one of routers ['j']" in format_validation_error(caught.value)
+    with pytest.raises(ValidationError) as caught:
+        GatewayConfig(reward_fns_dirs=[tmp_path / "absent"])
+    assert format_validation_error(caught.value).startswith("loading.reward_fns_dirs:")
+    with pytest.raises(ValidationError) as caught:
+        GatewayConfig(on_load_error="ignore")
+    assert format_validation_error(caught.value).startswith("loading.on_load_error:")
+
+
+def test_the_gateway_config_has_at_most_25_direct_fields() -> None:
+    assert len(GatewayConfig.model_fields) <= 25, sorted(GatewayConfig.model_fields)
