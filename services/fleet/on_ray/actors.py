@@ -106,8 +106,11 @@ class FrontActor:
         section = yaml.safe_load(gateway_yaml)["gateway"]
         section["host"] = self.host
         section["port"] = port or free_port(self.host)
-        pools = section.setdefault("pools", {})
-        pools["routers"] = {**pools.get("routers", {}), **{p: c.address for p, c in self.routers.items()}}
+        pool_section = section.setdefault("pools", {})
+        pool_section["routers"] = {
+            **pool_section.get("routers", {}),
+            **{p: c.address for p, c in self.routers.items()},
+        }
         config = Path(run_dir) / f"{self.name}.yaml"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.touch(mode=0o600)
