@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
+import aiohttp
 import httpx
 import pytest
 import redis
@@ -65,6 +66,7 @@ def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[st
     server = RedisServer(tmp).start()
     config = {
         "state": {"state_url": server.url, "state_key_prefix": "envfleet:"},
+        "nemo_gym": {"servers": {"counter": {"environment": "example_session_state_mgmt"}}},
         "tenants": {
             "alpha": {"api_keys": [ALPHA], "quotas": {"sessions_open": 3}},
             "beta": {"api_keys": [BETA], "admin": True},  # admin: may read /metrics
@@ -109,6 +111,27 @@ def test_a_session_opened_on_one_replica_is_served_and_verified_on_the_other(
     assert post(a, "/sessions/close", {"token": token}, BETA).status_code == 200
     assert post(b, "/sessions/state", {"token": token}, BETA).status_code == 404
     assert session_keys(client) == []
+
+
+async def test_nemo_gym_rollout_across_replicas_through_a_path_key(
+    replicas: tuple[list[str], redis.Redis],
+) -> None:
+    """NeMo Gym's agents send no headers: with tenants they carry the key in the path (`/k/<key>/...`)."""
+    (a, b), _ = replicas
+    prefix = f"/k/{BETA}/nemo_gym/counter"
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http:
+        async with http.post(f"{a}{prefix}/seed_session", json={"initial_count": 2}) as resp:
+            assert resp.status == 200, await resp.text()
+            cookies = resp.cookies
+        async with http.post(f"{b}{prefix}/increment_counter", json={"count": 5}, cookies=cookies) as resp:
+            assert await resp.json() == {"success": True}
+            cookies = resp.cookies
+        async with http.post(f"{a}{prefix}/verify", json={"expected_count": 7}, cookies=cookies) as resp:
+            assert (await resp.json())["reward"] == 1.0
+        async with http.post(
+            f"{b}/k/{ALPHA}/nemo_gym/counter/get_counter_value", json={}, cookies=cookies
+        ) as resp:
+            assert resp.status == 404  # the same cookie, another tenant's key
 
 
 def test_a_tenant_cannot_reach_another_tenants_session(replicas: tuple[list[str], redis.Redis]) -> None:
