@@ -136,6 +136,8 @@ async def test_bad_arguments_and_failures_leave_the_session_as_it_was(stores: li
     assert outcome.is_error and outcome.output == "the tool says no"
     with pytest.raises(EnvironmentFailed, match="a bug in the environment"):
         await sessions.call("t", opened.token, "crash", {})
+    with pytest.raises(EnvironmentFailed, match="JSON cannot hold"):
+        await sessions.call("t", opened.token, "nan", {})
     with pytest.raises(SessionLimitExceeded) as limit:
         await sessions.call("t", opened.token, "grow", {"chars": 10_000})
     assert limit.value.limit == "state_bytes"

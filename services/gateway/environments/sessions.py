@@ -188,6 +188,7 @@ class Sessions:
                 except EnvironmentTimeout:
                     outcome = "timeout"
                     raise
+                _check_json(output, record.env, tool)
                 expected = record.version
                 record.tool_calls += 1
                 record.version += 1
@@ -215,6 +216,7 @@ class Sessions:
             )
         if not isinstance(verdict, Verdict):
             raise EnvironmentFailed(f"{record.env}.verify returned {type(verdict).__name__}, not a Verdict")
+        _check_json(verdict.extras, record.env, "verify")
         return verdict
 
     async def state(self, tenant: str, token: str) -> dict[str, Any]:
@@ -385,6 +387,14 @@ def _key(token: str) -> str:
     if key is None:
         raise SessionNotFound()
     return key
+
+
+def _check_json(value: Any, env: str, what: str) -> None:
+    """An answer the protocols can send: JSON without NaN (else it is the environment's bug)."""
+    try:
+        dump_json(value)
+    except (TypeError, ValueError) as exc:
+        raise EnvironmentFailed(f"{env}.{what} answered what JSON cannot hold: {exc}") from None
 
 
 def _expiry(limits: SessionLimits, opened_at: float, active_at: float) -> float:
