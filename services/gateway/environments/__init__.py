@@ -3,6 +3,7 @@
     config.py        the `environments:` config section (folders, built-ins, timeouts, reap interval)
     loading.py       finding the Environment subclasses of the built-in package and the folders
     sessions.py      `Sessions`: open / call / verify / state / close / tools, what every protocol calls
+    limits.py        the SessionLimits checks (tool calls, wall time, state bytes, JSON) and the expiry time
     records.py       a session as stored (`SessionRecord`); tokens (256 random bits, stored hashed)
     store.py         the `SessionStore` protocol
     memory_store.py  in the process (no `state_url`, one process)

@@ -28,7 +28,6 @@ from pydantic import ValidationError
 from rewardfleet.services.environments import (
     Environment,
     Session,
-    SessionLimits,
     ToolError,
     ToolSpec,
     Verdict,
@@ -37,7 +36,6 @@ from rewardfleet.services.gateway.environments.config import EnvironmentsConfig
 from rewardfleet.services.gateway.environments.errors import (
     EnvironmentFailed,
     EnvironmentTimeout,
-    SessionLimitExceeded,
     SessionNotFound,
     SessionQuotaExceeded,
     TaskInvalid,
@@ -46,10 +44,10 @@ from rewardfleet.services.gateway.environments.errors import (
     UnknownTool,
     VerifyBodyInvalid,
 )
+from rewardfleet.services.gateway.environments.limits import check_call, check_json, check_state, expiry
 from rewardfleet.services.gateway.environments.metrics import SessionMetrics, tenant_label
 from rewardfleet.services.gateway.environments.records import (
     SessionRecord,
-    dump_json,
     new_id,
     new_token,
     token_key,
@@ -139,7 +137,7 @@ class Sessions:
             task=parsed.model_dump(mode="json"),
             opened_at=now,
             last_active_at=now,
-            expires_at=_expiry(environment.limits, now, now),
+            expires_at=expiry(environment.limits, now, now),
         )
         session = self._session(record)
         try:
@@ -147,7 +145,7 @@ class Sessions:
         except ToolError as exc:
             raise TaskInvalid("task", [{"loc": (), "msg": exc.message}]) from None
         record.state = session.state
-        self._check_state(environment.limits, record)
+        check_state(environment.limits, record)
         token = new_token()
         if not await self.store.create(_key(token), record, limit):
             await self._close_quietly(environment, session)
@@ -174,7 +172,7 @@ class Sessions:
                     raise ToolArgumentsInvalid(tool, exc.errors(include_url=False)) from None
                 now = self.clock()
                 outcome = "limit"
-                self._check_call(environment.limits, record, now)
+                check_call(environment.limits, record, now)
                 outcome = "failed"
                 session = self._session(record)
                 session.state = copy.deepcopy(record.state)  # a ToolError leaves the saved state as it was
@@ -188,16 +186,16 @@ class Sessions:
                 except EnvironmentTimeout:
                     outcome = "timeout"
                     raise
-                _check_json(output, record.env, tool)
+                check_json(output, record.env, tool)
                 expected = record.version
                 record.tool_calls += 1
                 record.version += 1
                 record.last_active_at = now
-                record.expires_at = _expiry(environment.limits, record.opened_at, now)
+                record.expires_at = expiry(environment.limits, record.opened_at, now)
                 if not is_error:
                     record.state = session.state
                     outcome = "limit"
-                    self._check_state(environment.limits, record)
+                    check_state(environment.limits, record)
                 if not await self.store.save(key, record, expected):
                     outcome = "failed"
                     raise SessionNotFound()  # expired and freed while the tool ran
@@ -216,7 +214,7 @@ class Sessions:
             )
         if not isinstance(verdict, Verdict):
             raise EnvironmentFailed(f"{record.env}.verify returned {type(verdict).__name__}, not a Verdict")
-        _check_json(verdict.extras, record.env, "verify")
+        check_json(verdict.extras, record.env, "verify")
         return verdict
 
     async def state(self, tenant: str, token: str) -> dict[str, Any]:
@@ -337,37 +335,6 @@ class Sessions:
             logger.exception("environment %s: %s failed", env, what)
             raise EnvironmentFailed(f"{env}.{what} failed: {type(exc).__name__}: {exc}") from None
 
-    def _check_call(self, limits: SessionLimits, record: SessionRecord, now: float) -> None:
-        if record.tool_calls >= limits.tool_calls:
-            raise SessionLimitExceeded(
-                "tool_calls",
-                limits.tool_calls,
-                f"the session made its {limits.tool_calls} tool calls (limit)",
-            )
-        if now - record.opened_at > limits.wall_time_s:
-            raise SessionLimitExceeded(
-                "wall_time_s",
-                limits.wall_time_s,
-                f"the session is past its wall time of {limits.wall_time_s:g}s",
-            )
-
-    def _check_state(self, limits: SessionLimits, record: SessionRecord) -> None:
-        try:
-            size = len(dump_json(record.state).encode())
-        except (
-            TypeError,
-            ValueError,
-        ) as exc:  # a set, NaN, an int past 4300 digits: the state stays as it was
-            raise SessionLimitExceeded(
-                "state_json", 0, f"the new state cannot be stored as JSON ({exc}); it was not saved"
-            ) from None
-        if size > limits.state_bytes:
-            raise SessionLimitExceeded(
-                "state_bytes",
-                limits.state_bytes,
-                f"the state would be {size} bytes; the limit is {limits.state_bytes}",
-            )
-
     async def _close_quietly(self, environment: Environment, session: Session) -> None:
         try:
             await self._run(environment.close(session), session.env, "close")
@@ -387,16 +354,3 @@ def _key(token: str) -> str:
     if key is None:
         raise SessionNotFound()
     return key
-
-
-def _check_json(value: Any, env: str, what: str) -> None:
-    """An answer the protocols can send: JSON without NaN (else it is the environment's bug)."""
-    try:
-        dump_json(value)
-    except (TypeError, ValueError) as exc:
-        raise EnvironmentFailed(f"{env}.{what} answered what JSON cannot hold: {exc}") from None
-
-
-def _expiry(limits: SessionLimits, opened_at: float, active_at: float) -> float:
-    """`ttl_s` after the last call, never more than `ttl_s` past the wall time."""
-    return min(active_at, opened_at + limits.wall_time_s) + limits.ttl_s
