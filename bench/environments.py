@@ -32,7 +32,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from bench.common import gateway
-from tests.support import ChildProcess, free_port
+from bench.harness.processes import ChildProcess, free_port
 
 COOKIE = "session"
 

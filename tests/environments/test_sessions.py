@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
+from bench.harness.redis_server import RedisServer
 from rewardfleet.services.gateway.environments.config import EnvironmentsConfig
 from rewardfleet.services.gateway.environments.errors import (
     EnvironmentFailed,
@@ -28,9 +29,8 @@ from rewardfleet.services.gateway.environments.memory_store import MemorySession
 from rewardfleet.services.gateway.environments.metrics import SessionMetrics
 from rewardfleet.services.gateway.environments.redis_store import RedisSessionStore
 from rewardfleet.services.gateway.environments.sessions import Sessions
-from rewardfleet.services.gateway.environments.store import SessionStore
-from tests.gateway.state_store.conftest import make_backend, redis_server  # noqa: F401 (fixture)
-from tests.gateway.state_store.redis_server import RedisServer
+from rewardfleet.services.gateway.environments.store_protocol import SessionStore
+from tests.support.state_store import make_backend
 
 ENVS = Path(__file__).parent / "envs"
 

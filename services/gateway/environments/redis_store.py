@@ -108,7 +108,7 @@ def _ms(seconds: float) -> int:
 
 
 class RedisSessionStore:
-    """Implements `SessionStore` (store.py) over the gateway's shared `RedisStore`."""
+    """Implements `SessionStore` (store_protocol.py) over the gateway's shared `RedisStore`."""
 
     volatile = False  # its sessions outlive this process: any other process or replica serves them
 

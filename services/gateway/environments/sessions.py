@@ -52,7 +52,7 @@ from rewardfleet.services.gateway.environments.records import (
     new_token,
     token_key,
 )
-from rewardfleet.services.gateway.environments.store import SessionStore
+from rewardfleet.services.gateway.environments.store_protocol import SessionStore
 from rewardfleet.services.gateway.errors import GatewayError
 
 logger = logging.getLogger(__name__)

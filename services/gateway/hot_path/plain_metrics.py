@@ -5,7 +5,8 @@ metrics only on its event-loop thread, where `/metrics` is scraped too, so the h
 is a few slotted floats and the families are built at scrape time (the cost, measured by
 bench/metrics_hot_path.py: docs/BENCHMARKS.md). Anything updated from another thread stays on client_python.
 
-The exposition is client_python's, sample for sample (tests/gateway/test_plain_metrics.py compares the two):
+The exposition is client_python's, sample for sample (tests/gateway/hot_path/test_plain_metrics.py compares
+the two):
 `_total` and `_created` for a counter; for a histogram `_bucket` (cumulative, `le` formatted as client_python
 does), `_count`, `_sum` only when the lowest bound is >= 0 (OpenMetrics: no `_sum` with negative buckets) and
 `_created`. `_created` is always exposed: client_python's PROMETHEUS_DISABLE_CREATED_SERIES is not read here

@@ -1,4 +1,4 @@
-"""`GatewayApp` (routes/score_front.py): `POST /score` enters the gateway's middleware below FastAPI's outer
+"""`GatewayApp` (hot_path/score_front.py): `POST /score` enters the gateway's middleware below FastAPI's outer
 layers, and answers as it did through them.
 
 Which layers a post went through is read from the reward function itself: it walks the frames that await it
@@ -20,7 +20,7 @@ from starlette.types import Receive, Scope, Send
 from rewardfleet.services.common.request_metrics import RequestMetrics
 from rewardfleet.services.gateway.app import create_app
 from rewardfleet.services.gateway.config import GatewayConfig
-from rewardfleet.services.gateway.routes.score_front import GatewayApp
+from rewardfleet.services.gateway.hot_path.score_front import GatewayApp
 
 FASTAPI_LAYERS = {"FastAPI.__call__", "Starlette.__call__", "ServerErrorMiddleware.__call__"}
 KEY = "k-front-0123456789abcdef"

@@ -1,22 +1,17 @@
-"""Reliability-suite plumbing: real `rewardfleet gateway` processes on 127.0.0.1 over `fns/`, restartable on
-the same port, plus the router suite's stand-in replicas and real sglang-router."""
+"""Reliability-suite helpers: restartable `rewardfleet gateway` processes on 127.0.0.1 over `fns/`, and the
+figures the suite prints."""
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
-from tests.router.conftest import start_replica, start_router  # noqa: F401 - fixtures used by the suite
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.processes import REPO_ROOT, ChildProcess, rewardfleet_cmd
 
-FNS = Path(__file__).parent / "fns"
+FNS = REPO_ROOT / "tests" / "gateway" / "reliability" / "fns"
 
 
 def report(name: str, **figures: Any) -> None:
@@ -62,19 +57,3 @@ class GatewayProc:
 
     def logs(self) -> str:
         return "".join(p.read_text(errors="replace") for p in sorted(self.tmp.glob("gateway-*.log")))
-
-
-@pytest.fixture
-def gateway_factory(tmp_path: Path) -> Iterator[Any]:
-    """`gateway_factory(config, env=None)` → a started `GatewayProc` over a copy of `fns/`."""
-    shutil.copytree(FNS, tmp_path / "fns")
-    with ExitStack() as stack:
-
-        def make(
-            config: dict[str, Any], env: dict[str, str] | None = None, start: bool = True
-        ) -> GatewayProc:
-            gw = GatewayProc(tmp_path, {"workers": 2, **config}, free_port(), dict(env or {}))
-            stack.callback(gw.stop)
-            return gw.start() if start else gw
-
-        yield make

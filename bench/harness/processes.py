@@ -17,9 +17,9 @@ from pathlib import Path
 
 import httpx
 
-from tests.waiting import eventually
+from bench.harness.waiting import eventually
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 
 

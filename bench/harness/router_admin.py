@@ -1,5 +1,5 @@
-"""A small blocking client for a running sglang-router's own routes, for the router tests: `/readiness` and
-`/workers`. (The fleet supervises routers as processes and needs none of this.)
+"""A small blocking client for a running sglang-router's own routes, for the router tests and benchmarks:
+`/readiness` and `/workers`. (The fleet supervises routers as processes and needs none of this.)
 
 Shapes, as the 0.3.2 binary answers them:
 - `GET /readiness` → 200 `{"status":"ready","healthy_workers":H,"total_workers":T}`, or 503
@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from tests.waiting import eventually
+from bench.harness.waiting import eventually
 
 
 class RouterAdminError(RuntimeError):

@@ -1,6 +1,6 @@
 """The gateway's own process freezes what start-up built and raises the collector's thresholds
-(`create_app(freeze_startup=True)`, which the CLI passes; gc_tuning.py); an embedding process is left alone.
-Run in a child process: both are process-wide."""
+(`create_app(freeze_startup=True)`, which the CLI passes; hot_path/gc_tuning.py); an embedding process is
+left alone. Run in a child process: both are process-wide."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rewardfleet.services.gateway import gc_tuning
-from tests.support import REPO_ROOT
+from bench.harness.processes import REPO_ROOT
+from rewardfleet.services.gateway.hot_path import gc_tuning
 
 SCRIPT = """
 import gc, sys

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rewardfleet.services.gateway.environments.memory_store import MemorySessionStore
-from rewardfleet.services.gateway.environments.store import SessionStore
+from rewardfleet.services.gateway.environments.store_protocol import SessionStore
 from rewardfleet.services.gateway.state_store.base import StateBackend
 
 

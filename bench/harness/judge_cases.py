@@ -112,7 +112,9 @@ def small_subset() -> list[JudgeCase]:
     return right + wrong
 
 
-ANSWER_MATCH_CASES = Path(__file__).parent / "data" / "answer_match_cases.jsonl"
+ANSWER_MATCH_CASES = (
+    Path(__file__).resolve().parents[2] / "tests" / "reward_fns" / "data" / "answer_match_cases.jsonl"
+)
 
 
 def answer_match_cases() -> list[JudgeCase]:

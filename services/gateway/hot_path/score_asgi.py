@@ -15,32 +15,44 @@ before.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi.routing import APIRoute
 from starlette.applications import Starlette
+from starlette.datastructures import State
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
-
-from rewardfleet.services.gateway.routes.score import PATH, result_json, router, score_sample
 
 _HEADERS = b"content-type", b"application/json"
 
 
 class ScoreFastPath:
-    def __init__(self, app: ASGIApp) -> None:
+    """The middleware. `route` is the declared `POST /score` route; `score_sample` and `result_json` are the
+    route's scoring and rendering (routes/score.py), handed in by the app so this package imports nothing of
+    the gateway."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        route: APIRoute,
+        score_sample: Callable[[State, bytes], Awaitable[Any]],
+        result_json: Callable[[Any], bytes],
+    ) -> None:
         self.app = app
-        self.route = next(r for r in router.routes if isinstance(r, APIRoute) and r.path == PATH)
+        self.route = route
+        self.path = route.path
+        self.score_sample = score_sample
+        self.result_json = result_json
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or _route_path(scope) != PATH:
+        if scope["type"] != "http" or scope["method"] != "POST" or _route_path(scope) != self.path:
             await self.app(scope, receive, send)
             return
         scope["route"] = self.route
         scope["endpoint"] = self.route.endpoint
         try:
-            body = result_json(await score_sample(scope["app"].state, await _read_body(receive)))
+            body = self.result_json(await self.score_sample(scope["app"].state, await _read_body(receive)))
         except Exception as exc:
             handler = _handler(scope["app"], exc)
             if handler is None:

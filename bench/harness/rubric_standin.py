@@ -15,7 +15,7 @@ fooled, and one that writes the data as JSON strings inside a nonce fence is foo
 that carries the injected criterion. Answers `N: yes|no` lines (with ` - standin` with reasons asked); counts
 calls and prompt words (`GET /standin/stats`).
 
-Run: `python -m tests.reward_fns.rubric_standin --port P`.
+Run: `python -m bench.harness.rubric_standin --port P`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""The gateway's HTTP protocol (http_protocol.py): uvicorn's httptools protocol with lazily made events and a
-list for the pipeline. Served by a real uvicorn on 127.0.0.1 (loaded by the import path the CLI gives
-uvicorn), and spoken to over raw sockets where it matters: pipelined requests, a client that stops reading a
-large answer (write flow control), a client that leaves mid-body (`receive()` woken by the disconnect)."""
+"""The gateway's HTTP protocol (hot_path/http_protocol.py): uvicorn's httptools protocol with lazily made
+events and a list for the pipeline. Served by a real uvicorn on 127.0.0.1 (loaded by the import path the
+CLI gives uvicorn), and spoken to over raw sockets where it matters: pipelined requests, a client that stops
+reading a large answer (write flow control), a client that leaves mid-body (`receive()` woken by the
+disconnect)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from typing import Any
 import pytest
 import uvicorn
 
-from rewardfleet.services.gateway.http_protocol import PROTOCOL, GatewayHttpProtocol, LazyEvent
-from tests.support import free_port
-from tests.waiting import eventually_async
+from bench.harness.processes import free_port
+from bench.harness.waiting import eventually_async
+from rewardfleet.services.gateway.hot_path.http_protocol import PROTOCOL, GatewayHttpProtocol, LazyEvent
 
 BIG = 8 * 1024 * 1024  # far above the transport's write high-water mark
 

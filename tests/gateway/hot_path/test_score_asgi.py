@@ -1,4 +1,4 @@
-"""`POST /score` as plain ASGI (routes/score_asgi.py) answers exactly as the FastAPI route it skips.
+"""`POST /score` as plain ASGI (hot_path/score_asgi.py) answers exactly as the FastAPI route it skips.
 
 Two apps from one config: the gateway as built, and the same app with the fast path taken out, so every
 request goes through FastAPI's router to `routes/score.py`. Each request is sent to both and the answers
@@ -21,9 +21,9 @@ from fastapi.testclient import TestClient
 from rewardfleet.services.gateway.app import create_app
 from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.facade import Gateway
-from rewardfleet.services.gateway.routes import score_asgi
-from rewardfleet.services.gateway.routes.score_asgi import ScoreFastPath
-from tests.gateway.conftest import REWARD_FILES
+from rewardfleet.services.gateway.hot_path import score_asgi
+from rewardfleet.services.gateway.hot_path.score_asgi import ScoreFastPath
+from tests.support.gateway import REWARD_FILES
 
 OK = {"data_source": "d", "solution_str": "1", "ground_truth": "1", "reward_fn": "verl_sync", "uid": "u1"}
 REQUESTS: dict[str, tuple[bytes, dict[str, str]]] = {

@@ -1,6 +1,7 @@
 """The gateway's eight hot metrics on client_python, defined and updated as GatewayMetrics did before they
-moved to plain attributes (plain_metrics.py): the reference tests/gateway/test_plain_metrics.py compares the
-exposition with, and the baseline bench/metrics_hot_path.py times."""
+moved to plain attributes (hot_path/plain_metrics.py): the reference
+tests/gateway/hot_path/test_plain_metrics.py compares the exposition with, and the baseline
+bench/metrics_hot_path.py times."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.tiny_models import _build_qwen2_tokenizer
+from bench.harness.tiny_models import _build_qwen2_tokenizer
 
 STEP_TAG = "<extra_0>"
 HIDDEN = 32

@@ -8,8 +8,8 @@ import signal
 import socket
 from pathlib import Path
 
-from tests.support import ChildProcess, free_port
-from tests.waiting import eventually
+from bench.harness.processes import ChildProcess, free_port
+from bench.harness.waiting import eventually
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 

@@ -14,9 +14,9 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.exposition import generate_latest
 
+from bench.harness.metrics_reference import Reference
+from rewardfleet.services.gateway.hot_path.plain_metrics import PlainCounter, PlainHistogram
 from rewardfleet.services.gateway.metrics import GatewayMetrics
-from rewardfleet.services.gateway.plain_metrics import PlainCounter, PlainHistogram
-from tests.gateway.client_python_metrics import Reference
 
 HOT_FAMILIES = (
     "rewardfleet_gateway_requests",

@@ -4,7 +4,7 @@ Each builder writes a complete Hugging Face checkpoint directory (config, safete
 with a chat template) that `AutoModel*.from_pretrained` and `AutoTokenizer.from_pretrained` reload
 unchanged, so a test can launch a real server on it:
 
-    from tests.tiny_models import build_tiny_qwen2, build_tiny_llama
+    from bench.harness.tiny_models import build_tiny_qwen2, build_tiny_llama
     rm_dir = build_tiny_qwen2(tmp / "rm", kind="seq_cls")      # Qwen2ForSequenceClassification, num_labels=1
     judge_dir = build_tiny_qwen2(tmp / "judge", kind="causal")  # Qwen2ForCausalLM
     llama_dir = build_tiny_llama(tmp / "llama", kind="causal")

@@ -23,7 +23,7 @@ from typing import Any
 from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-PROTOCOL = "rewardfleet.services.gateway.http_protocol:GatewayHttpProtocol"
+PROTOCOL = "rewardfleet.services.gateway.hot_path.http_protocol:GatewayHttpProtocol"
 
 
 class LazyEvent:

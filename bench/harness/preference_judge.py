@@ -9,7 +9,7 @@ A response containing `FAIL` makes the call answer 500 (SGLang's error shape). `
 the answer must match it in full, else 400 (as a constrained server could not have produced it).
 `GET /standin/log` lists every call: start and end (monotonic), status, the `regex` sent.
 
-Run: `python -m tests.reward_fns.groups.preference_judge --port P [--always-a] [--latency-min-s 1 ...]`.
+Run: `python -m bench.harness.preference_judge --port P [--always-a] [--latency-min-s 1 ...]`.
 """
 
 from __future__ import annotations

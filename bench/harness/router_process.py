@@ -18,10 +18,10 @@ import subprocess
 from pathlib import Path
 from typing import IO
 
+from bench.harness.router_admin import Readiness, RouterAdmin, RouterAdminError, WorkerInfo
+from bench.harness.waiting import eventually
 from rewardfleet.router.command import build_command
 from rewardfleet.router.config import RouterConfig
-from tests.router.router_admin import Readiness, RouterAdmin, RouterAdminError, WorkerInfo
-from tests.waiting import eventually
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
