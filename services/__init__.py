@@ -7,6 +7,7 @@ environments/   the authoring API of environments (sessions, tools, verify) the 
 client/         the Python client of the gateway
 integrations/   trainer-side adapters (verl, TRL, slime) built on the client
 rescore/        `rewardfleet score`: re-scoring rollouts already generated
+sandbox/        task sandboxes: a sandbox per episode from an image (local bubblewrap, Kubernetes pods)
 common/         the leaf every service uses (middlewares, HTTP helpers, redaction)
 cli.py          the `rewardfleet` entry point; cli_app.py assembles each service's command
 """

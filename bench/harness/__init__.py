@@ -10,4 +10,6 @@ cases. Tests import from here; nothing here imports from tests/.
 - `metrics_reference`: the gateway's hot metrics on client_python, the baseline for plain metrics.
 - `tenants`: tenant API keys, their header, and the fair-queuing gateway's config.
 - `preference_judge`, `rubric_standin`: stand-in judge servers (`python -m bench.harness.<name>`).
+- `sandbox_rootfs`: a tiny root file system from the host's own binaries, for task-sandbox images;
+  `image_layouts`: OCI image layouts and `docker save` tarballs written by hand from layer tars.
 """

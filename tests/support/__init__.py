@@ -11,4 +11,5 @@ benchmarks use too (child processes, stand-ins, tiny checkpoints) is in bench/ha
 - `remote_fleet`: one stand-in pool per model behind a real router, for the remote reward functions.
 - `group_judges`: a gateway whose judge pools are preference stand-ins.
 - `vllm`: where the vLLM conformance tests find vLLM.
+- `sandbox`: whether this host can run the local sandbox provider, and the `needs_local` skip mark.
 """
