@@ -48,6 +48,7 @@ from rewardfleet.services.gateway.core.scoring import Injectables, Scorer
 from rewardfleet.services.gateway.environments.choose_store import session_store_for
 from rewardfleet.services.gateway.environments.loading import load_environments
 from rewardfleet.services.gateway.environments.metrics import SessionMetrics
+from rewardfleet.services.gateway.environments.sandboxes import SessionSandboxes
 from rewardfleet.services.gateway.environments.sessions import Sessions
 from rewardfleet.services.gateway.errors import LoadError, StateStoreUnavailable, TokenizerUnavailable
 from rewardfleet.services.gateway.execution.pool import WorkerPool
@@ -87,6 +88,8 @@ from rewardfleet.services.gateway.tenants import routes as tenant_routes
 from rewardfleet.services.gateway.tenants.middleware import TenantMiddleware
 from rewardfleet.services.gateway.tenants.path_key import PathKey, RedactPathKeys
 from rewardfleet.services.gateway.tenants.runtime import Tenancy
+from rewardfleet.services.sandbox import SandboxError
+from rewardfleet.services.sandbox.settings import make_provider
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +188,7 @@ async def start_gateway(
                 renew_s=config.state.state_lease_s / 3,
             )
             stack.push_async_callback(prober.close)
-    env_sessions = _sessions(stack, config, backend, metrics)
+    env_sessions = await _sessions(stack, config, backend, metrics)
     gateway = Gateway(
         config=config,
         metrics=metrics,
@@ -258,10 +261,11 @@ async def _start_backend(stack: AsyncExitStack, backend: StateBackend) -> None:
     logger.info("state backend: %s", backend.name)
 
 
-def _sessions(
+async def _sessions(
     stack: AsyncExitStack, config: GatewayConfig, backend: StateBackend, metrics: GatewayMetrics
 ) -> Sessions:
-    """The environments (built-ins, then `environments.folders`) and their sessions' reaper."""
+    """The environments (built-ins, then `environments.folders`), the sandbox provider of their sessions
+    (its reaper run first: a crashed gateway's sandboxes), and the sessions' reaper."""
     with _startup_step():
         environments = load_environments(config.environments.builtin_package, config.environments.folders)
         for name, server in config.nemo_gym.servers.items():
@@ -270,8 +274,20 @@ def _sessions(
                     f"nemo_gym.servers.{name}.environment: {server.environment!r} is not loaded "
                     f"({', '.join(sorted(environments)) or 'none'})"
                 )
+        provider = None
+        if config.environments.sandbox is not None:
+            try:
+                provider = make_provider(config.environments.sandbox)
+            except SandboxError as exc:
+                raise LoadError(f"environments.sandbox: {exc}") from exc
+    if provider is not None:
+        await provider.reap()
     found = Sessions(
-        environments, session_store_for(backend), SessionMetrics(metrics.registry), config.environments
+        environments,
+        session_store_for(backend),
+        SessionMetrics(metrics.registry),
+        config.environments,
+        sandboxes=SessionSandboxes(provider),
     )
     stack.push_async_callback(found.stop)
     found.start()

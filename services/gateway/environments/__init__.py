@@ -4,6 +4,7 @@
     loading.py       finding the Environment subclasses of the built-in package and the folders
     sessions.py      `Sessions`: open / call / verify / state / close / tools, what every protocol calls
     limits.py        the SessionLimits checks (tool calls, wall time, state bytes, JSON) and the expiry time
+    sandboxes.py     each session's one sandbox: made on first use, its id in the record, stopped when freed
     records.py       a session as stored (`SessionRecord`); tokens (256 random bits, stored hashed)
     store_protocol.py  the `SessionStore` protocol
     memory_store.py  in the process (no `state_url`, one process)

@@ -52,6 +52,7 @@ from rewardfleet.services.gateway.environments.records import (
     new_token,
     token_key,
 )
+from rewardfleet.services.gateway.environments.sandboxes import SessionSandboxes
 from rewardfleet.services.gateway.environments.store_protocol import SessionStore
 from rewardfleet.services.gateway.errors import GatewayError
 
@@ -90,8 +91,10 @@ class Sessions:
         metrics: SessionMetrics,
         config: EnvironmentsConfig,
         clock: Callable[[], float] = time.time,
+        sandboxes: SessionSandboxes | None = None,
     ) -> None:
         self._envs = dict(environments)
+        self.sandboxes = sandboxes or SessionSandboxes(None)
         self.store = store
         self.metrics = metrics
         self.config = config
@@ -139,17 +142,22 @@ class Sessions:
             last_active_at=now,
             expires_at=expiry(environment.limits, now, now),
         )
-        session = self._session(record)
+        session = self._session(record, environment)
+        stored = False
         try:
-            await self._run(environment.seed(session, parsed), env, "seed", TaskInvalid)
-        except ToolError as exc:
-            raise TaskInvalid("task", [{"loc": (), "msg": exc.message}]) from None
-        record.state = session.state
-        check_state(environment.limits, record)
-        token = new_token()
-        if not await self.store.create(_key(token), record, limit):
-            await self._close_quietly(environment, session)
-            raise self._refuse(tenant, limit or 0)
+            try:
+                await self._run(environment.seed(session, parsed), env, "seed", TaskInvalid)
+            except ToolError as exc:
+                raise TaskInvalid("task", [{"loc": (), "msg": exc.message}]) from None
+            record.state = session.state
+            check_state(environment.limits, record)
+            token = new_token()
+            stored = await self.store.create(_key(token), record, limit)
+            if not stored:
+                raise self._refuse(tenant, limit or 0)
+        finally:
+            if not stored:  # what seed made outside the state (a sandbox) is freed with the session
+                await self._free(record)
         self.metrics.created.labels(env, tenant_label(tenant)).inc()
         if self.store.volatile:  # a Redis store's count is re-read at each sweep, not on every open
             await self._refresh_open()
@@ -162,7 +170,7 @@ class Sessions:
             if definition is None:
                 tools = ", ".join(type(environment).tool_definitions) or "none"
                 raise UnknownTool(f"environment {record.env!r} has no tool {tool[:64]!r} (tools: {tools})")
-            outcome = "invalid"
+            outcome, had_sandbox = "invalid", record.sandbox_id
             try:
                 if not isinstance(arguments, Mapping):
                     raise ToolArgumentsInvalid(tool, _not_a_mapping("the arguments"))
@@ -174,7 +182,7 @@ class Sessions:
                 outcome = "limit"
                 check_call(environment.limits, record, now)
                 outcome = "failed"
-                session = self._session(record)
+                session = self._session(record, environment)
                 session.state = copy.deepcopy(record.state)  # a ToolError leaves the saved state as it was
                 try:
                     output = await self._run(
@@ -203,6 +211,8 @@ class Sessions:
                 return ToolOutcome(output, is_error)
             finally:
                 self.metrics.tool_calls.labels(record.env, tool, outcome).inc()
+                if outcome not in ("ok", "tool_error") and record.sandbox_id != had_sandbox:
+                    await self.sandboxes.stop(record.sandbox_id)  # made by this call, and saved nowhere
 
     async def verify(self, tenant: str, token: str, body: Mapping[str, Any]) -> Verdict:
         if not isinstance(body, Mapping):
@@ -210,7 +220,10 @@ class Sessions:
         async with self._locked(_key(token), tenant) as (_, record):
             environment = self.environment(record.env)
             verdict = await self._run(
-                environment.verify(self._session(record), dict(body)), record.env, "verify", VerifyBodyInvalid
+                environment.verify(self._session(record, environment), dict(body)),
+                record.env,
+                "verify",
+                VerifyBodyInvalid,
             )
         if not isinstance(verdict, Verdict):
             raise EnvironmentFailed(f"{record.env}.verify returned {type(verdict).__name__}, not a Verdict")
@@ -228,9 +241,7 @@ class Sessions:
         if record is None:
             raise SessionNotFound()
         expired = record.expires_at <= self.clock()
-        environment = self._envs.get(record.env)
-        if environment is not None:
-            await self._close_quietly(environment, self._session(record))
+        await self._free(record)
         counter = self.metrics.expired if expired else self.metrics.closed
         counter.labels(record.env, tenant_label(record.tenant)).inc()
         if self.store.volatile:
@@ -246,9 +257,7 @@ class Sessions:
         while True:
             records = await self.store.reap(self.clock(), REAP_BATCH)
             for record in records:
-                environment = self._envs.get(record.env)
-                if environment is not None:
-                    await self._close_quietly(environment, self._session(record))
+                await self._free(record)
                 self.metrics.expired.labels(record.env, tenant_label(record.tenant)).inc()
             freed += len(records)
             if len(records) < REAP_BATCH:
@@ -267,9 +276,7 @@ class Sessions:
             self._reaper = None
         if self.store.volatile:  # nobody else could serve them: closed now, so close() frees what they hold
             for record in await self.store.reap(float("inf"), 1 << 62):
-                environment = self._envs.get(record.env)
-                if environment is not None:
-                    await self._close_quietly(environment, self._session(record))
+                await self._free(record)
         await self.store.close()
 
     async def _reap_forever(self) -> None:
@@ -302,13 +309,14 @@ class Sessions:
                 raise SessionNotFound()
             yield key, record
 
-    def _session(self, record: SessionRecord) -> Session:
+    def _session(self, record: SessionRecord, environment: Environment) -> Session:
         return Session(
             id=record.id,
             tenant=record.tenant,
             env=record.env,
             state=record.state,
             tool_calls=record.tool_calls,
+            sandbox_opener=self.sandboxes.opener(environment, record),
         )
 
     async def _run(
@@ -335,11 +343,17 @@ class Sessions:
             logger.exception("environment %s: %s failed", env, what)
             raise EnvironmentFailed(f"{env}.{what} failed: {type(exc).__name__}: {exc}") from None
 
-    async def _close_quietly(self, environment: Environment, session: Session) -> None:
-        try:
-            await self._run(environment.close(session), session.env, "close")
-        except Exception as exc:  # the session is gone either way; what close could not free is logged
-            logger.warning("environment %s: close of session %s failed: %s", session.env, session.id, exc)
+    async def _free(self, record: SessionRecord) -> None:
+        """Runs the environment's close, then stops the session's sandbox; failures are logged (the session
+        is gone either way)."""
+        environment = self._envs.get(record.env)
+        if environment is not None:
+            session = self._session(record, environment)
+            try:
+                await self._run(environment.close(session), record.env, "close")
+            except Exception as exc:
+                logger.warning("environment %s: close of session %s failed: %s", record.env, record.id, exc)
+        await self.sandboxes.stop(record.sandbox_id)
 
     async def _refresh_open(self) -> None:
         try:
