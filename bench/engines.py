@@ -26,11 +26,11 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from bench.common import OFFLINE_ENV, BenchResult, Row, median, print_result, write_fn
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.tiny_models import build_tiny_qwen2
+from bench.harness.waiting import eventually
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy
 from rewardfleet.services.common.open_files import raise_open_files_limit
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
-from tests.tiny_models import build_tiny_qwen2
-from tests.waiting import eventually
 
 WAIT_FN = """
 import asyncio
@@ -122,7 +122,7 @@ def on_ray(tmp: Path, address: str) -> Iterator[tuple[str, float]]:
 
 def slurm_ready_s(tmp: Path) -> float | str:
     """Seconds from `rewardfleet up --slurm` to the gateway's address file, or why it was not measured."""
-    from tests.fleet.on_slurm import slurm_cluster
+    from bench.harness import slurm_cluster
 
     why = slurm_cluster.missing()
     if why:

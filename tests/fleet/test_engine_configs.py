@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.processes import rewardfleet_cmd
 from rewardfleet.services.client import ray_discovery
 from rewardfleet.services.fleet.config import FleetConfigError, load_fleet_config
 from rewardfleet.services.fleet.on_ray.children import fill, with_placeholders
@@ -16,7 +17,6 @@ from rewardfleet.services.fleet.on_ray.engine import pool_placement
 from rewardfleet.services.fleet.on_slurm.allocation import Allocation, place
 from rewardfleet.services.fleet.on_slurm.sbatch import script
 from rewardfleet.services.fleet.plan import plan_fleet
-from tests.support import rewardfleet_cmd
 
 POOLS = """
 pools:

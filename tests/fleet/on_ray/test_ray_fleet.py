@@ -28,11 +28,11 @@ import pytest
 ray = pytest.importorskip("ray", reason="the Ray engine tests need ray (pip install 'reward-fleet[ray]')")
 from ray.cluster_utils import Cluster  # noqa: E402
 
+from bench.harness.processes import ChildProcess, rewardfleet_cmd  # noqa: E402
+from bench.harness.tiny_models import build_tiny_qwen2  # noqa: E402
+from bench.harness.waiting import eventually  # noqa: E402
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy  # noqa: E402
 from tests.fleet.procs import alive, cmdline, descendants  # noqa: E402
-from tests.support import ChildProcess, rewardfleet_cmd  # noqa: E402
-from tests.tiny_models import build_tiny_qwen2  # noqa: E402
-from tests.waiting import eventually  # noqa: E402
 
 # The module's first test also starts the cluster and the fleet (~1-3 min on 2 busy cores).
 pytestmark = pytest.mark.timeout(900)

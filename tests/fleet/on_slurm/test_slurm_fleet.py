@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
+from bench.harness import slurm_cluster
+from bench.harness.processes import free_port, rewardfleet_cmd
+from bench.harness.slurm_cluster import LocalSlurm
+from bench.harness.tiny_models import build_tiny_qwen2
+from bench.harness.waiting import eventually
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy
-from tests.fleet.on_slurm import slurm_cluster
-from tests.fleet.on_slurm.slurm_cluster import LocalSlurm
 from tests.fleet.procs import alive, cmdline
-from tests.support import free_port, rewardfleet_cmd
-from tests.tiny_models import build_tiny_qwen2
-from tests.waiting import eventually
 
 pytestmark = [
     pytest.mark.skipif(slurm_cluster.missing() is not None, reason=str(slurm_cluster.missing())),

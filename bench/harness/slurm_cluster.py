@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.waiting import eventually
+from bench.harness.waiting import eventually
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
 
