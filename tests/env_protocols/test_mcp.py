@@ -13,6 +13,7 @@ pytest.importorskip("mcp.client.streamable_http", reason="the mcp SDK (the envir
 
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tests.env_protocols.conftest import KEY_A, KEY_B, Served, auth
 from tests.env_protocols.memory_sessions import ENV
@@ -42,6 +43,7 @@ def test_tools_are_listed_and_called_on_the_session(served: Served, mode: str) -
     async def play() -> None:
         token = await seeded(served, mode, initial_count=1)
         async with client(served, mode, token=token) as mcp:
+            assert (mcp.protocol_version in MODERN_PROTOCOL_VERSIONS) == (mode == "auto")
             tools = {t.name: t for t in (await mcp.list_tools()).tools}
             assert set(tools) == {
                 "increment_counter",
