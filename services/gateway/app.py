@@ -378,7 +378,7 @@ def install_routes(
     app.include_router(openrlhf.make_router(trainers))
     app.include_router(slime.make_router(trainers))
     app.include_router(nemo_gym.make_router(config.nemo_gym, trainers))
-    # Environments over OpenEnv and MCP, both calling the sessions the lifespan puts on app.state.sessions
+    # Environments over OpenEnv and MCP, both calling the Gateway's environment sessions
     app.include_router(openenv.make_router(sessions_of))
     if mcp is not None:
         app.add_route(mcp_route.PATH, mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)

@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from rewardfleet.services.gateway.routes.environment_sessions import ToolSpecLike
+from rewardfleet.services.environments import ToolSpec, Verdict
 
 MAX_TEXT_CHARS = 1 << 20  # a tool output's text content, beyond which it is cut (its `data` is whole)
 
@@ -78,7 +78,7 @@ def answer(observation: dict[str, Any], reward: float | None = None, done: bool 
     return {"observation": observation, "reward": reward, "done": done}
 
 
-def tools_observation(specs: list[ToolSpecLike]) -> dict[str, Any]:
+def tools_observation(specs: list[ToolSpec]) -> dict[str, Any]:
     return {
         "tools": [
             {"name": s.name, "description": s.description, "input_schema": s.input_schema} for s in specs
@@ -110,12 +110,12 @@ def tool_failed(tool: str, error_type: str, message: str) -> dict[str, Any]:
     return {"tool_name": tool, "result": None, "error": tool_error(error_type, message)}
 
 
-def verdict_answer(verdict: Any) -> dict[str, Any]:
+def verdict_answer(verdict: Verdict) -> dict[str, Any]:
     observation = {"reward_components": dict(verdict.reward_components), "extras": dict(verdict.extras)}
     return answer(observation, reward=verdict.reward, done=True)
 
 
-def schema(specs: list[ToolSpecLike]) -> dict[str, Any]:
+def schema(specs: list[ToolSpec]) -> dict[str, Any]:
     """`GET /schema`: the action schema lists each tool's call with its own argument schema."""
     calls = [
         {
