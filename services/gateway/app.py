@@ -33,6 +33,7 @@ from typing import Any
 
 import aiohttp
 from fastapi import FastAPI
+from starlette.routing import Route
 
 from rewardfleet.services.common.api_keys import ApiKeyMiddleware, check_api_keys, read_keys_file
 from rewardfleet.services.common.body_limits import RequestBodyLimits
@@ -381,7 +382,9 @@ def install_routes(
     # Environments over OpenEnv and MCP, both calling the Gateway's environment sessions
     app.include_router(openenv.make_router(sessions_of))
     if mcp is not None:
-        app.add_route(mcp_route.PATH, mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+        app.router.routes.append(
+            Route(mcp_route.PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+        )
 
 
 def install_middleware(

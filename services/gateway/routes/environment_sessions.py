@@ -1,5 +1,6 @@
-"""What the OpenEnv and MCP routes share: the app's environment `Sessions` (environments/sessions.py), the
-caller's tenant, and a Sessions error as a protocol other than HTTP reports it.
+"""What the OpenEnv and MCP routes share: the app's environment `Sessions` (environments/sessions.py), and a
+Sessions error as a protocol other than HTTP reports it. The caller's tenant is `sessions.current_tenant()`
+(wired by tenants/, which sets it for HTTP requests and WebSocket connections alike; "" without tenants).
 
 The routes hold no session state of their own: every call goes to `Sessions`, whose errors are
 `GatewayError`s carrying their status (environments/errors.py: 404 unknown session / environment / tool,
@@ -17,9 +18,6 @@ from rewardfleet.services.gateway.environments.errors import UnknownEnvironment
 from rewardfleet.services.gateway.environments.sessions import Sessions
 from rewardfleet.services.gateway.errors import GatewayError
 from rewardfleet.services.gateway.facade import gateway_of
-from rewardfleet.services.gateway.tenants.context import current
-
-NO_TENANT = ""  # the tenant of every call when no tenant is configured (as Sessions' own default)
 
 SessionsOf = Callable[[HTTPConnection], Sessions]
 
@@ -30,12 +28,6 @@ def sessions_of(connection: HTTPConnection) -> Sessions:
     if sessions is None:
         raise GatewayError("environment sessions are not started")
     return sessions
-
-
-def tenant() -> str:
-    """The calling tenant (set by the tenant middleware for HTTP and WebSocket alike), or `NO_TENANT`."""
-    caller = current.get()
-    return NO_TENANT if caller is None else caller.tenant
 
 
 def known(sessions: Sessions, env: str) -> str:

@@ -30,16 +30,10 @@ from starlette.requests import HTTPConnection
 from starlette.types import Receive, Scope, Send
 
 from rewardfleet.services.gateway.errors import GatewayError
-from rewardfleet.services.gateway.routes.environment_sessions import SessionsOf, known, tenant
+from rewardfleet.services.gateway.routes.environment_sessions import SessionsOf, known
 
 logger = logging.getLogger(__name__)
 PATH = "/mcp/{env}"
-SESSION_HEADER = "x-environment-session"
-SEED = "seed"
-ENV_KEY = (
-    "rewardfleet.environment"  # where the handlers find the environment and tenant (the request's scope)
-)
-TENANT_KEY = "rewardfleet.tenant"
 
 
 class McpUnavailable(GatewayError):
@@ -73,11 +67,10 @@ class McpEndpoints:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         env = str(scope.get("path_params", {}).get("env", ""))
-        known(self.sessions_of(HTTPConnection(scope)), env)
-        scope[ENV_KEY] = env
-        scope[TENANT_KEY] = tenant()
-        manager = await self._started()
-        await manager.handle_request(scope, receive, send)
+        sessions = self.sessions_of(HTTPConnection(scope))
+        known(sessions, env)
+        served = await self._started()
+        await served.handle(scope, receive, send, env, sessions.current_tenant())
 
     async def _started(self) -> Any:
         if self._manager is not None:
@@ -87,28 +80,28 @@ class McpEndpoints:
         async with self._lock:
             if self._manager is None:
                 try:
-                    from rewardfleet.services.gateway.routes.mcp_server import build_manager
+                    from rewardfleet.services.gateway.routes.mcp_server import McpServer
                 except ModuleNotFoundError as exc:
                     raise McpUnavailable(
                         f"MCP needs the mcp package ({exc.name} is missing): "
                         "pip install 'reward-fleet[environments]'"
                     ) from None
-                manager = build_manager(self.sessions_of)
+                served = McpServer(self.sessions_of)
                 ready = asyncio.Event()
                 # A context of its own: the manager's task must not carry the first caller's tenant.
-                self._task = asyncio.create_task(self._serve(manager, ready), context=contextvars.Context())
+                self._task = asyncio.create_task(self._serve(served, ready), context=contextvars.Context())
                 waiter = asyncio.create_task(ready.wait())
                 await asyncio.wait({waiter, self._task}, return_when=asyncio.FIRST_COMPLETED)
                 waiter.cancel()
                 if not ready.is_set():
                     raise McpUnavailable("the MCP session manager did not start (see the log)")
-                self._manager = manager
+                self._manager = served
         return self._manager
 
-    async def _serve(self, manager: Any, ready: asyncio.Event) -> None:
+    async def _serve(self, served: Any, ready: asyncio.Event) -> None:
         assert self._stop is not None
         try:
-            async with manager.run():
+            async with served.manager.run():
                 ready.set()
                 await self._stop.wait()
         except Exception:

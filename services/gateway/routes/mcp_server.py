@@ -13,18 +13,31 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from starlette.requests import HTTPConnection
+from starlette.types import Receive, Scope, Send
 
 from rewardfleet.services.gateway.errors import GatewayError
 from rewardfleet.services.gateway.routes.environment_sessions import SessionsOf, described
-from rewardfleet.services.gateway.routes.mcp import ENV_KEY, SEED, SESSION_HEADER, TENANT_KEY
+
+SESSION_HEADER = "x-environment-session"
+SEED = "seed"
+ENV_KEY = "rewardfleet.environment"  # where the handlers find the environment and tenant: the request's scope
+TENANT_KEY = "rewardfleet.tenant"
 
 
-def build_manager(sessions_of: SessionsOf) -> StreamableHTTPSessionManager:
-    tools = _Tools(sessions_of)
-    server: Server[Any] = Server(
-        "rewardfleet-environments", on_list_tools=tools.list_tools, on_call_tool=tools.call_tool
-    )
-    return StreamableHTTPSessionManager(server, json_response=True, stateless=True)
+class McpServer:
+    """The SDK's server with the environments' tools, and its session manager (run by routes/mcp.py)."""
+
+    def __init__(self, sessions_of: SessionsOf) -> None:
+        tools = _Tools(sessions_of)
+        server: Server[Any] = Server(
+            "rewardfleet-environments", on_list_tools=tools.list_tools, on_call_tool=tools.call_tool
+        )
+        self.manager = StreamableHTTPSessionManager(server, json_response=True, stateless=True)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, env: str, tenant: str) -> None:
+        scope[ENV_KEY] = env
+        scope[TENANT_KEY] = tenant
+        await self.manager.handle_request(scope, receive, send)
 
 
 class _Tools:

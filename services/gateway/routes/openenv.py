@@ -27,15 +27,14 @@ from pydantic import ValidationError
 from pydantic_core import from_json
 
 from rewardfleet.services.common.json_body import parse_json
+from rewardfleet.services.gateway.environments.sessions import Sessions
 from rewardfleet.services.gateway.errors import GatewayError
 from rewardfleet.services.gateway.routes import openenv_wire as wire
 from rewardfleet.services.gateway.routes.environment_sessions import (
-    Sessions,
     SessionsOf,
     described,
     field_errors,
     known,
-    tenant,
 )
 
 logger = logging.getLogger(__name__)
@@ -51,7 +50,7 @@ def make_router(sessions_of: SessionsOf) -> APIRouter:
         known(sessions, env)
         raw = await request.body()
         body = parse_json(raw or b"{}", wire.ResetBody)
-        caller = tenant()
+        caller = sessions.current_tenant()
         opened = await sessions.open(caller, env, wire.task_of(body.model_dump(exclude_unset=True)))
         try:
             observation = {"episode_id": opened.id, **wire.tools_observation(sessions.tools(env))}
@@ -70,7 +69,7 @@ def make_router(sessions_of: SessionsOf) -> APIRouter:
             raise RequestValidationError(_located(exc, ("body", "action"))) from None
         if isinstance(action, wire.ListTools):
             return JSONResponse(wire.answer(wire.tools_observation(sessions.tools(env))))
-        caller = tenant()
+        caller = sessions.current_tenant()
         opened = await sessions.open(caller, env, {})
         try:
             if isinstance(action, wire.Verify):
@@ -115,7 +114,8 @@ def make_router(sessions_of: SessionsOf) -> APIRouter:
     @router.websocket("/ws")
     async def ws(env: str, websocket: WebSocket) -> None:
         await websocket.accept()
-        episode = _Episode(sessions_of(websocket), tenant(), env)
+        sessions = sessions_of(websocket)
+        episode = _Episode(sessions, sessions.current_tenant(), env)
         try:
             known(episode.sessions, env)
             while True:
