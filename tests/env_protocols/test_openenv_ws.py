@@ -141,10 +141,25 @@ def test_malformed_frames_are_errors_and_the_connection_stays(served: Served) ->
     assert '"episode_id":null' in replies[4].replace(" ", "")
 
 
-def test_a_websocket_without_a_key_is_refused(served: Served) -> None:
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer not-a-key-0123456789"}])
+def test_a_websocket_without_a_valid_key_is_refused(served: Served, headers: dict[str, str]) -> None:
     async def connect() -> None:
-        await websockets.connect(f"ws://127.0.0.1:{served.url.rsplit(':', 1)[1]}/openenv/{ENV}/ws")
+        url = f"ws://127.0.0.1:{served.url.rsplit(':', 1)[1]}/openenv/{ENV}/ws"
+        await websockets.connect(url, additional_headers=headers)
 
     with pytest.raises(websockets.exceptions.InvalidStatus, match="403"):
         asyncio.run(connect())
-    assert KEY_A  # the fixture's keys are the only ones accepted
+
+
+def test_each_tenant_plays_its_own_session(served: Served) -> None:
+    with (
+        GenericEnvClient(base_url=base(served), headers=auth(KEY_A)).sync() as a,
+        GenericEnvClient(base_url=base(served), headers=auth(KEY_B)).sync() as b,
+    ):
+        a.reset(initial_count=1)
+        b.reset(initial_count=100)
+        a.step({"type": "call_tool", "tool_name": "increment_counter", "arguments": {"count": 1}})
+        assert a.state()["state"] == {"count": 2} and b.state()["state"] == {"count": 100}
+        assert (served.open_sessions("a"), served.open_sessions("b")) == (1, 1)
+    served.wait_closed("a")
+    served.wait_closed("b")
