@@ -4,4 +4,5 @@ score_front, the app class that enters that path below FastAPI's outer layers), 
 query_split), nemo_gym (NeMo Gym's resources-server protocol; nemo_gym_sessions for a server that names an
 environment, nemo_gym_body the body both read), sessions (environment sessions in the gateway's own JSON),
 openenv (OpenEnv's HTTP and WebSocket protocol; openenv_wire its shapes) and mcp (MCP streamable HTTP;
-mcp_server the SDK's side), both over environment_sessions; deps hands them the `Gateway` (facade.py), error_handlers answers errors."""
+mcp_server the SDK's side), both over environment_sessions; deps hands them the `Gateway` (facade.py),
+error_handlers answers errors."""
