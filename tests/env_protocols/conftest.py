@@ -25,6 +25,7 @@ ENV = "example_session_state_mgmt"  # the built-in port of NeMo Gym's counter
 FLAKY = "flaky"
 KEY_A = "env-tenant-a-key-0123456789"
 KEY_B = "env-tenant-b-key-0123456789"
+KEY_C = "env-tenant-c-key-0123456789"  # sessions_open: 1
 FN = "async def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n    return 0.0\n"
 
 
@@ -60,7 +61,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     config = GatewayConfig(
         workers=1,
         reward_fns_dirs=[Path(fns)],
-        tenants={"a": {"api_keys": [KEY_A]}, "b": {"api_keys": [KEY_B]}},
+        tenants={
+            "a": {"api_keys": [KEY_A]},
+            "b": {"api_keys": [KEY_B]},
+            "c": {"api_keys": [KEY_C], "quotas": {"sessions_open": 1}},
+        },
         environments={"folders": [Path(__file__).parent / "envs"]},
     )
     app = create_app(config)

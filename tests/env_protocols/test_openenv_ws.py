@@ -14,7 +14,7 @@ pytest.importorskip("openenv.core.env_client", reason="openenv 0.10 (.ci/setup i
 from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation, ListToolsAction, Tool
 from openenv.core.generic_client import GenericEnvClient
 
-from tests.env_protocols.conftest import ENV, FLAKY, KEY_A, KEY_B, Served, auth
+from tests.env_protocols.conftest import ENV, FLAKY, KEY_A, KEY_B, KEY_C, Served, auth
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -163,3 +163,17 @@ def test_each_tenant_plays_its_own_session(served: Served) -> None:
         assert (served.open_sessions("a"), served.open_sessions("b")) == (1, 1)
     served.wait_closed("a")
     served.wait_closed("b")
+
+
+def test_the_sessions_open_quota_is_capacity_reached(served: Served) -> None:
+    with (
+        GenericEnvClient(base_url=base(served), headers=auth(KEY_C)).sync() as first,
+        GenericEnvClient(base_url=base(served), headers=auth(KEY_C)).sync() as second,
+    ):
+        first.reset()
+        with pytest.raises(RuntimeError, match=r"sessions_open.*CAPACITY_REACHED"):
+            second.reset()
+        first.close()
+        served.wait_closed("c")
+        assert second.reset().observation["episode_id"]  # the slot is free again
+    served.wait_closed("c")

@@ -39,6 +39,8 @@ from rewardfleet.services.gateway.routes.environment_sessions import (
 
 logger = logging.getLogger(__name__)
 PREFIX = "/openenv"
+# OpenEnv's WSErrorCode for a Sessions refusal, by status (anything else: EXECUTION_ERROR)
+_CODES = {422: "VALIDATION_ERROR", 429: "CAPACITY_REACHED", 404: "SESSION_ERROR"}
 
 
 def make_router(sessions_of: SessionsOf) -> APIRouter:
@@ -170,7 +172,7 @@ class _Episode:
                 return None
             return _error(f"Unknown message type: {str(kind)[:64]}", "UNKNOWN_TYPE")
         except GatewayError as exc:
-            code = "VALIDATION_ERROR" if exc.status_code == 422 else "EXECUTION_ERROR"
+            code = _CODES.get(exc.status_code, "EXECUTION_ERROR")
             details: dict[str, Any] = {"status": exc.status_code, "error_type": exc.type}
             if exc.status_code == 422:
                 details["errors"] = field_errors(exc)
