@@ -13,14 +13,16 @@ protocol versions) and the 2026 per-request protocol both work. A tool's own fai
 arguments its schema refuses (each field named) are tool results with `isError: true`, which the agent
 reads; an unknown tool or session, or a session limit, is a JSON-RPC error.
 
-The SDK is imported, and its session manager started, on the first MCP request (importing it costs seconds
-and ~28 MiB a process); the manager runs in a task of its own that the gateway's lifespan stops (`run`).
+The SDK is imported (in a thread), and its session manager started, on the first MCP request, so a process
+that serves no MCP never loads it (docs/environments.md: what it costs); the manager runs in a task of its
+own that the gateway's lifespan stops (`run`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import importlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -79,14 +81,14 @@ class McpEndpoints:
             raise McpUnavailable("MCP is served only while the gateway runs")
         async with self._lock:
             if self._manager is None:
-                try:
-                    from rewardfleet.services.gateway.routes.mcp_server import McpServer
+                try:  # in a thread: the loop must not wait for a slow import
+                    module = await asyncio.to_thread(importlib.import_module, f"{__package__}.mcp_server")
                 except ModuleNotFoundError as exc:
                     raise McpUnavailable(
                         f"MCP needs the mcp package ({exc.name} is missing): "
                         "pip install 'reward-fleet[environments]'"
                     ) from None
-                served = McpServer(self.sessions_of)
+                served = module.McpServer(self.sessions_of)
                 ready = asyncio.Event()
                 # A context of its own: the manager's task must not carry the first caller's tenant.
                 self._task = asyncio.create_task(self._serve(served, ready), context=contextvars.Context())
