@@ -177,3 +177,21 @@ def test_the_sessions_open_quota_is_capacity_reached(served: Served) -> None:
         served.wait_closed("c")
         assert second.reset().observation["episode_id"]  # the slot is free again
     served.wait_closed("c")
+
+
+def test_a_frame_over_the_size_limit_ends_the_connection_and_its_session(served: Served) -> None:
+    async def flood() -> None:
+        url = f"ws://127.0.0.1:{served.url.rsplit(':', 1)[1]}/openenv/{ENV}/ws"
+        async with websockets.connect(url, additional_headers=auth(KEY_B), max_size=None) as ws:
+            await ws.send('{"type": "reset", "data": {}}')
+            await ws.recv()
+            assert served.open_sessions("b") == 1
+            big = (
+                '{"type": "step", "data": {"type": "call_tool", "tool_name": "x", "arguments": {"a": "%s"}}}'
+            )
+            with pytest.raises(websockets.exceptions.ConnectionClosed):
+                await ws.send(big % ("x" * (17 << 20)))  # over uvicorn's 16 MiB ws_max_size
+                await ws.recv()
+
+    asyncio.run(flood())
+    served.wait_closed("b")

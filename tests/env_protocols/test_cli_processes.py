@@ -1,5 +1,7 @@
-"""MCP keeps nothing in a gateway process: under `--processes 2`, each call on a fresh connection (the kernel
-picks the process per connection) is served by either process, on the one session of the fleet's store."""
+"""The protocols on the real `rewardfleet gateway --processes 2` (its own HTTP protocol class and launcher):
+MCP keeps nothing in a gateway process, so each call on a fresh connection (the kernel picks the process per
+connection) is served by either process, on the one session of the fleet's store; OpenEnv's WebSocket
+plays an episode through the CLI's server."""
 
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.environments.gateways import gateway
+
+openenv = pytest.importorskip("openenv.core.generic_client", reason="openenv 0.10 (.ci/setup, --no-deps)")
+GenericEnvClient = openenv.GenericEnvClient
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -44,3 +49,9 @@ def test_each_call_is_served_by_either_process(tmp_path: Path) -> None:
 
     with gateway(tmp_path, {}, "--processes", "2") as url:
         asyncio.run(play(url))
+        with GenericEnvClient(base_url=f"{url}/openenv/probe").sync() as env:
+            env.reset(start=2)
+            added = env.step({"type": "call_tool", "tool_name": "add", "arguments": {"n": 3}})
+            assert added.observation["result"]["data"]["value"] == 5
+            verdict = env.step({"type": "verify", "body": {"expected": 5}})
+            assert (verdict.reward, verdict.done) == (1.0, True)
