@@ -124,6 +124,9 @@ class ApiKeyMiddleware:
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+            return
         if scope["type"] != "http" or self._is_public(scope):
             await self.app(scope, receive, send)
             return
@@ -144,3 +147,26 @@ class ApiKeyMiddleware:
             headers.append((b"www-authenticate", b'Bearer realm="rewardfleet"'))
         await send({"type": "http.response.start", "status": 401, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket handshake needs the key too (`Authorization: Bearer`); without it, it is refused."""
+        presented = _bearer(scope)
+        if presented is not None and self._accepted(presented):
+            await self.app(scope, receive, send)
+        else:
+            await refuse_websocket(receive, send)
+
+
+def _bearer(scope: Scope) -> bytes | None:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, token = value.partition(b" ")
+            return token.strip() if scheme.lower() == b"bearer" else None
+    return None
+
+
+async def refuse_websocket(receive: Receive, send: Send) -> None:
+    """Refuses a WebSocket handshake before accepting it: the server answers HTTP 403."""
+    message = await receive()
+    if message["type"] == "websocket.connect":
+        await send({"type": "websocket.close", "code": 1008})

@@ -7,7 +7,7 @@ Read it in this order (top to bottom is the direction of every import; docs/arch
     cli.py          `rewardfleet gateway` / `python -m rewardfleet.services.gateway`
     tenants/        one fleet shared by many runs: keys -> tenants, quotas, fair queues (docs/tenants.md)
     routes/         HTTP: /score, /health /ready /reward_fns /metrics, /graders, /admin, /openrlhf,
-                    /slime, /pools, /nemo_gym
+                    /slime, /pools, /nemo_gym, /sessions, /openenv/<env> (and its /ws), /mcp/<env>
     facade.py       `Gateway`: what the routes call (resolve, score)
     catalog/        what is served: functions + composites, fallbacks, graders, groups; hot reload
     config/         GatewayConfig, assembled from the features' own section models

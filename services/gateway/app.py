@@ -18,6 +18,7 @@ undoes exactly what was started, in reverse:
     groups, facade     groups/, facade.py     the `Gateway` the routes use
     drain              admission/drain.py     SIGTERM handlers, once ready
     NeMo Gym ports     routes/nemo_gym.py     resources servers on ports of their own, when configured
+    MCP                routes/mcp.py          the MCP SDK's session manager of `/mcp/<env>`
 
 Nothing happens at import time.
 """
@@ -32,6 +33,7 @@ from typing import Any
 
 import aiohttp
 from fastapi import FastAPI
+from starlette.routing import Route
 
 from rewardfleet.services.common.api_keys import ApiKeyMiddleware, check_api_keys, read_keys_file
 from rewardfleet.services.common.body_limits import RequestBodyLimits
@@ -72,13 +74,17 @@ from rewardfleet.services.gateway.routes import (
     meta,
     monitors,
     nemo_gym,
+    openenv,
     openrlhf,
     pools,
     score,
     sessions,
     slime,
 )
+from rewardfleet.services.gateway.routes import mcp as mcp_route
+from rewardfleet.services.gateway.routes.environment_sessions import sessions_of
 from rewardfleet.services.gateway.routes.error_handlers import install_error_handlers
+from rewardfleet.services.gateway.routes.mcp import McpEndpoints
 from rewardfleet.services.gateway.routes.trainer_protocol import gateway_backend
 from rewardfleet.services.gateway.spend.choose_store import spend_ledger_for
 from rewardfleet.services.gateway.spend.meter import SpendMeter
@@ -114,6 +120,7 @@ def create_app(
     )
     # tenants/ (docs/tenants.md): None without tenants, and the gateway is as before.
     tenancy = Tenancy(config, metrics.registry) if config.tenants else None
+    mcp_endpoints = McpEndpoints(sessions_of)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -123,6 +130,7 @@ def create_app(
             gym_ports = nemo_gym.PortServers(app, config.nemo_gym, config.host)
             stack.push_async_callback(gym_ports.stop)
             await gym_ports.start()
+            await stack.enter_async_context(mcp_endpoints.run())
             if freeze_startup:
                 tune_for_own_process()
             yield
@@ -133,7 +141,7 @@ def create_app(
         version="0.1.0",
         lifespan=lifespan,
     )
-    install_routes(app, config, tenancy)
+    install_routes(app, config, tenancy, mcp_endpoints)
     install_middleware(app, config, metrics, admission, tenancy)
     return app
 
@@ -375,7 +383,9 @@ def _shadow_judge(
     return shadow
 
 
-def install_routes(app: FastAPI, config: GatewayConfig, tenancy: Tenancy | None = None) -> None:
+def install_routes(
+    app: FastAPI, config: GatewayConfig, tenancy: Tenancy | None = None, mcp: McpEndpoints | None = None
+) -> None:
     install_error_handlers(app)
     for module in (score, meta, graders, admin, pools, monitors, sessions):
         app.include_router(module.router)
@@ -385,6 +395,12 @@ def install_routes(app: FastAPI, config: GatewayConfig, tenancy: Tenancy | None 
     app.include_router(openrlhf.make_router(trainers))
     app.include_router(slime.make_router(trainers))
     app.include_router(nemo_gym.make_router(config.nemo_gym, trainers))
+    # Environments over OpenEnv and MCP, both calling the Gateway's environment sessions
+    app.include_router(openenv.make_router(sessions_of))
+    if mcp is not None:
+        app.router.routes.append(
+            Route(mcp_route.PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+        )
 
 
 def install_middleware(

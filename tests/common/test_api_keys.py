@@ -96,3 +96,33 @@ def test_the_middleware_needs_strong_keys() -> None:
         ApiKeyMiddleware(_ok, [])
     with pytest.raises(ValueError, match="must not be empty"):
         ApiKeyMiddleware(_ok, [""])
+
+
+@pytest.mark.parametrize(
+    ("headers", "accepted"),
+    [
+        ([], False),
+        ([(b"authorization", b"Bearer wrong-key-0123456789")], False),
+        ([(b"authorization", b"Bearer " + KEY.encode())], True),
+    ],
+)
+async def test_a_websocket_handshake_needs_the_key(
+    headers: list[tuple[bytes, bytes]], accepted: bool
+) -> None:
+    reached: list[Scope] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        reached.append(scope)
+
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "websocket.connect"}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {"type": "websocket", "path": "/openenv/x/ws", "headers": headers}
+    await ApiKeyMiddleware(app, [KEY], public_paths={"/openenv/x/ws"})(scope, receive, send)
+    assert bool(reached) == accepted
+    assert sent == ([] if accepted else [{"type": "websocket.close", "code": 1008}])

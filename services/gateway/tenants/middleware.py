@@ -3,6 +3,7 @@
 The gateway's key check when tenants are configured (in place of services/common/api_keys.py's
 `ApiKeyMiddleware`, with the same public paths and the same 401).
 
+A WebSocket handshake is checked the same way (a refused one is closed before it is accepted: HTTP 403).
 For every other request: the key names its tenant (else 401, and nothing is counted or kept for it: an
 unknown key creates no state), `/admin/*`, `/metrics` and `/monitors` need an `admin: true` tenant (else
 403: they show every tenant), the run label is checked
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rewardfleet.reward_fns.contract import slot_queue
-from rewardfleet.services.common.api_keys import from_this_host, gateway_error_body
+from rewardfleet.services.common.api_keys import from_this_host, gateway_error_body, refuse_websocket
 from rewardfleet.services.gateway.errors import GatewayError
 from rewardfleet.services.gateway.tenants.context import current
 from rewardfleet.services.gateway.tenants.errors import Forbidden, InvalidRunLabel
@@ -53,10 +54,11 @@ class TenantMiddleware:
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        if self._is_public(scope):
+        websocket = scope["type"] == "websocket"
+        if not websocket and self._is_public(scope):
             await self._public(scope, receive, send)
             return
         presented: bytes | None = None
@@ -70,15 +72,21 @@ class TenantMiddleware:
                 run = value
         tenant = self.tenancy.directory.resolve(presented) if presented else None
         if tenant is None:
+            if websocket:
+                await refuse_websocket(receive, send)
+                return
             await _unauthorized(send, presented is None)
             return
         try:
             caller = self.tenancy.caller(tenant, self._run(run))
             if _operators_only(scope["path"]) and not caller.config.admin:
                 raise Forbidden(f"tenant {tenant!r} may not call {scope['path']} (needs admin: true)")
-            if scope["method"] == "POST" and not scope["path"].startswith("/admin"):
+            if not websocket and scope["method"] == "POST" and not scope["path"].startswith("/admin"):
                 await self.tenancy.quotas.request(caller)
         except GatewayError as exc:
+            if websocket:
+                await refuse_websocket(receive, send)
+                return
             start, body = exc.asgi_response()
             await send(start)
             await send(body)
