@@ -187,43 +187,29 @@ def test_the_copy_holds_as_the_repository_does(tree: Path) -> None:
 
 
 def test_a_new_package_names_the_line_to_add(tree: Path) -> None:
-    (tree / "services" / "sandbox").mkdir()
-    (tree / "services" / "sandbox" / "__init__.py").write_text("")
-    (tree / "services" / "gateway" / "environments").mkdir()
-    (tree / "services" / "gateway" / "environments" / "__init__.py").write_text("")
-    (tree / "services" / "gateway" / "environments" / "redis_sessions.py").write_text("")
+    (tree / "services" / "planted").mkdir()
+    (tree / "services" / "planted" / "__init__.py").write_text("")
+    (tree / "services" / "gateway" / "plantedfeature").mkdir()
+    (tree / "services" / "gateway" / "plantedfeature" / "__init__.py").write_text("")
+    (tree / "services" / "gateway" / "plantedfeature" / "redis_sessions.py").write_text("")
     problems = map_problems(map_text(), tree)
     assert (
-        "docs/architecture.md, table 'The services': add the line `| `services/sandbox/` | <what it owns> |`"
+        "docs/architecture.md, table 'The services': add the line `| `services/planted/` | <what it owns> |`"
         in (problems)
     )
     assert any(
-        p.startswith("pyproject.toml, the gateway's layers contract: put `environments`") for p in problems
+        p.startswith("pyproject.toml, the gateway's layers contract: put `plantedfeature`") for p in problems
     )
 
-    # Once the contract has it (here beside nemo_gym), the map's line is named with its layer and place.
+    # Once the contract has it (here last of layer 8), the map's line is named with its layer and place.
     pyproject = tree / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text().replace('| nemo_gym"', '| nemo_gym | environments"'))
+    pyproject.write_text(pyproject.read_text().replace('| environments"', '| environments | plantedfeature"'))
     problems = map_problems(map_text(), tree)
     assert (
-        f"{LAYERS}: add the line `| 8 | `environments/` | <what it owns> |` after the line of `nemo_gym/`"
+        f"{LAYERS}: add the line `| 8 | `plantedfeature/` | <what it owns> |`"
+        " after the line of `environments/`"
     ) in problems
     assert (
         "docs/architecture.md, table 'Where state lives, per backend': add the line"
-        " `| `environments/` | <its in-process store> | <its Redis store> |`"
+        " `| `plantedfeature/` | <its in-process store> | <its Redis store> |`"
     ) in problems
-
-
-def test_a_part_in_the_wrong_layer_or_gone_is_found(tree: Path) -> None:
-    text = (
-        map_text()
-        .replace("| 10 | `pools/` |", "| 9 | `pools/` |")
-        .replace("| 14 | `sizes.py` |", "| 14 | `lengths.py` |")
-    )
-    problems = map_problems(text, tree)
-    assert any(
-        "`pools/` is in layer 10 of the contract: change its line to `| 10 | `pools/` |" in p
-        for p in problems
-    )
-    assert any("remove the line of `lengths.py`" in p for p in problems)
-    assert any("add the line `| 14 | `sizes.py` | <what it owns> |`" in p for p in problems)

@@ -315,7 +315,7 @@ def _worker_pool(
         on_queue_depth=backlog.set,
         memory_limit_bytes=config.sync_pool.worker_memory_limit_bytes,
         chunking=config.sync_pool.pool_chunking,
-        max_extra_size=config.max_result_extra_chars,
+        max_extra_size=config.limits.max_result_extra_chars,
     )
     stack.push_async_callback(asyncio.to_thread, pool.close)
     return pool
@@ -350,7 +350,7 @@ def _scorer(
         else results_for(
             backend, config.cache.idempotency, config.cache.result_cache_size, config.cache.result_cache_ttl_s
         ),
-        max_result_extra_chars=config.max_result_extra_chars,
+        max_result_extra_chars=config.limits.max_result_extra_chars,
         gates=function_gates(
             {name: fn.config for name, fn in loaded.items()},
             lambda name, cfg: gate_for(

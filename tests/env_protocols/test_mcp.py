@@ -15,7 +15,7 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from tests.env_protocols.conftest import ENV, FLAKY, KEY_A, KEY_B, Served, auth
+from tests.support.env_protocols import ENV, FLAKY, KEY_A, KEY_B, Served, auth
 
 pytestmark = pytest.mark.timeout(120)
 SESSION = "X-Environment-Session"

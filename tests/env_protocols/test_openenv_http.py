@@ -20,7 +20,7 @@ from openenv.core.env_server.types import (
     StepResponse,
 )
 
-from tests.env_protocols.conftest import ENV, FLAKY, Served, auth
+from tests.support.env_protocols import ENV, FLAKY, Served, auth
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -14,7 +14,7 @@ pytest.importorskip("openenv.core.env_client", reason="openenv 0.10 (.ci/setup i
 from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation, ListToolsAction, Tool
 from openenv.core.generic_client import GenericEnvClient
 
-from tests.env_protocols.conftest import ENV, FLAKY, KEY_A, KEY_B, KEY_C, Served, auth
+from tests.support.env_protocols import ENV, FLAKY, KEY_A, KEY_B, KEY_C, Served, auth
 
 pytestmark = pytest.mark.timeout(120)
 

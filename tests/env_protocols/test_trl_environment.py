@@ -17,7 +17,7 @@ pytest.importorskip(
 from openenv.core.generic_client import GenericEnvClient
 from transformers.utils import get_json_schema
 
-from tests.env_protocols.conftest import ENV, Served, auth
+from tests.support.env_protocols import ENV, Served, auth
 
 pytestmark = pytest.mark.timeout(120)
 

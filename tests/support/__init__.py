@@ -11,5 +11,6 @@ benchmarks use too (child processes, stand-ins, tiny checkpoints) is in bench/ha
 - `remote_fleet`: one stand-in pool per model behind a real router, for the remote reward functions.
 - `group_judges`: a gateway whose judge pools are preference stand-ins.
 - `vllm`: where the vLLM conformance tests find vLLM.
+- `env_protocols`: the OpenEnv and MCP tests' tenants, keys and served-gateway handle.
 - `sandbox`: whether this host can run the local sandbox provider, and the `needs_local` skip mark.
 """

@@ -96,11 +96,6 @@ class GatewayConfig(BaseModel):
         default_factory=dict, description="Tenant name -> its keys, quotas, weight and priority class."
     )
     tenancy: TenancyConfig = Field(default_factory=TenancyConfig)
-    max_result_extra_chars: int = Field(
-        default=1_000_000,
-        ge=1024,
-        description="Size of a function's `extra` (like extra_info's); larger is a ResultTooLarge error.",
-    )
     # The sync process pool (execution/config.py) and the state replicas share (state_store/config.py):
     # flat keys once too, still accepted (config/sections.py).
     sync_pool: SyncPoolConfig = Field(default_factory=SyncPoolConfig)

@@ -31,6 +31,11 @@ class InputLimits(BaseModel):
     max_uid_chars: int = Field(default=256, ge=1, description="uid (a string, or an integer's digits).")
     max_data_source_chars: int = Field(default=256, ge=1)
     max_group_id_chars: int = Field(default=256, ge=1, description="group_id (a string, or integer digits).")
+    max_result_extra_chars: int = Field(
+        default=1_000_000,
+        ge=1024,
+        description="Size of a function's `extra` (like extra_info's); larger is a ResultTooLarge error.",
+    )
     max_function_name_chars: int = Field(
         default=128, ge=1, description="reward_fn, group_fn, the {reward_fn} of a route, a grader's name."
     )
