@@ -1,7 +1,6 @@
-"""Built-in reward functions.
+"""Built-in reward functions: each module here that defines `compute_score`, named after its file.
 
-Every module here that defines `compute_score` is a reward function, named after its file, with verl's
-signature; the gateway discovers them (docs/reward_fns.md). At the top level:
+Each has verl's signature; the gateway discovers them (docs/reward_fns.md). At the top level:
 
 - Rules, as verl scores them: `gsm8k`, `math`, `math_dapo`, `prime_math`, `geo3k`, `search_r1`; and
   `math_verify`, `exact_match`, `regex_match`, `format_check`. `code` runs programs in `_sandbox`.
@@ -24,7 +23,4 @@ Besides them:
     _sandbox/, _prime_math_grade.py, _prime_math_equal.py, _similarity_baseline.py, _instructions/, _sql/,
     _task_text.py, _rubric_spec.py, _rubric_prompt.py: private helpers of `code` (and `sql`), `prime_math`,
     `similarity`, `instruction_following`, `sql`, the NeMo Gym task built-ins (`mcqa`, ...) and `rubric`
-
-A built-in may declare `DATA_SOURCES: tuple[str, ...]`: verl `data_source` names (exact, or fnmatch
-globs such as `"aime*"`) it answers for in the gateway's dispatch table.
 """

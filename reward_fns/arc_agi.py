@@ -1,5 +1,7 @@
-"""ARC-AGI grids, as NeMo Gym's `arc_agi` server grades them: the first grid of integers the response gives
-in `\\boxed{[[...], ...]}` (else the first bare `[[...], ...]`), equal to the expected output grid.
+"""ARC-AGI grids, as NeMo Gym's `arc_agi` server grades them.
+
+The first grid of integers the response gives in `\\boxed{[[...], ...]}` (else the first bare `[[...], ...]`)
+must equal the expected output grid.
 
 `ground_truth` is the expected grid (NeMo Gym's `expected_output`, a list of lists of integers). Returns
 `{"score", "predicted_output" (None when no grid parses), "extraction_successful"}`.

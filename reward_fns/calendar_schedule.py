@@ -1,7 +1,8 @@
-"""Scheduling a calendar, as NeMo Gym's `calendar` server grades it: the first JSON list of event objects in
-the response is the calendar; 1 when it has exactly the expected events, none overlapping, each with the
-expected duration, inside its window and meeting its constraint (`before T`, `after T`, `between T and U`,
-`at T`; times as `14:30`, `2pm` or `2:30pm`).
+"""Scheduling a calendar, as NeMo Gym's `calendar` server grades it.
+
+The first JSON list of event objects in the response is the calendar; 1 when it has exactly the expected
+events, none overlapping, each with the expected duration, inside its window and meeting its constraint
+(`before T`, `after T`, `between T and U`, `at T`; times as `14:30`, `2pm` or `2:30pm`).
 
 `extra_info["exp_cal_state"]` is the expected state: `{event_id: {"duration", "min_time", "max_time",
 "constraint"}}` (empty: any response without `<think>` passes). A response with `<think>` scores 0, as

@@ -1,5 +1,7 @@
-"""Counting objects of a colour, as NeMo Gym's `circle_count` server grades it: the number in the response's
-first `\\boxed{N}` against the count of the task's circles of `target_color`.
+"""Counting objects of a colour, as NeMo Gym's `circle_count` server grades it.
+
+The number in the response's first `\\boxed{N}` is checked against the count of the task's circles of
+`target_color`.
 
 Task fields in `extra_info`: `circles` (a list of objects with a `color`), `target_color`. Returns
 `{"score", "predicted_count" (None when no boxed number), "expected_count", "correct"}`.

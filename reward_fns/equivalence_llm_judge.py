@@ -1,7 +1,8 @@
-"""An LLM judge of equivalence with a reference answer, as NeMo Gym's `equivalence_llm_judge` server asks
-and reads it: the prompt template filled with `{question}`, `{expected_answer}`, `{generated_answer}`, asked
-of a judge pool, and the verdict is whichever label comes first in the judge's last text: `equal_label`
-(`[[A=B]]`) is 1, `not_equal_label` or neither is 0.
+"""An LLM judge of equivalence with a reference answer (NeMo Gym's `equivalence_llm_judge` server).
+
+It is asked and read as that server does: the prompt template filled with `{question}`, `{expected_answer}`,
+`{generated_answer}`, asked of a judge pool, and the verdict is whichever label comes first in the judge's
+last text: `equal_label` (`[[A=B]]`) is 1, `not_equal_label` or neither is 0.
 
 Takes the sample's chat `messages` (gateway NeMo Gym mapping `response: messages`): the question is the
 last user message, the answer the last assistant message (the last match of `response_extract_regex`, or

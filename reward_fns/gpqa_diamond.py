@@ -1,6 +1,7 @@
-"""GPQA-Diamond multiple choice, as NeMo Gym's `gpqa_diamond` server grades it: `mcqa` in its `gpqa` grading
-mode (the last `\\boxed{...}` letter, else the last `Answer: X`; a task's `template_metadata.output_regex`
-first). Fields and result as `mcqa`'s."""
+"""GPQA-Diamond multiple choice, as NeMo Gym's `gpqa_diamond` server grades it.
+
+It is `mcqa` in its `gpqa` grading mode (the last `\\boxed{...}` letter, else the last `Answer: X`; a task's
+`template_metadata.output_regex` first). Fields and result as `mcqa`'s."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""OpenAI GraphWalks, as NeMo Gym's `graphwalks` server grades it: the node list of
-`Final Answer: [n1, n2, ...]` on the response's last non-empty line, scored by F1 against the reference set.
+"""OpenAI GraphWalks, as NeMo Gym's `graphwalks` server grades it.
+
+The node list of `Final Answer: [n1, n2, ...]` on the response's last non-empty line is scored by F1 against
+the reference set.
 
 `ground_truth` is the reference: a JSON list of node names (NeMo Gym's `expected_answer`, read as it reads
 it: `set(json.loads(...))`, the empty set when that fails). Both sets empty is 1; no `Final Answer` line

@@ -1,6 +1,7 @@
-"""Clicking a point on a screen, as NeMo Gym's `gui_coordinate` server grades it: the first
-`<point>(x, y)</point>` of the response (integers in thousandths of the screen, brackets allowed) against
-the reference point: `(1 - distance / max_dist)²` when nearer than `max_dist`, else 0.
+"""Clicking a point on a screen, as NeMo Gym's `gui_coordinate` server grades it.
+
+The first `<point>(x, y)</point>` of the response (integers in thousandths of the screen, brackets allowed)
+is scored against the reference point: `(1 - distance / max_dist)²` when nearer than `max_dist`, else 0.
 
 `ground_truth` is the reference as `"x,y"` in [0, 1] (NeMo Gym's `expected_answer`; one that does not parse
 scores 0); `extra_info["max_dist"]` the radius (0.15). Returns `{"score", "extracted_x", "extracted_y",

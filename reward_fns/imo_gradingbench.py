@@ -1,6 +1,7 @@
-"""IMO-GradingBench, as NeMo Gym's `imo_gradingbench` server grades it: the policy grades a proof, and its
-grade is the response's last word (markdown and punctuation stripped, lower-cased) when that is one of
-`correct` (7), `almost` (6), `partial` (1), `incorrect` (0).
+"""IMO-GradingBench, as NeMo Gym's `imo_gradingbench` server grades it.
+
+The policy grades a proof, and its grade is the response's last word (markdown and punctuation stripped,
+lower-cased) when that is one of `correct` (7), `almost` (6), `partial` (1), `incorrect` (0).
 
 `ground_truth` is the gold grade (NeMo Gym's `expected_answer`; any other word scores 0). Returns `{"score"
 (1 when the grades are equal), "extracted_grade", "binary_match" (both high, correct/almost, or both low),

@@ -1,5 +1,6 @@
-"""LAB-Bench 2 figure, table and protocol questions, as NeMo Gym's `labbench2_vlm` server grades them: a
-judge compares the answer with the ideal one and the first of `[[A=B]]` / `[[A!=B]]` in its text decides.
+"""LAB-Bench 2 figure, table and protocol questions, as NeMo Gym's `labbench2_vlm` server grades them.
+
+A judge compares the answer with the ideal one and the first of `[[A=B]]` / `[[A!=B]]` in its text decides.
 
 The judge gets `judge_prompt_template` filled with `{question}` (the last user message's text of the sample's
 `messages`), `{expected_answer}` (`extra_info["verifier_metadata"]["ideal"]`) and `{generated_answer}` (the

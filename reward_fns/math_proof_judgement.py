@@ -1,6 +1,7 @@
-"""Math proof judgement, as NeMo Gym's `math_proof_judgement` server grades it: the policy judges a proof,
-and its verdict is the first `Judgement: Yes` / `Judgement: No` of the response (`**Judgement**:` too, any
-case; the word after it must start with yes or no).
+"""Math proof judgement, as NeMo Gym's `math_proof_judgement` server grades it.
+
+The policy judges a proof, and its verdict is the first `Judgement: Yes` / `Judgement: No` of the response
+(`**Judgement**:` too, any case; the word after it must start with yes or no).
 
 `ground_truth` is the gold verdict in the same form (NeMo Gym's `expected_judgement`, e.g. `"Judgement:
 Yes"`). Returns `{"score" (1 when both parse and agree), "extracted_judgement" ("Yes", "No" or None), "tp",

@@ -1,6 +1,7 @@
-"""OpenAI MRCR (multi-round coreference), as NeMo Gym's `mrcr` server grades it: 0 unless the response
-starts with the task's `random_string_to_prepend`; else difflib's ratio of the response and the reference,
-the prefix removed from both.
+"""OpenAI MRCR (multi-round coreference), as NeMo Gym's `mrcr` server grades it.
+
+The score is 0 unless the response starts with the task's `random_string_to_prepend`; else difflib's ratio
+of the response and the reference, the prefix removed from both.
 
 `ground_truth` is the reference (NeMo Gym's `expected_answer`); `extra_info["random_string_to_prepend"]`
 the prefix. Returns `{"score", "prefix_matched", "seq_match_ratio"}`. difflib is quadratic: texts over

@@ -1,6 +1,7 @@
-"""Proof selection, as NeMo Gym's `proof_genselect` server grades it: the policy picks the better of two
-proofs, and its pick is the integer between `<best_solution>` and `</best_solution>` after the last
-`</think>`; 1 when it is the task's `correct_index`.
+"""Proof selection, as NeMo Gym's `proof_genselect` server grades it.
+
+The policy picks the better of two proofs, and its pick is the integer between `<best_solution>` and
+`</best_solution>` after the last `</think>`; 1 when it is the task's `correct_index`.
 
 `ground_truth` is the correct index (1 or 2; NeMo Gym's `correct_index`). With `assert_think_end` a
 response without `</think>` picks nothing. Returns `{"score", "selected_index" (None when nothing valid was

@@ -1,6 +1,7 @@
-"""RAGTruth hallucination detection, as NeMo Gym's `ragtruth` server grades it: the response is a JSON object
-`{"hallucination list": [...]}` (reasoning in `<think>` blocks and a markdown fence removed first); a
-non-empty list says "hallucinated", and 1 when that agrees with the gold label.
+"""RAGTruth hallucination detection, as NeMo Gym's `ragtruth` server grades it.
+
+The response is a JSON object `{"hallucination list": [...]}` (reasoning in `<think>` blocks and a markdown
+fence removed first); a non-empty list says "hallucinated", and 1 when that agrees with the gold label.
 
 `ground_truth` is the gold label (NeMo Gym's `is_halu`: true / false or 1 / 0). `think_tag` names the
 reasoning tag stripped (`think`). Returns `{"score", "is_halu", "pred_halu", "parse_fail"` (each 0 or 1),

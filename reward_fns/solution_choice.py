@@ -1,5 +1,6 @@
-"""A choice letter in a `<solution>` block, as NeMo Gym's `swerl_llm_judge` server grades it (the policy
-judges which candidate patch is right): 1 when the letter is one of the gold letters.
+"""A choice letter in a `<solution>` block, as NeMo Gym's `swerl_llm_judge` server grades it.
+
+The policy judges which candidate patch is right: 1 when the letter is one of the gold letters.
 
 `ground_truth` is the gold letter or a list of them (NeMo Gym's `expected_answer`; entries that are not
 one letter are ignored). `extra_info`: `options` (one-key dicts `{"A": ...}`: the first key of each is an

@@ -1,6 +1,7 @@
-"""SpartQA choose-object questions, as NeMo Gym's `spartqa` server grades them: the response's answer
-(the last `Final answer:` line, else `Selected answer:`, `Answer:`, `the answer is ...`; reasoning blocks
-removed) resolved to one of four labels: the two objects, `both of them`, `none of them`.
+"""SpartQA choose-object questions, as NeMo Gym's `spartqa` server grades them.
+
+The response's answer (the last `Final answer:` line, else `Selected answer:`, `Answer:`, `the answer is ...`;
+reasoning blocks removed) is resolved to one of four labels: the two objects, `both of them`, `none of them`.
 
 A label matches when it equals the answer (case, punctuation and a leading article ignored), when the
 answer is an alias of both / none (`neither`, `both objects`, ...), or when it is the only label the answer

@@ -22,8 +22,7 @@ answers          answer extraction and normalisation, shared with the rule built
 steps            step splitting, per-step scores and their aggregation
 nemo_gym         what NeMo Gym's judge servers share (the message judged, the endpoint, the call's record)
 
-The names below are its public API (the judge's `compute_score` is reward_fns.judge's, a built-in). The
-judge itself is not imported here: importing a name of the family stays light.
+The names below are its public API (the judge's `compute_score` is reward_fns.judge's, a built-in).
 """
 
 from rewardfleet.reward_fns.judging.guards import GUARD_NAMES, GuardSettings, GuardSettingsError, check_answer

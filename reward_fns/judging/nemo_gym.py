@@ -1,5 +1,7 @@
-"""What NeMo Gym's judge servers share, for the built-ins that reproduce them (`equivalence_llm_judge`,
-`xstest`): the message a judge reads from, the endpoint of a pool, and NeMo Gym's record of a judge call."""
+"""What NeMo Gym's judge servers share, for the built-ins that reproduce them.
+
+The built-ins are `equivalence_llm_judge` and `xstest`; they share the message a judge reads from, the
+endpoint of a pool, and NeMo Gym's record of a judge call."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
 """Task sandboxes: a sandbox per episode, made from an image, that tools write to and verifiers check.
+
 Imports nothing of the project but `services/common`. What is isolated and how: docs/sandboxes.md.
 
 api.py          the `Sandbox` and `SandboxProvider` protocols every provider implements

@@ -1,5 +1,7 @@
-"""The two protocols every provider implements: `Sandbox` (one running sandbox) and `SandboxProvider`
-(creates, attaches to and reaps them). Environments and rewards see only these and `spec.py`'s types."""
+"""The two protocols every provider implements: `Sandbox` and `SandboxProvider`.
+
+`Sandbox` is one running sandbox; `SandboxProvider` creates, attaches to and reaps them. Environments and
+rewards see only these and `spec.py`'s types."""
 
 from __future__ import annotations
 

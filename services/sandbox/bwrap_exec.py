@@ -1,6 +1,7 @@
-"""One command in a local sandbox: a bubblewrap process over the sandbox's merged root, in the sandbox's
-cgroups, with its own pid namespace, so every process the command starts dies when it ends (or at the
-timeout, when the namespace's init is killed).
+"""One command in a local sandbox: a bubblewrap process over the sandbox's merged root.
+
+It runs in the sandbox's cgroups, with its own pid namespace, so every process the command starts dies when
+it ends (or at the timeout, when the namespace's init is killed).
 
 The command runs as root of a user namespace (uid 0 inside, the gateway's uid outside) with a container's
 usual capabilities over its own namespaces only; no network unless the spec asked for it; an environment of

@@ -1,5 +1,6 @@
-"""Per-sandbox cgroups: pids, memory and CPU limits for everything a sandbox runs, and the list of its
-processes to kill at stop.
+"""Per-sandbox cgroups: pids, memory and CPU limits for everything a sandbox runs.
+
+They also give the list of its processes to kill at stop.
 
 cgroup v2 when this process's cgroup delegates the `pids` and `memory` controllers to children; else the
 v1 `pids`, `memory` and `cpu` hierarchies when they are mounted and writable (this is how the test host is

@@ -1,5 +1,7 @@
-"""The image store: an image reference resolved to a root file system folder, unpacked once and cached by
-digest, for sandboxes to overlay (read-only; many sandboxes share one folder).
+"""The image store: an image reference resolved to a root file system folder.
+
+The folder is unpacked once and cached by digest, for sandboxes to overlay (read-only; many sandboxes share
+one folder).
 
 - `dir:PATH`: a root file system folder, used in place (the operator's own folder: not copied or checked).
 - `oci:PATH[:REF]`: an OCI image layout (`index.json`, `blobs/`); REF picks a manifest by its

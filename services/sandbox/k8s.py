@@ -1,6 +1,8 @@
-"""The Kubernetes provider: a sandbox is a pod (one container idling as PID 1) created, exec'd into, copied
-to and deleted with the official `kubernetes` client. For sandboxes off the gateway's host; the engine's own
-isolation applies (a RuntimeClass such as gVisor or Kata when `runtime_class` is set).
+"""The Kubernetes provider: a sandbox is a pod (one container idling as PID 1).
+
+The pod is created, exec'd into, copied to and deleted with the official `kubernetes` client. For sandboxes
+off the gateway's host; the engine's own isolation applies (a RuntimeClass such as gVisor or Kata when
+`runtime_class` is set).
 
 The image reference of a spec is mapped to a registry image by `images` (a cluster pulls from registries;
 `dir:`/`oci:` folders of the gateway's host mean nothing to it). The container must hold `sh`, `env`,

@@ -1,7 +1,9 @@
-"""The local provider: each sandbox is an overlay of its image's root file system (shared, read-only) under
-a size-capped tmpfs writable layer, plus cgroups for its limits; each exec is a bubblewrap process over it
-(`bwrap_exec.py`). A sandbox is a folder `<root>/<id>/` (its record, its mounts), so any process of the host
-can attach to it by id, and the reaper can stop it after its owner died.
+"""The local provider: sandboxes on the gateway's host.
+
+Each sandbox is an overlay of its image's root file system (shared, read-only) under a size-capped tmpfs
+writable layer, plus cgroups for its limits; each exec is a bubblewrap process over it (`bwrap_exec.py`). A
+sandbox is a folder `<root>/<id>/` (its record, its mounts), so any process of the host can attach to it by
+id, and the reaper can stop it after its owner died.
 
 No process belongs to an idle sandbox: every exec has its own pid namespace, so nothing a command starts
 outlives the exec (a daemon started by one exec is gone before the next). Needs root (overlay and tmpfs

@@ -1,5 +1,7 @@
-"""The mounts of a local sandbox's root: a size-capped tmpfs holding its writable layer and an overlay of
-the image's root file system under it, made with mount(2) directly (no `mount` process per sandbox).
+"""The mounts of a local sandbox's root, made with mount(2) directly (no `mount` process per sandbox).
+
+They are a size-capped tmpfs holding its writable layer and an overlay of the image's root file system
+under it.
 
 Both are `nosuid,nodev`: the sandbox's root is host root inside a user namespace, so a setuid file it
 writes must mean nothing anywhere. Needs CAP_SYS_ADMIN in the host's mount namespace (the gateway as root).

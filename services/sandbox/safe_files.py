@@ -1,6 +1,7 @@
-"""Files of a sandbox's root read and written from the host without following the sandbox's symlinks out
-of it: every path is resolved by openat2(2) with RESOLVE_IN_ROOT (as if the root were `/`), and only
-regular files are read or replaced (a FIFO the sandbox left cannot block the host).
+"""Files of a sandbox's root read and written from the host without following its symlinks out of it.
+
+Every path is resolved by openat2(2) with RESOLVE_IN_ROOT (as if the root were `/`), and only regular files
+are read or replaced (a FIFO the sandbox left cannot block the host).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""The `sandbox:` section a service's config holds (`provider: local` or `provider: kubernetes`), and
-`make_provider`, which builds the provider it names. Nothing is started by parsing; `make_provider` checks
-the host (local) or loads the cluster's credentials (kubernetes)."""
+"""The `sandbox:` section a service's config holds, and `make_provider`, which builds the provider it names.
+
+The section names `provider: local` or `provider: kubernetes`. Nothing is started by parsing;
+`make_provider` checks the host (local) or loads the cluster's credentials (kubernetes)."""
 
 from __future__ import annotations
 

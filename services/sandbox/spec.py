@@ -1,5 +1,6 @@
-"""What a sandbox is made from (`SandboxSpec`, `Resources`) and what a command returns (`ExecResult`),
-checked on construction: a bad field raises `SandboxSpecInvalid` naming it.
+"""What a sandbox is made from (`SandboxSpec`, `Resources`) and what a command returns (`ExecResult`).
+
+Each is checked on construction: a bad field raises `SandboxSpecInvalid` naming it.
 
 Every field may come from an agent or a task file, so each is bounded here, once, for every provider.
 """

@@ -1,5 +1,7 @@
-"""A local sandbox's record on disk (`<root>/<id>/sandbox.json`): what any process of the host needs to
-attach to it, and what the reaper needs to decide it is abandoned (its owner process and deadline).
+"""A local sandbox's record on disk (`<root>/<id>/sandbox.json`).
+
+It holds what any process of the host needs to attach to it, and what the reaper needs to decide it is
+abandoned (its owner process and deadline).
 
 The owner is a process named by pid and its start time (field 22 of /proc/PID/stat), so a recycled pid
 is not taken for the owner.

@@ -1,5 +1,6 @@
-"""One image layer (a tar stream, plain or gzip/bzip2/xz) applied onto a root file system folder, treating
-the archive as hostile.
+"""One image layer (a tar stream, plain or gzip/bzip2/xz) applied onto a root file system folder.
+
+The archive is treated as hostile.
 
 - Every path is resolved inside the folder (openat2 RESOLVE_IN_ROOT, `safe_files`), so a symlink an
   earlier entry made cannot carry a later entry out of it; `..` components and absolute names are refused

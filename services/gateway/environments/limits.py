@@ -1,5 +1,6 @@
-"""The bounds of one session (`SessionLimits`), checked by `Sessions` on every call: each refusal names the
-limit, and nothing of the refused call is saved."""
+"""The bounds of one session (`SessionLimits`), checked by `Sessions` on every call.
+
+Each refusal names the limit, and nothing of the refused call is saved."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Finding environments: every `Environment` subclass with a `name`, defined in a module of the built-in
-package (`rewardfleet.reward_fns.environments`) or of a folder of `environments.folders`.
+"""Finding the environments the gateway serves.
+
+An environment is every `Environment` subclass with a `name`, defined in a module of the built-in package
+(`rewardfleet.reward_fns.environments`) or of a folder of `environments.folders`.
 
 A folder's module is loaded as a reward file is (execution/loader.py: by path, under a name covering its
 content, able to import its siblings by plain name). An environment of a folder overrides a built-in of the

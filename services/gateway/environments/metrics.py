@@ -1,5 +1,7 @@
-"""Session metrics. Labels are bounded: `environment` is a loaded environment's name, `tenant` a configured
-tenant's (or "none" without tenants), `tool` a tool the environment declares, `outcome` one of a few words.
+"""Session metrics.
+
+Labels are bounded: `environment` is a loaded environment's name, `tenant` a configured tenant's (or "none"
+without tenants), `tool` a tool the environment declares, `outcome` one of a few words.
 
 `rewardfleet_environment_sessions_open` is read from the store (so it is the fleet's count, the same in every
 process: the processes' merge takes its max) at every reap sweep, and after each open and close with the

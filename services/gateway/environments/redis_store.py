@@ -1,5 +1,6 @@
-"""`RedisSessionStore`: sessions in Redis (the `--processes` state server, or one every replica shares), so
-any process or replica serves any call of a session.
+"""`RedisSessionStore`: sessions in Redis, so any process or replica serves any call of a session.
+
+That Redis is the `--processes` state server, or one every replica shares.
 
 Keys (under the state key prefix): `env:s:<key>` a hash {d: record JSON, v: version, t: tenant, e: env},
 `env:t:<tenant>` and `env:exp` sorted sets of keys by expiry (ms), `env:open` live counts by "env\\ntenant",

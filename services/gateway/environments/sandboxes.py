@@ -1,7 +1,9 @@
-"""The one sandbox of each session (`session.sandbox()`): created on first use from the environment's
-`sandbox_spec(task)` by the configured provider (`environments.sandbox`, services/sandbox), its id kept in the
-session's record so any later call (any process of the host) attaches to it, stopped when the session is
-closed, expires, or the call that created it fails before the id was saved."""
+"""The one sandbox of each session (`session.sandbox()`).
+
+It is created on first use from the environment's `sandbox_spec(task)` by the configured provider
+(`environments.sandbox`, services/sandbox), its id kept in the session's record so any later call (any
+process of the host) attaches to it, and it is stopped when the session is closed, expires, or the call that
+created it fails before the id was saved."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""What the OpenEnv and MCP routes share: the app's environment `Sessions` (environments/sessions.py), and a
-Sessions error as a protocol other than HTTP reports it. The caller's tenant is `sessions.current_tenant()`
-(wired by tenants/, which sets it for HTTP requests and WebSocket connections alike; "" without tenants).
+"""What the OpenEnv and MCP routes share.
+
+They share the app's environment `Sessions` (environments/sessions.py), and a Sessions error as a protocol
+other than HTTP reports it. The caller's tenant is `sessions.current_tenant()` (wired by tenants/, which sets
+it for HTTP requests and WebSocket connections alike; "" without tenants).
 
 The routes hold no session state of their own: every call goes to `Sessions`, whose errors are
 `GatewayError`s carrying their status (environments/errors.py: 404 unknown session / environment / tool,

@@ -1,5 +1,7 @@
-"""The MCP SDK's side of `/mcp/<env>` (routes/mcp.py): its low-level `Server` with the environment's tools,
-and its streamable-HTTP session manager, stateless with JSON answers. Imported only when MCP is first called.
+"""The MCP SDK's side of `/mcp/<env>` (routes/mcp.py).
+
+It is the SDK's low-level `Server` with the environment's tools, and its streamable-HTTP session manager,
+stateless with JSON answers. Imported only when MCP is first called.
 """
 
 from __future__ import annotations

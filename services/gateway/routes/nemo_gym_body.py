@@ -1,5 +1,6 @@
-"""The body every NeMo Gym route reads: any JSON object, parsed by pydantic-core (malformed or too deep
-JSON is a 422 naming `body`)."""
+"""The body every NeMo Gym route reads: any JSON object.
+
+It is parsed by pydantic-core (malformed or too deep JSON is a 422 naming `body`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""OpenEnv's protocol (`openenv` 0.10's `HTTPEnvServer`) for each environment of the fleet, at
-`/openenv/<env>`:
+"""OpenEnv's protocol (`openenv` 0.10's `HTTPEnvServer`) for each environment of the fleet.
+
+It is served at `/openenv/<env>`:
 
     POST /reset  {seed?, episode_id?, ...task}  -> {observation: {episode_id, tools}, reward, done: false}
     POST /step   {action, timeout_s?, request_id?}  -> {observation, reward, done}
