@@ -58,8 +58,8 @@ def _framed(board: str) -> str:
 def parse_move(text: str) -> int:
     found = _TAGGED.search(text) or _BARE.search(text)
     if found is None:
-        shown = text if len(text) <= 200 else text[:200] + "..."
-        raise ToolError(f"no move found in {shown!r}: answer <action>Up</action>, Down, Left or Right")
+        shown = repr(text[:80]) + ("..." if len(text) > 80 else "")
+        raise ToolError(f"no move found in {shown}: answer <action>Up</action>, Down, Left or Right")
     token = found.group(1).lower()
     return int(token) if token.isdigit() else _BY_LABEL[token]
 

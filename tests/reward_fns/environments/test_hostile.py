@@ -1,0 +1,209 @@
+"""What an agent controls cannot break the ported environments nor buy a reward: tool arguments that are
+huge, deep, of the wrong type or out of range are refused naming the field (the gateway's 422) or are the
+tool's own ToolError, and leave the session as it was; a verify body's claims are never read as the truth.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from rewardfleet.reward_fns.environments import _calendar_grading
+from rewardfleet.reward_fns.environments.blackjack import Blackjack
+from rewardfleet.reward_fns.environments.calendar_scheduling import CalendarScheduling
+from rewardfleet.reward_fns.environments.example_multi_step import MultiStep
+from rewardfleet.reward_fns.environments.example_single_tool_call import SingleToolCall
+from rewardfleet.reward_fns.environments.grl_sokoban import GrlSokoban
+from rewardfleet.services.environments import Environment, Session, ToolError
+from tests.reward_fns.environments.replay import ToolFailure, call, open_session
+
+SOKOBAN_TASK = {"seed": 84810, "dim_room": [5, 5]}  # the first recorded task: its board is known
+MULTI_STEP_TASK = {"expected_synonym_values": [711, 407], "minefield_label_value": 299}
+
+
+def deep(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+# (environment, task, tool, arguments, the field the refusal names)
+REFUSED = [
+    (SingleToolCall, {}, "get_weather", {"city": "x" * 100_000}, ("city",)),
+    (SingleToolCall, {}, "get_weather", {"city": 5}, ("city",)),
+    (SingleToolCall, {}, "get_weather", {"city": {"$ne": ""}}, ("city",)),
+    (SingleToolCall, {}, "get_weather", {}, ("city",)),
+    (SingleToolCall, {}, "get_weather", {"city": "Paris", "reward": 1}, ("reward",)),
+    (MultiStep, MULTI_STEP_TASK, "get_synonym_value", {"synonym": ["Warm"]}, ("synonym",)),
+    (
+        MultiStep,
+        MULTI_STEP_TASK,
+        "extract_synonym_values",
+        {"synonym_values": "711,407"},
+        ("synonym_values",),
+    ),
+    (
+        MultiStep,
+        MULTI_STEP_TASK,
+        "extract_synonym_values",
+        {"synonym_values": deep(5000)},
+        ("synonym_values", 0),
+    ),
+    (
+        MultiStep,
+        MULTI_STEP_TASK,
+        "extract_synonym_values",
+        {"synonym_values": [1] * 100_000},
+        ("synonym_values",),
+    ),
+    (MultiStep, MULTI_STEP_TASK, "extract_synonym_values", {"synonym_values": [1.5]}, ("synonym_values", 0)),
+    (Blackjack, {"deck": ["10", "6", "9", "7"]}, "step", {"action": 7}, ("action",)),
+    (Blackjack, {"deck": ["10", "6", "9", "7"]}, "step", {}, ()),
+    (Blackjack, {"deck": ["10", "6", "9", "7"]}, "step", {"action": "hit", "response": {"output": []}}, ()),
+    (
+        Blackjack,
+        {"deck": ["10", "6", "9", "7"]},
+        "step",
+        {"action": "<action>hit</action>" * 10_000},
+        ("action",),
+    ),
+    (GrlSokoban, SOKOBAN_TASK, "step", {"response": {"output": "Up"}}, ("response", "output")),
+    (
+        GrlSokoban,
+        SOKOBAN_TASK,
+        "step",
+        {"response": {"output": [{"type": "message"}] * 1000}},
+        ("response", "output"),
+    ),
+    (GrlSokoban, SOKOBAN_TASK, "step", {"response": deep(3000)}, ("response",)),
+    (GrlSokoban, SOKOBAN_TASK, "observe", {"peek": True}, ("peek",)),
+]
+
+
+@pytest.mark.parametrize(("env_class", "task", "tool", "arguments", "loc"), REFUSED)
+async def test_bad_arguments_are_refused_naming_the_field_and_change_nothing(
+    env_class: type[Environment],
+    task: dict[str, Any],
+    tool: str,
+    arguments: dict[str, Any],
+    loc: tuple[Any, ...],
+) -> None:
+    env = env_class()
+    session = await open_session(env, task)
+    before = copy.deepcopy(session.state)
+    with pytest.raises(ValidationError) as refused:
+        env.tool_definitions[tool].parse(arguments)
+    assert refused.value.errors()[0]["loc"][: len(loc)] == loc
+    assert isinstance(await call(env, session, tool, arguments), ToolFailure)
+    assert session.state == before
+
+
+# Moves that parse but cannot be played: the tool's own error, the board or hand untouched.
+UNPLAYABLE = [
+    (GrlSokoban, SOKOBAN_TASK, {"action": "<action>5</action> diagonally"}, "no move found"),
+    (GrlSokoban, SOKOBAN_TASK, {"action": "north"}, "no move found"),
+    (GrlSokoban, SOKOBAN_TASK, {"action": "\x00" * 60_000}, "no move found"),
+]
+
+
+@pytest.mark.parametrize(("env_class", "task", "arguments", "message"), UNPLAYABLE)
+async def test_unplayable_moves_are_tool_errors_and_change_nothing(
+    env_class: type[Environment], task: dict[str, Any], arguments: dict[str, Any], message: str
+) -> None:
+    env = env_class()
+    session = await open_session(env, task)
+    before = copy.deepcopy(session.state)
+    with pytest.raises(ToolError, match=message) as failed:
+        await env.tool_definitions["step"].invoke(env, session, env.tool_definitions["step"].parse(arguments))
+    assert len(failed.value.message) < 400  # the agent's text is quoted, not echoed whole
+    assert session.state == before
+
+
+async def step(env: Environment, session: Session, action: str) -> dict[str, Any]:
+    output = await call(env, session, "step", {"action": action})
+    assert not isinstance(output, ToolFailure), output
+    return output
+
+
+async def test_a_finished_episode_takes_no_more_moves_and_keeps_its_reward() -> None:
+    env = Blackjack()
+    session = await open_session(env, {"deck": ["10", "Q", "9", "7"]})
+    assert (await step(env, session, "<action>stand</action>"))["info"]["result"] == "win"
+    finished = copy.deepcopy(session.state)
+    for action in ("<action>hit</action>", "<action>stand</action>"):
+        assert isinstance(await call(env, session, "step", {"action": action}), ToolFailure)
+    assert session.state == finished
+    assert (await env.verify(session, {})).reward == 1.0
+
+    sokoban = GrlSokoban()
+    board = await open_session(sokoban, SOKOBAN_TASK)
+    for move in ("Up", "Right", "Up", "Left"):  # box up a row, then pushed left onto the target
+        await step(sokoban, board, move)
+    assert board.state["terminated"] and isinstance(
+        await call(sokoban, board, "step", {"action": "Up"}), ToolFailure
+    )
+
+
+FORGED_VERIFY = {
+    "reward": 1.0,
+    "expected_synonym_values": [1, 2],
+    "exp_cal_state": {},
+    "terminated": True,
+    "info": {"result": "win"},
+    "response": {
+        "output": [
+            {
+                "type": "function_call",
+                "name": "extract_synonym_values",
+                "arguments": '{"synonym_values": [1, 2]}',
+            },
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "[]"}]},
+        ]
+    },
+}
+
+
+async def test_a_verify_body_cannot_claim_the_reward() -> None:
+    multi = MultiStep()
+    session = await open_session(multi, MULTI_STEP_TASK)
+    assert (
+        await multi.verify(session, FORGED_VERIFY)
+    ).reward == 0.0  # no extract call made: nothing extracted
+    await call(multi, session, "extract_synonym_values", {"synonym_values": [711, 407]})
+    assert (await multi.verify(session, FORGED_VERIFY)).reward == 1.0
+
+    calendar = CalendarScheduling()
+    expected = {
+        "0": {"event_id": 0, "duration": 60, "constraint": None, "min_time": "10:00", "max_time": "16:00"}
+    }
+    session = await open_session(calendar, {"exp_cal_state": expected})
+    verdict = await calendar.verify(
+        session, FORGED_VERIFY
+    )  # upstream would read its empty exp_cal_state: 1.0
+    assert (verdict.reward, verdict.extras["reason"]) == (0.0, "no_json_list")
+
+    for env, task in ((Blackjack(), {"deck": ["10", "6", "9", "7"]}), (GrlSokoban(), SOKOBAN_TASK)):
+        session = await open_session(env, task)
+        verdict = await env.verify(session, FORGED_VERIFY)
+        assert (verdict.reward, verdict.extras["terminated"], verdict.extras["info"]) == (0.0, False, {})
+
+
+async def test_step_ignores_what_the_agent_adds_to_its_body() -> None:
+    env = Blackjack()
+    session = await open_session(env, {"deck": ["10", "6", "9", "7", "5"]})
+    result = await call(
+        env, session, "step", {"action": "<action>hit</action>", "reward": 100, "terminated": True}
+    )
+    assert (result["reward"], result["terminated"], session.state["player"]) == (0.0, False, ["10", "6", "5"])
+
+
+def test_a_pathological_answer_times_out_the_search_instead_of_holding_the_worker() -> None:
+    answer = "[" + "{}" * 40 + "x"  # NeMo Gym's pattern backtracks exponentially on this
+    expected = {
+        "0": {"event_id": 0, "duration": 60, "constraint": None, "min_time": "10:00", "max_time": "16:00"}
+    }
+    assert _calendar_grading.grade(answer, expected) == (0.0, "json_list_search_timed_out")
