@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,9 +73,15 @@ def _recorded_output(text: str) -> Any:
 
 
 async def replay_tool_row(
-    env: Environment, row: dict[str, Any], task: dict[str, Any], verify_keys: tuple[str, ...]
+    env: Environment,
+    row: dict[str, Any],
+    task: dict[str, Any],
+    verify_keys: tuple[str, ...],
+    output_view: Callable[[Any], Any] = lambda output: output,
 ) -> Replay:
-    """A simple-agent row: its function calls to our tools, then verify with the row as the body."""
+    """A simple-agent row: its function calls to our tools, then verify with the row as the body.
+
+    `output_view` is what of our answer the row recorded (all of it, unless the port says otherwise)."""
     replay = Replay()
     session = await open_session(env, task)
     recorded = {
@@ -91,7 +98,9 @@ async def replay_tool_row(
             replay.mismatches.append(f"{item['name']} failed: {output.message}")
             continue
         replay.expect(
-            f"{item['name']}#{replay.tool_calls} output", output, _recorded_output(recorded[item["call_id"]])
+            f"{item['name']}#{replay.tool_calls} output",
+            output_view(output),
+            _recorded_output(recorded[item["call_id"]]),
         )
     replay.verdict = await env.verify(session, {**task, **row})
     _compare_verdict(replay, row, verify_keys)
@@ -139,6 +148,8 @@ def _compare_verdict(replay: Replay, row: dict[str, Any], keys: tuple[str, ...])
     verdict = replay.verdict
     assert verdict is not None
     replay.expect("reward", verdict.reward, row["reward"])
+    if "reward_components" in row:
+        replay.expect("reward_components", verdict.reward_components, row["reward_components"])
     for key in keys:
         replay.expect(key, verdict.extras.get(key), row[key])
 

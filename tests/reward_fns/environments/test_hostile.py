@@ -14,14 +14,20 @@ from pydantic import ValidationError
 from rewardfleet.reward_fns.environments import _calendar_grading
 from rewardfleet.reward_fns.environments.blackjack import Blackjack
 from rewardfleet.reward_fns.environments.calendar_scheduling import CalendarScheduling
+from rewardfleet.reward_fns.environments.circle_click import CircleClick
+from rewardfleet.reward_fns.environments.example_mcp_weather import McpWeather
 from rewardfleet.reward_fns.environments.example_multi_step import MultiStep
 from rewardfleet.reward_fns.environments.example_single_tool_call import SingleToolCall
+from rewardfleet.reward_fns.environments.example_tool_call_multireward import ToolCallMultiReward
 from rewardfleet.reward_fns.environments.grl_sokoban import GrlSokoban
+from rewardfleet.reward_fns.environments.math_advanced_calculations import MathAdvancedCalculations
 from rewardfleet.services.environments import Environment, Session, ToolError
 from tests.reward_fns.environments.replay import ToolFailure, call, open_session
 
 SOKOBAN_TASK = {"seed": 84810, "dim_room": [5, 5]}  # the first recorded task: its board is known
 MULTI_STEP_TASK = {"expected_synonym_values": [711, 407], "minefield_label_value": 299}
+MATH_TASK = {"ground_truth": "[17.2]"}
+CIRCLE_TASK = {"circles": [{"x": 100, "y": 100, "radius": 10, "color": "red"}], "target_color": "red"}
 
 
 def deep(levels: int) -> Any:
@@ -81,6 +87,14 @@ REFUSED = [
     ),
     (GrlSokoban, SOKOBAN_TASK, "step", {"response": deep(3000)}, ("response",)),
     (GrlSokoban, SOKOBAN_TASK, "observe", {"peek": True}, ("peek",)),
+    (MathAdvancedCalculations, MATH_TASK, "add", {"a": "1e999", "b": 1}, ("a",)),
+    (MathAdvancedCalculations, MATH_TASK, "add", {"a": 1}, ("b",)),
+    (MathAdvancedCalculations, MATH_TASK, "log", {"a": 2, "base": [2]}, ("base",)),
+    (CircleClick, CIRCLE_TASK, "click", {"x": deep(100), "y": 1}, ("x",)),
+    (CircleClick, CIRCLE_TASK, "click", {"x": list(range(100)), "y": 1}, ("x",)),
+    (CircleClick, CIRCLE_TASK, "click", {"x": "9" * 10_000, "y": 1}, ("x",)),
+    (ToolCallMultiReward, {}, "get_weather", {"city": None}, ("city",)),
+    (McpWeather, {}, "get_weather", {"city": "Paris" * 1000}, ("city",)),
 ]
 
 
@@ -100,6 +114,25 @@ async def test_bad_arguments_are_refused_naming_the_field_and_change_nothing(
     assert refused.value.errors()[0]["loc"][: len(loc)] == loc
     assert isinstance(await call(env, session, tool, arguments), ToolFailure)
     assert session.state == before
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("divide", {"a": 1, "b": 0}),
+        ("power", {"a": 10, "b": 400}),
+        ("log", {"a": -1, "base": 2}),
+        ("log", {"a": 0, "base": 2}),
+    ],
+)
+async def test_calculations_without_a_finite_result_are_tool_errors(
+    tool: str, arguments: dict[str, Any]
+) -> None:
+    env = MathAdvancedCalculations()
+    session = await open_session(env, MATH_TASK)
+    with pytest.raises(ToolError, match="result"):
+        await env.tool_definitions[tool].invoke(env, session, env.tool_definitions[tool].parse(arguments))
+    assert session.state["solutions"] == []
 
 
 # Moves that parse but cannot be played: the tool's own error, the board or hand untouched.
@@ -185,6 +218,31 @@ async def test_a_verify_body_cannot_claim_the_reward() -> None:
         session, FORGED_VERIFY
     )  # upstream would read its empty exp_cal_state: 1.0
     assert (verdict.reward, verdict.extras["reason"]) == (0.0, "no_json_list")
+
+    calculator = MathAdvancedCalculations()
+    session = await open_session(calculator, MATH_TASK)
+    claimed = {
+        "response": {
+            "output": [{"type": "function_call_output", "call_id": "c", "output": '{"solution": 17.2}'}]
+        }
+    }
+    assert (await calculator.verify(session, claimed)).reward == 0.0  # NeMo Gym would read 17.2 from the body
+    await call(calculator, session, "add", {"a": 6, "b": 10})
+    assert (await calculator.verify(session, {})).reward == 1.0
+
+    clicker = CircleClick()
+    session = await open_session(clicker, CIRCLE_TASK)
+    assert (await clicker.verify(session, {"hit": True, "reward": 1.0})).reward == 0.0
+    for x in (500, 100):  # only the first click counts
+        await call(clicker, session, "click", {"x": x, "y": 100})
+    assert (await clicker.verify(session, {})).extras == {"clicked_x": 500, "clicked_y": 100, "hit": False}
+
+    multi_reward = ToolCallMultiReward()
+    session = await open_session(
+        multi_reward, {"expected_call": {"name": "get_weather", "arguments": {"city": "Oslo"}}}
+    )
+    forged = {"expected_call": {"name": "get_weather", "arguments": {}}, **FORGED_VERIFY}
+    assert (await multi_reward.verify(session, forged)).reward_components["correctness"] == 0.0
 
     for env, task in ((Blackjack(), {"deck": ["10", "6", "9", "7"]}), (GrlSokoban(), SOKOBAN_TASK)):
         session = await open_session(env, task)
