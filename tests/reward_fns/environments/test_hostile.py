@@ -164,7 +164,7 @@ async def step(env: Environment, session: Session, action: str) -> dict[str, Any
 
 async def test_a_finished_episode_takes_no_more_moves_and_keeps_its_reward() -> None:
     env = Blackjack()
-    session = await open_session(env, {"deck": ["10", "Q", "9", "7"]})
+    session = await open_session(env, {"deck": ["10", "Q", "9", "8"]})  # dealer stands on 17
     assert (await step(env, session, "<action>stand</action>"))["info"]["result"] == "win"
     finished = copy.deepcopy(session.state)
     for action in ("<action>hit</action>", "<action>stand</action>"):

@@ -1,0 +1,48 @@
+"""The same recorded rows through a real gateway (uvicorn on 127.0.0.1): each ported environment served as
+the NeMo Gym resources server of its name, driven as NeMo Gym's agents drive one — `seed_session` (its
+cookie kept), `POST /<tool>` for every call, `verify` — one test per environment over all of its rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.gateway.conftest import Gateway, start_gateway
+from tests.reward_fns.environments import nemo_gym_mirror
+from tests.reward_fns.environments.ports import PORTS, Port, rows
+from tests.reward_fns.environments.replay import OverNeMoGym, replay_gymnasium_row, replay_tool_row
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    tmp: Path = tmp_path_factory.mktemp("environments")
+    servers = {port.server: {"environment": port.env.name} for port in PORTS}
+    gw = start_gateway(tmp, {"workers": 1, "nemo_gym": {"servers": servers}}, None)
+    try:
+        yield gw
+    finally:
+        gw.proc.stop()
+
+
+@pytest.mark.parametrize("port", PORTS, ids=[port.server for port in PORTS])
+async def test_every_recorded_row_replays_equal_through_the_gateway(gateway: Gateway, port: Port) -> None:
+    try:
+        recorded = rows(port)
+    except nemo_gym_mirror.MirrorMissing as missing:
+        pytest.skip(str(missing))
+    mismatches = {}
+    for index, (row, task) in enumerate(recorded):
+        async with httpx.AsyncClient(
+            base_url=gateway.url, timeout=30
+        ) as client:  # one rollout, one cookie jar
+            driver = OverNeMoGym(client, port.server)
+            if port.gymnasium:
+                replay = await replay_gymnasium_row(driver, row, task)
+            else:
+                replay = await replay_tool_row(driver, row, task, port.verify_keys, port.output_view)
+        if replay.mismatches:
+            mismatches[index] = replay.mismatches
+    assert mismatches == {}
