@@ -46,3 +46,32 @@ async def test_every_recorded_row_replays_equal_through_the_gateway(gateway: Gat
         if replay.mismatches:
             mismatches[index] = replay.mismatches
     assert mismatches == {}
+
+
+async def test_hostile_moves_over_the_gateway_are_4xx_naming_the_field_and_leave_the_board(
+    gateway: Gateway,
+) -> None:
+    async with httpx.AsyncClient(base_url=f"{gateway.url}/nemo_gym/grl_sokoban", timeout=30) as client:
+        assert (
+            await client.post("/seed_session", json={"seed": 84810, "dim_room": [5, 5]})
+        ).status_code == 200
+        board = (await client.post("/observe", json={})).json()
+        wrong_type = await client.post("/step", json={"action": {"move": "Up"}})
+        assert wrong_type.status_code == 422 and '"action"' in wrong_type.text
+        too_deep = await client.post("/step", json={"response": {"output": [[[[[[[[[[[]]]]]]]]]]]}})
+        assert too_deep.status_code == 422 and '"output"' in too_deep.text
+        unplayable = await client.post("/step", json={"action": "<action>diagonal</action>"})
+        assert unplayable.status_code == 400 and "no move found" in unplayable.text
+        assert (await client.post("/observe", json={})).json() == board
+        verdict = (
+            await client.post("/verify", json={"reward": 10.0, "terminated": True, "response": {}})
+        ).json()
+        assert (verdict["reward"], verdict["info"]) == (0.0, {})
+
+    async with httpx.AsyncClient(base_url=f"{gateway.url}/nemo_gym/example_multi_step", timeout=30) as client:
+        task = {"expected_synonym_values": [711, 407], "minefield_label_value": 299}
+        assert (await client.post("/seed_session", json=task)).status_code == 200
+        huge = await client.post("/extract_synonym_values", json={"synonym_values": [711, 407] * 5000})
+        assert huge.status_code == 422 and "synonym_values" in huge.text
+        forged = {"expected_synonym_values": [1], "response": {"output": []}}
+        assert (await client.post("/verify", json=forged)).json()["reward"] == 0.0
