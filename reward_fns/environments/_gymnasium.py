@@ -24,7 +24,7 @@ class OutputPart(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
     type: str = Field(max_length=64)
-    text: str = Field("", max_length=MAX_TEXT_CHARS)
+    text: str = Field(default="", max_length=MAX_TEXT_CHARS)
 
 
 class OutputItem(BaseModel):
@@ -32,7 +32,7 @@ class OutputItem(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
     type: str = Field(max_length=64)
-    content: str | list[OutputPart] | None = Field(None, max_length=MAX_TEXT_CHARS)
+    content: str | list[OutputPart] | None = Field(default=None, max_length=MAX_TEXT_CHARS)
 
 
 class ModelResponse(BaseModel):
@@ -56,7 +56,7 @@ class StepBody(BaseModel):
     """The move: `action` (its text) or `response` (the model's NeMo Gym response); exactly one of them."""
 
     model_config = ConfigDict(extra="ignore")
-    action: str | None = Field(None, max_length=MAX_TEXT_CHARS)
+    action: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
     response: ModelResponse | None = None
 
     @model_validator(mode="after")

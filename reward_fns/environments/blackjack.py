@@ -28,7 +28,7 @@ _PROMPT = "Respond with <action>hit</action> or <action>stand</action>."
 
 
 class BlackjackTask(BaseModel):
-    deck: list[Rank] | None = Field(None, max_length=64)
+    deck: list[Rank] | None = Field(default=None, max_length=64)
 
 
 def hand_value(hand: list[str]) -> int:

@@ -33,7 +33,7 @@ class Circle(BaseModel):
 
 
 class CircleClickTask(BaseModel):
-    circles: list[Circle] = Field([], max_length=1000)
+    circles: list[Circle] = Field(default=[], max_length=1000)
     target_color: str = ""
 
 

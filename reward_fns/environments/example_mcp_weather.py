@@ -16,7 +16,7 @@ from rewardfleet.services.environments import Environment, Session, Verdict, too
 
 
 class Metadata(BaseModel):
-    expected_city: str = Field("Paris", max_length=1000)
+    expected_city: str = Field(default="Paris", max_length=1000)
 
 
 class McpWeatherTask(BaseModel):

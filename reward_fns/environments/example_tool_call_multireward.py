@@ -30,7 +30,7 @@ class DeclaredTool(BaseModel):
 
 
 class DeclaredTools(BaseModel):
-    tools: list[DeclaredTool] = Field([], max_length=256)
+    tools: list[DeclaredTool] = Field(default=[], max_length=256)
 
 
 class MultiRewardTask(BaseModel):

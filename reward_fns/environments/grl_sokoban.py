@@ -34,11 +34,11 @@ _LEGEND = (
 
 
 class SokobanTask(BaseModel):
-    seed: int | None = Field(None, ge=0, lt=2**32)  # None: a random room
+    seed: int | None = Field(default=None, ge=0, lt=2**32)  # None: a random room
     dim_room: tuple[Annotated[int, Field(ge=4, le=16)], Annotated[int, Field(ge=4, le=16)]] = (6, 6)
-    num_boxes: int = Field(1, ge=1, le=4)
-    max_steps: int = Field(100, ge=1, le=10_000)
-    search_depth: int = Field(100, ge=1, le=300)
+    num_boxes: int = Field(default=1, ge=1, le=4)
+    max_steps: int = Field(default=100, ge=1, le=10_000)
+    search_depth: int = Field(default=100, ge=1, le=300)
 
 
 def render(fixed: rooms.Grid, state: rooms.Grid) -> str:
