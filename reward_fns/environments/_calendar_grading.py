@@ -43,7 +43,7 @@ def first_event_list(text: str) -> list[Any] | None:
     """
     import regex  # the `environments` extra: a time-limited search
 
-    found = regex.search(_EVENT_LIST, text, regex.DOTALL, timeout=MATCH_TIMEOUT_S)
+    found = regex.search(_EVENT_LIST, text, regex.DOTALL, timeout=MATCH_TIMEOUT_S, concurrent=True)
     if found is None:
         return None
     try:

@@ -8,6 +8,7 @@ the session's task, never from the verify body.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -31,7 +32,7 @@ class CalendarScheduling(Environment):
         answer = last_text(body)
         if not answer:
             return Verdict(reward=0.0, extras={"reason": "no_answer"})
-        reward, reason = grade(answer, session.state["exp_cal_state"])
+        reward, reason = await asyncio.to_thread(grade, answer, session.state["exp_cal_state"])
         return Verdict(reward=reward, extras={"reason": reason})
 
 

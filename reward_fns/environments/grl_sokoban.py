@@ -10,6 +10,7 @@ is always text in the default symbols.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import secrets
 from typing import Annotated, Any
@@ -35,8 +36,9 @@ _LEGEND = (
 
 class SokobanTask(BaseModel):
     seed: int | None = Field(default=None, ge=0, lt=2**32)  # None: a random room
-    dim_room: tuple[Annotated[int, Field(ge=4, le=16)], Annotated[int, Field(ge=4, le=16)]] = (6, 6)
-    num_boxes: int = Field(default=1, ge=1, le=4)
+    # Bounded so one room costs at most a few seconds of CPU: the backwards search grows steeply with both.
+    dim_room: tuple[Annotated[int, Field(ge=4, le=10)], Annotated[int, Field(ge=4, le=10)]] = (6, 6)
+    num_boxes: int = Field(default=1, ge=1, le=2)
     max_steps: int = Field(default=100, ge=1, le=10_000)
     search_depth: int = Field(default=100, ge=1, le=300)
 
@@ -80,8 +82,10 @@ class GrlSokoban(Environment):
     async def seed(self, session: Session, task: SokobanTask) -> None:
         seed = secrets.randbelow(2**32) if task.seed is None else task.seed
         for _ in range(_SEED_RETRIES):
-            try:
-                fixed, room = rooms.generate_room(seed, task.dim_room, task.num_boxes, task.search_depth)
+            try:  # off the event loop: the search is CPU work
+                fixed, room = await asyncio.to_thread(
+                    rooms.generate_room, seed, task.dim_room, task.num_boxes, task.search_depth
+                )
                 break
             except rooms.RoomGenerationFailed:
                 seed = rooms.fallback_seed(seed)

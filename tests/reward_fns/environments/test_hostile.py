@@ -265,3 +265,21 @@ def test_a_pathological_answer_times_out_the_search_instead_of_holding_the_worke
         "0": {"event_id": 0, "duration": 60, "constraint": None, "min_time": "10:00", "max_time": "16:00"}
     }
     assert _calendar_grading.grade(answer, expected) == (0.0, "json_list_search_timed_out")
+
+
+@pytest.mark.parametrize(
+    ("task", "loc"),
+    [
+        ({"seed": 1, "dim_room": [16, 16]}, ("dim_room", 0)),
+        ({"seed": 1, "num_boxes": 4}, ("num_boxes",)),
+        ({"seed": 1, "search_depth": 10**6}, ("search_depth",)),
+        ({"seed": -1}, ("seed",)),
+        ({"seed": 2**40}, ("seed",)),
+    ],
+)
+def test_a_sokoban_task_too_costly_to_deal_is_refused_naming_the_field(
+    task: dict[str, Any], loc: tuple[Any, ...]
+) -> None:
+    with pytest.raises(ValidationError) as refused:
+        GrlSokoban.Task.model_validate(task)
+    assert refused.value.errors()[0]["loc"] == loc
