@@ -83,6 +83,7 @@ PINNED: dict[tuple[str, str], str] = {
         "circle_click",
         "example_rollouts.jsonl",
     ): "7cb2458e03f9978ade6cfa961039636ffb0778832cb746d2a3e9464b74f0adf3",
+    ("openenv", "example_rollouts.jsonl"): "4e321f79c483ea2c5a88f3bbf3462e86cff4c4f1ebf2e9b2e8e2b456274b5aaa",
     ("circle_click", "example.jsonl"): "6d40538edbe5237e2f5017a7f84d96b23a3d1e35ec5ff0c5b5777e5ac745e6d0",
 }
 

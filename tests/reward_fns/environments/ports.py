@@ -19,6 +19,7 @@ from rewardfleet.reward_fns.environments.example_single_tool_call import SingleT
 from rewardfleet.reward_fns.environments.example_tool_call_multireward import ToolCallMultiReward
 from rewardfleet.reward_fns.environments.grl_sokoban import GrlSokoban
 from rewardfleet.reward_fns.environments.math_advanced_calculations import MathAdvancedCalculations
+from rewardfleet.reward_fns.environments.openenv_echo import OpenEnvEcho
 from rewardfleet.services.environments import Environment
 from tests.reward_fns.environments import nemo_gym_mirror
 from tests.reward_fns.environments.replay import blackjack_deck
@@ -134,6 +135,8 @@ PORTS = [
     ),
     Port("math_advanced_calculations", MathAdvancedCalculations, by_alternate_expression),
     Port("circle_click", CircleClick, by_task_index, ("clicked_x", "clicked_y", "hit")),
+    # Its rows were recorded with configs/openenv_echo.yaml (OpenEnv's MCP echo environment).
+    Port("openenv", OpenEnvEcho, None),
 ]
 
 

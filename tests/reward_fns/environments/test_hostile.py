@@ -21,6 +21,7 @@ from rewardfleet.reward_fns.environments.example_single_tool_call import SingleT
 from rewardfleet.reward_fns.environments.example_tool_call_multireward import ToolCallMultiReward
 from rewardfleet.reward_fns.environments.grl_sokoban import GrlSokoban
 from rewardfleet.reward_fns.environments.math_advanced_calculations import MathAdvancedCalculations
+from rewardfleet.reward_fns.environments.openenv_echo import OpenEnvEcho
 from rewardfleet.services.environments import Environment, Session, ToolError
 from tests.reward_fns.environments.replay import ToolFailure, call, open_session
 
@@ -283,3 +284,13 @@ def test_a_sokoban_task_too_costly_to_deal_is_refused_naming_the_field(
     with pytest.raises(ValidationError) as refused:
         GrlSokoban.Task.model_validate(task)
     assert refused.value.errors()[0]["loc"] == loc
+
+
+async def test_the_echo_tools_take_one_bounded_string() -> None:
+    env = OpenEnvEcho()
+    session = await open_session(env, {})
+    for arguments in ({"message": ["hi"]}, {"message": "x" * 200_000}, {"message": "hi", "length": 99}, {}):
+        assert isinstance(await call(env, session, "echo_with_length", arguments), ToolFailure)
+    answer = await call(env, session, "echo_with_length", {"message": "é😀"})
+    assert answer["result"]["data"] == {"message": "é😀", "length": 2}
+    assert answer["result"]["content"][0]["text"] == '{"message":"é😀","length":2}'
