@@ -90,7 +90,10 @@ class GrlSokoban(Environment):
             except rooms.RoomGenerationFailed:
                 seed = rooms.fallback_seed(seed)
         else:
-            raise ValueError(f"no Sokoban room for seed {task.seed} after {_SEED_RETRIES} tries")
+            raise ToolError(
+                f"dim_room {list(task.dim_room)} with {task.num_boxes} box(es): "
+                f"no room in {_SEED_RETRIES} seeds"
+            )
         session.state.update(
             fixed=fixed,
             room=room,

@@ -294,3 +294,8 @@ async def test_the_echo_tools_take_one_bounded_string() -> None:
     answer = await call(env, session, "echo_with_length", {"message": "é😀"})
     assert answer["result"]["data"] == {"message": "é😀", "length": 2}
     assert answer["result"]["content"][0]["text"] == '{"message":"é😀","length":2}'
+
+
+async def test_a_room_too_small_to_deal_is_the_tasks_error() -> None:
+    with pytest.raises(ToolError, match=r"dim_room \[4, 4\] with 2 box"):  # the gateway's 422 for a task
+        await open_session(GrlSokoban(), {"seed": 3, "dim_room": [4, 4], "num_boxes": 2})
