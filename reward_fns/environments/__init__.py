@@ -18,5 +18,6 @@ rollouts (docs/environments.md, 'Parity with NeMo Gym's recorded rollouts'):
     grl_sokoban                    observe, step (Up / Down / Left / Right); gym-sokoban's rewards
 
 Private helpers: `_gymnasium` (the step body and verdict of the two games), `_sokoban_rooms` (seeded rooms,
-as NeMo Gym deals them), `_calendar_grading` (the calendar's rules).
+as NeMo Gym deals them), `_calendar_grading` (the calendar's rules), `_responses` (a verify body's
+`response.output`, parsed).
 """

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from rewardfleet.reward_fns.environments._calendar_grading import grade
+from rewardfleet.reward_fns.environments._responses import response_output
 from rewardfleet.services.environments import Environment, Session, Verdict
 
 
@@ -38,13 +39,8 @@ class CalendarScheduling(Environment):
 
 def last_text(body: dict[str, Any]) -> str:
     """The first text part of the response's last output item ('' when it has none)."""
-    response = body.get("response")
-    if not isinstance(response, dict) or not isinstance(response.get("output"), list):
-        raise ValueError("verify body: `response.output` (the episode's Responses API output) is required")
-    output = response["output"]
-    if not output or not isinstance(output[-1], dict):
-        return ""
-    content = output[-1].get("content")
+    output = response_output(body)
+    content = output[-1].get("content") if output else None
     if isinstance(content, str):
         return content
     if isinstance(content, list) and content and isinstance(content[0], dict):

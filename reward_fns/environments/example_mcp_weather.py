@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
+from rewardfleet.reward_fns.environments._responses import response_output
 from rewardfleet.services.environments import Environment, Session, Verdict, tool
 
 
@@ -32,12 +33,9 @@ def sentence(city: str) -> str:
 
 
 def assistant_text(body: dict[str, Any]) -> str:
-    output = (body.get("response") or {}).get("output")
-    if not isinstance(output, list):
-        raise ValueError("verify body: `response.output` (the episode's Responses API output) is required")
     texts: list[str] = []
-    for item in output:
-        if not isinstance(item, dict) or item.get("type") != "message" or item.get("role") != "assistant":
+    for item in response_output(body):
+        if item.get("type") != "message" or item.get("role") != "assistant":
             continue
         content = item.get("content")
         if isinstance(content, str):

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
+from rewardfleet.reward_fns.environments._responses import response_output
 from rewardfleet.services.environments import Environment, Session, Verdict, tool
 
 
@@ -74,14 +75,9 @@ class ToolCallMultiReward(Environment):
         return Weather(city=city, weather_description=f"The weather in {city} is sunny.")
 
     async def verify(self, session: Session, body: dict[str, Any]) -> Verdict:
-        output = (body.get("response") or {}).get("output")
-        if not isinstance(output, list):
-            raise ValueError(
-                "verify body: `response.output` (the episode's Responses API output) is required"
-            )
-        items = [item for item in output if isinstance(item, dict)]
+        items = response_output(body)
         calls = [
-            {"name": i.get("name"), "arguments": i.get("arguments")}
+            {"name": _name(i.get("name")), "arguments": i.get("arguments")}
             for i in items
             if i.get("type") == "function_call"
         ]
@@ -104,6 +100,10 @@ class ToolCallMultiReward(Environment):
                 ],
             },
         )
+
+
+def _name(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _matches(call: dict[str, Any], expected: dict[str, Any] | None) -> bool:

@@ -299,3 +299,37 @@ async def test_the_echo_tools_take_one_bounded_string() -> None:
 async def test_a_room_too_small_to_deal_is_the_tasks_error() -> None:
     with pytest.raises(ToolError, match=r"dim_room \[4, 4\] with 2 box"):  # the gateway's 422 for a task
         await open_session(GrlSokoban(), {"seed": 3, "dim_room": [4, 4], "num_boxes": 2})
+
+
+@pytest.mark.parametrize(
+    ("body", "loc"),
+    [
+        ({}, ("response",)),
+        ({"response": {"output": "text"}}, ("response", "output")),
+        ({"response": {"output": [1, 2]}}, ("response", "output", 0)),
+        ({"response": {"output": [{}] * 20_000}}, ("response", "output")),
+    ],
+)
+async def test_a_verify_body_without_a_readable_response_is_refused_naming_the_field(
+    body: dict[str, Any], loc: tuple[Any, ...]
+) -> None:
+    expected = {
+        "0": {"event_id": 0, "duration": 60, "constraint": None, "min_time": "10:00", "max_time": "16:00"}
+    }
+    for env, task in (
+        (CalendarScheduling(), {"exp_cal_state": expected}),
+        (McpWeather(), {}),
+        (ToolCallMultiReward(), {}),
+    ):
+        session = await open_session(env, task)
+        with pytest.raises(ValidationError) as refused:
+            await env.verify(session, body)
+        assert refused.value.errors()[0]["loc"] == loc
+
+
+async def test_a_call_whose_name_is_not_text_matches_nothing() -> None:
+    env = ToolCallMultiReward()
+    session = await open_session(env, {"expected_call": {"name": "get_weather", "arguments": {}}})
+    body = {"response": {"output": [{"type": "function_call", "name": ["get_weather"], "arguments": "{}"}]}}
+    verdict = await env.verify(session, body)
+    assert verdict.reward_components == {"correctness": 0.0, "schema_valid": 1.0, "format": 1.0}
