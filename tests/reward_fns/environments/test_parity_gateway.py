@@ -75,3 +75,11 @@ async def test_hostile_moves_over_the_gateway_are_4xx_naming_the_field_and_leave
         assert huge.status_code == 422 and "synonym_values" in huge.text
         forged = {"expected_synonym_values": [1], "response": {"output": []}}
         assert (await client.post("/verify", json=forged)).json()["reward"] == 0.0
+
+    async with httpx.AsyncClient(base_url=f"{gateway.url}/nemo_gym/calendar", timeout=30) as client:
+        event = {"event_id": 0, "duration": 60, "constraint": None, "min_time": "10:00", "max_time": "16:00"}
+        assert (await client.post("/seed_session", json={"exp_cal_state": {"0": event}})).status_code == 200
+        unreadable = await client.post("/verify", json={"response": {"output": "[{...}]"}})
+        assert unreadable.status_code == 422 and '"output"' in unreadable.text
+        not_a_calendar = await client.post("/seed_session", json={"exp_cal_state": "all free"})
+        assert not_a_calendar.status_code == 422 and "exp_cal_state" in not_a_calendar.text
