@@ -4,5 +4,22 @@ Each module here that defines `Environment` subclasses is found (docs/environmen
 modules a user could have written, importing only `services/environments` (and `services/sandbox`,
 `services/common`).
 
-    example_session_state_mgmt   NeMo Gym's stateful counter: increment_counter, get_counter_value
+Ports of NeMo Gym's resources servers, each named as NeMo Gym names it and checked against its recorded
+rollouts (docs/environments.md, 'Parity with NeMo Gym's recorded rollouts'):
+
+    example_session_state_mgmt     the stateful counter: increment_counter, get_counter_value
+    example_single_tool_call       get_weather; always 1.0
+    example_multi_step             get_synonym_value, extract_synonym_values; the extracted list in order
+    example_tool_call_multireward  get_weather; reward_components correctness, schema_valid, format
+    example_mcp_weather            get_weather; the expected city asked and its sentence answered
+    math_advanced_calculations     eleven alternate-universe calculators; every expected value computed
+    circle_click                   click; the first click inside the target circle
+    openenv_echo                   OpenEnv's echo environment (NeMo Gym's `openenv` server, echo config)
+    calendar_scheduling            `calendar`: no tools; the answer's JSON calendar meets every constraint
+    blackjack                      observe, step (hit / stand); +1 / 0 / -1
+    grl_sokoban                    observe, step (Up / Down / Left / Right); gym-sokoban's rewards
+
+Private helpers: `_gymnasium` (the step body and verdict of the two games), `_sokoban_rooms` (seeded rooms,
+as NeMo Gym deals them), `_calendar_grading` (the calendar's rules), `_responses` (a verify body's
+`response.output`, parsed).
 """
