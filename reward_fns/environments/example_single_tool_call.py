@@ -1,5 +1,6 @@
-"""NeMo Gym's `example_single_tool_call`: one weather tool whose answer is always the same; every episode
-scores 1.0.
+"""NeMo Gym's `example_single_tool_call`: one weather tool, every episode scoring 1.0.
+
+The tool's answer is always the same.
 
 Same tool, body and answer as NeMo Gym's server of that name (`get_weather {city}` answers
 `{"city", "weather_description": "The weather in <city> is cold."}`), so its recorded rollouts replay here.

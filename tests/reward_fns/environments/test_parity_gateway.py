@@ -10,10 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.gateway.conftest import Gateway, start_gateway
 from tests.reward_fns.environments import nemo_gym_mirror
 from tests.reward_fns.environments.ports import PORTS, Port, rows
 from tests.reward_fns.environments.replay import OverNeMoGym, replay_gymnasium_row, replay_tool_row
+from tests.support.gateway import Gateway, start_gateway
 
 
 @pytest.fixture(scope="module")
