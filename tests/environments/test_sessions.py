@@ -163,7 +163,7 @@ async def test_tool_calls_and_wall_time_are_bounded(stores: list[SessionStore]) 
     clock = Clock()
     sessions = make_sessions(stores[0], clock)
     opened = await sessions.open("t", "probe", {})
-    for _ in range(40):
+    for _ in range(200):
         await sessions.call("t", opened.token, "add", {"n": 1})
     with pytest.raises(SessionLimitExceeded) as caught:
         await sessions.call("t", opened.token, "add", {"n": 1})

@@ -36,7 +36,7 @@ def test_a_session_is_served_by_both_processes(tmp_path: Path) -> None:
         token = post(url, "/sessions/open", {"env": "probe", "task": {"start": 0}}).json()["token"]
         pids: set[int] = set()
         calls = 0
-        while len(pids) < 2 and calls < 60:  # bounded: the kernel spreads new connections over both
+        while len(pids) < 2 and calls < 150:  # bounded: the kernel spreads new connections over both
             calls += 1
             answer = post(url, "/sessions/call", {"token": token, "tool": "add", "arguments": {"n": 1}})
             assert answer.status_code == 200, answer.text

@@ -22,7 +22,7 @@ class ProbeVerify(BaseModel):
 class Probe(Environment):
     name = "probe"
     Task = ProbeTask
-    limits = SessionLimits(state_bytes=4096, tool_calls=40, wall_time_s=600, ttl_s=3600)
+    limits = SessionLimits(state_bytes=4096, tool_calls=200, wall_time_s=600, ttl_s=3600)
 
     async def seed(self, session: Session, task: ProbeTask) -> None:
         session.state["value"] = task.start
