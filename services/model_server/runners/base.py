@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from rewardfleet.services.model_server.errors import InvalidRequest
-from rewardfleet.services.model_server.runners.common import Encoded, TextInput, encode_batch, pad_batch
+from rewardfleet.services.model_server.runners.common import (
+    ROW_MULTIPLE,
+    Encoded,
+    TextInput,
+    bucket_groups,
+    encode_batch,
+    pad_batch,
+)
 
 BatchFn = Callable[[list[Any]], Sequence[Any]]
 # forward(input_ids, attention_mask, token_type_ids or None) -> one row of floats per sequence
@@ -31,6 +39,10 @@ class Runner:
 
     kind: ClassVar[str]
     is_generation: ClassVar[bool] = False
+    # Fixed-shape forwards (deterministic mode): set on a twin by `with_fixed_shapes`, never on a shared one.
+    fixed_shapes: bool = False
+    # Whether fixed shapes make this runner's operations batch-invariant (generation's decode loop: not yet).
+    supports_fixed_shapes: ClassVar[bool] = True
 
     def __init__(self, model: Any, tokenizer: Any, *, model_path: Path, context_length: int) -> None:
         self.model = model
@@ -66,8 +78,9 @@ class Runner:
 
     def pooled(self, inputs: list[TextInput], forward: PooledForward) -> list[PooledResult | InvalidRequest]:
         """Tokenise, right-pad the valid inputs (positions 0..n-1 stay as they are for an input alone), run
-        `forward` once for the batch; an invalid input keeps its `InvalidRequest` in its place. Segment ids
-        go along when a (text, pair) input has them (zeros for the other rows and the padding)."""
+        `forward` once for the batch (once per shape bucket with `fixed_shapes`); an invalid input keeps its
+        `InvalidRequest` in its place. Segment ids go along when a (text, pair) input has them (zeros for the
+        other rows and the padding)."""
         import torch
 
         encoded = encode_batch(self.tokenizer, inputs, context_length=self.context_length)
@@ -75,21 +88,49 @@ class Runner:
             e if isinstance(e, InvalidRequest) else _PLACEHOLDER for e in encoded
         ]
         valid = [(i, e) for i, e in enumerate(encoded) if isinstance(e, Encoded)]
-        if not valid:
-            return out
-        seqs = [e.ids for _, e in valid]
-        input_ids, attention_mask = pad_batch(seqs, self.pad_id, left=False)
-        token_type_ids = None
-        if any(e.type_ids is not None for _, e in valid):
-            token_type_ids = torch.zeros_like(input_ids)
-            for row, (_, e) in enumerate(valid):
-                if e.type_ids is not None:
-                    token_type_ids[row, : len(e.type_ids)] = torch.tensor(e.type_ids, dtype=torch.long)
-        with torch.inference_mode():
-            rows = forward(input_ids, attention_mask, token_type_ids)
-        for (i, e), values in zip(valid, rows, strict=True):
-            out[i] = PooledResult(values, len(e.ids))
+        for group, width in self.forward_groups([len(e.ids) for _, e in valid]):
+            rows_in = [valid[g] for g in group]
+            input_ids, attention_mask = pad_batch(
+                [e.ids for _, e in rows_in],
+                self.pad_id,
+                left=False,
+                width=width,
+                row_multiple=self.row_multiple,
+            )
+            token_type_ids = None
+            if any(e.type_ids is not None for _, e in rows_in):
+                token_type_ids = torch.zeros_like(input_ids)
+                for row, (_, e) in enumerate(rows_in):
+                    if e.type_ids is not None:
+                        token_type_ids[row, : len(e.type_ids)] = torch.tensor(e.type_ids, dtype=torch.long)
+                if len(rows_in) < len(input_ids):  # filler rows copy the first row, segment ids too
+                    token_type_ids[len(rows_in) :] = token_type_ids[0]
+            with torch.inference_mode():
+                rows = forward(input_ids, attention_mask, token_type_ids)
+            for (i, e), values in zip(rows_in, rows, strict=False):
+                out[i] = PooledResult(values, len(e.ids))
         return out
+
+    @property
+    def row_multiple(self) -> int:
+        """Every forward's row count is a multiple of this (filler rows dropped): 4 with `fixed_shapes`."""
+        return ROW_MULTIPLE if self.fixed_shapes else 1
+
+    def forward_groups(self, lengths: list[int]) -> list[tuple[list[int], int | None]]:
+        """Which rows share a forward, and the width it pads to: all in one (the longest's width), or with
+        `fixed_shapes` one forward per shape bucket, padded to the bucket."""
+        if not lengths:
+            return []
+        if not self.fixed_shapes:
+            return [(list(range(len(lengths))), None)]
+        return [(g, w) for w, g in sorted(bucket_groups(lengths, self.context_length).items())]
+
+    def with_fixed_shapes(self) -> Runner:
+        """This runner (same model, tokenizer, everything) whose operations run fixed-shape forwards: a row's
+        output is then bitwise the same alone and in any batch (runners/deterministic.py)."""
+        twin = copy.copy(self)
+        twin.fixed_shapes = True
+        return twin
 
     def warmup(self) -> None:
         ops = self.operations()

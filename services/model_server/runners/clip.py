@@ -82,9 +82,10 @@ class ClipRunner(Runner):
         import torch
         import torch.nn.functional as F
 
-        batch = torch.from_numpy(np.stack(pixels)).to(self.model.dtype)
+        filler = -len(pixels) % self.row_multiple  # fixed shapes: the projection's rows, a multiple of 4
+        batch = torch.from_numpy(np.stack(pixels + [pixels[0]] * filler)).to(self.model.dtype)
         with torch.inference_mode():
             vision = self.model.vision_model(pixel_values=batch)
             embeds = F.normalize(self.model.visual_projection(vision.pooler_output).float(), p=2, dim=1)
-        rows: list[list[float]] = embeds.tolist()
+        rows: list[list[float]] = embeds[: len(pixels)].tolist()
         return rows
