@@ -91,15 +91,16 @@ def offline_phases(kind: Kind, batch: int, reps: int) -> dict[str, float]:
     texts = [TextInput(text=f"{i} {kind.text}") for i in range(batch)]
     items: list[Any] = [StepInput(text=t.text) for t in texts] if kind.name == "prm" else texts
     op(items)
-    tok, col, total = [], [], []
+    tok, col, total, cpu = [], [], [], []
     for _ in range(reps):
         t0 = time.perf_counter()
         enc = encode_batch(runner.tokenizer, texts, context_length=runner.context_length)
         t1 = time.perf_counter()
         pad_batch([e.ids for e in enc], runner.pad_id, left=False)
-        t2 = time.perf_counter()
+        t2, c2 = time.perf_counter(), time.process_time()
         op(items)
-        t3 = time.perf_counter()
+        t3, c3 = time.perf_counter(), time.process_time()
+        cpu.append(c3 - c2)
         tok.append(t1 - t0)
         col.append(t2 - t1)
         total.append(t3 - t2)
@@ -121,6 +122,7 @@ def offline_phases(kind: Kind, batch: int, reps: int) -> dict[str, float]:
         "tokenise": statistics.median(tok) / whole,
         "collate": statistics.median(col) / whole,
         "ms_per_sample": whole / batch * 1000,
+        "cpu_ms_per_sample": statistics.median(cpu) / batch * 1000,
         "waste_default": padded_default / real - 1,
         "waste_buckets": padded_buckets / real - 1,
     }
@@ -186,7 +188,8 @@ def main() -> None:
     for kind in build(work, args.kinds):
         off = offline_phases(kind, 32, 10)
         print(
-            f"{kind.name:7} offline bs32: {off['ms_per_sample']:.2f} ms a sample; tokenise "
+            f"{kind.name:7} offline bs32: {off['ms_per_sample']:.2f} ms a sample "
+            f"({off['cpu_ms_per_sample']:.2f} ms CPU); tokenise "
             f"{off['tokenise']:.1%}, collate {off['collate']:.1%} of the batch; padding waste of 8-48-word "
             f"inputs: to the longest {off['waste_default']:.0%}, to buckets {off['waste_buckets']:.0%}",
             flush=True,
@@ -197,7 +200,8 @@ def main() -> None:
             f"{'':7} server c{args.concurrency}: {med['samples_per_s']:.0f} samples/s; CPU a sample: front "
             f"{med['front_ms']:.2f} ms, engine {med['engine_ms']:.2f} ms, load generator "
             f"{med['client_ms']:.2f} ms; engine forwarding {med['engine_busy']:.0%} of the wall time; mean "
-            f"batch {med['mean_batch']:.1f}; queue wait {med['queue_wait_ms']:.1f} ms",
+            f"batch {med['mean_batch']:.1f}; queue wait {med['queue_wait_ms']:.1f} ms; engine CPU a sample "
+            f"÷ offline CPU a sample {med['engine_ms'] / off['cpu_ms_per_sample']:.2f}",
             flush=True,
         )
 

@@ -147,7 +147,7 @@ def test_default_mode_runs_one_forward_per_batch(checkpoints: dict[str, Path]) -
     embedding = runner.model.get_input_embeddings()
     handle = embedding.register_forward_hook(lambda _m, _a, _out: calls.append(1))
     try:
-        op(_inputs("decoder_rm", 24))
+        op([TextInput(text=f"{i} the cat sat on a mat") for i in range(10, 34)])  # equal lengths
     finally:
         handle.remove()
     assert len(calls) == 1
@@ -173,3 +173,40 @@ def test_shape_bucket_and_pad_batch() -> None:
     assert mask.tolist() == [[1, 1, 1, 0], [1, 0, 0, 0], [1, 1, 1, 0], [1, 1, 1, 0]]
     ids, mask = pad_batch([[5, 6, 7], [8]], 0, left=True)
     assert ids.tolist() == [[5, 6, 7], [0, 0, 8]] and mask.tolist() == [[1, 1, 1], [0, 0, 1]]
+
+
+def test_length_groups_split_only_where_padding_pays() -> None:
+    from rewardfleet.services.model_server.runners.common import length_groups
+
+    same = length_groups([64] * 32, overhead_tokens=512)
+    assert same == [list(range(32))]  # equal lengths: one forward
+    mixed = [10] * 16 + [200] * 16
+    groups = length_groups(mixed, overhead_tokens=512)
+    assert sorted(sorted(g) for g in groups) == [list(range(16)), list(range(16, 32))]
+    assert length_groups(mixed, overhead_tokens=10_000) == [sorted(range(32), key=lambda i: mixed[i])]
+    lengths = [random.Random(3).randint(1, 300) for _ in range(40)]
+    groups = length_groups(lengths, overhead_tokens=256)
+    assert sorted(i for g in groups for i in g) == list(range(40))
+    padded = sum(256 + len(g) * max(lengths[i] for i in g) for g in groups)
+    assert padded <= 256 + 40 * max(lengths)  # never worse than one forward padded to the longest
+
+
+def test_default_mode_splits_mixed_lengths(checkpoints: dict[str, Path]) -> None:
+    """Default mode: a batch of short and long inputs runs two forwards of similar lengths, not one padded to
+    the longest; each row's values stay those of its input alone (within float noise)."""
+    runner = load_runner(ModelServerSettings(model_path=checkpoints["decoder_rm"]))
+    (op,) = serving_operations(runner, False).values()
+    long = " ".join(WORDS * 2)
+    assert len(runner.tokenizer(long)["input_ids"]) <= runner.context_length
+    items = [TextInput(text="ten"), TextInput(text=long)] * 8
+    shapes: list[tuple[int, int]] = []
+    embedding = runner.model.get_input_embeddings()
+    handle = embedding.register_forward_hook(lambda _m, args, _out: shapes.append(tuple(args[0].shape)))
+    try:
+        together = op(items)
+    finally:
+        handle.remove()
+    assert len(shapes) == 2 and all(rows == 8 for rows, _ in shapes), shapes
+    alone = [op([x])[0] for x in items[:2]]
+    for i, r in enumerate(together):
+        assert r.values == pytest.approx(alone[i % 2].values, abs=1e-5)

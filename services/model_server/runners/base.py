@@ -15,6 +15,7 @@ from rewardfleet.services.model_server.runners.common import (
     TextInput,
     bucket_groups,
     encode_batch,
+    length_groups,
     pad_batch,
 )
 
@@ -43,6 +44,9 @@ class Runner:
     fixed_shapes: bool = False
     # Whether fixed shapes make this runner's operations batch-invariant (generation's decode loop: not yet).
     supports_fixed_shapes: ClassVar[bool] = True
+    # A forward's fixed cost in padded tokens: a batch of mixed lengths splits into forwards of similar
+    # lengths where that saves more padding than this per extra forward (docs/BENCHMARKS.md).
+    forward_overhead_tokens: int = 512
 
     def __init__(self, model: Any, tokenizer: Any, *, model_path: Path, context_length: int) -> None:
         self.model = model
@@ -117,12 +121,13 @@ class Runner:
         return ROW_MULTIPLE if self.fixed_shapes else 1
 
     def forward_groups(self, lengths: list[int]) -> list[tuple[list[int], int | None]]:
-        """Which rows share a forward, and the width it pads to: all in one (the longest's width), or with
-        `fixed_shapes` one forward per shape bucket, padded to the bucket."""
+        """Which rows share a forward, and the width it pads to: rows of similar length together, each group
+        padded to its longest (split only where the padding saved outweighs `forward_overhead_tokens`), or
+        with `fixed_shapes` one forward per shape bucket, padded to the bucket."""
         if not lengths:
             return []
         if not self.fixed_shapes:
-            return [(list(range(len(lengths))), None)]
+            return [(g, None) for g in length_groups(lengths, self.forward_overhead_tokens)]
         return [(g, w) for w, g in sorted(bucket_groups(lengths, self.context_length).items())]
 
     def with_fixed_shapes(self) -> Runner:

@@ -144,6 +144,28 @@ def bucket_groups(lengths: Sequence[int], cap: int) -> dict[int, list[int]]:
     return groups
 
 
+def length_groups(lengths: Sequence[int], overhead_tokens: int) -> list[list[int]]:
+    """Indices of `lengths` split into groups, one padded forward each, that minimise the padded tokens plus
+    `overhead_tokens` per forward (the fixed cost of a forward, in tokens): rows sorted by length, cut where
+    the padding saved pays for another forward (an exact split of the sorted rows, O(n^2))."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    n = len(order)
+    best = [0.0] + [float("inf")] * n  # best[j]: cost of the first j sorted rows
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        width = lengths[order[j - 1]]  # the longest of rows i..j-1
+        for i in range(j):
+            cost = best[i] + overhead_tokens + (j - i) * width
+            if cost < best[j]:
+                best[j], cut[j] = cost, i
+    groups: list[list[int]] = []
+    j = n
+    while j > 0:
+        groups.append(order[cut[j] : j])
+        j = cut[j]
+    return groups[::-1]
+
+
 def pad_batch(
     sequences: Sequence[list[int]],
     pad_id: int,
