@@ -272,8 +272,13 @@ def run(
         off_a, off_b, off_solo = off["default"], off["det"], off["solo"]
         result.notes.append(
             f"{kind.label}: batch function offline, batches of {max_batch}: default {off_a:.0f} | "
-            f"deterministic {off_b:.0f} | deterministic before (one sequence per forward) {off_solo:.0f} "
-            "samples/s"
+            f"deterministic {off_b:.0f} | deterministic before (one sequence per forward) {off_solo:.0f}"
+            + (
+                f" | default before (one forward padded to the longest) {off['onepad']:.0f}"
+                if "onepad" in off
+                else ""
+            )
+            + " samples/s"
         )
         print(result.notes[-1], flush=True)
         label = f"{kind.name}: deterministic / default, forward offline (bs{max_batch})"
@@ -304,6 +309,7 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--offline-only", action="store_true", help="only the batch function, no servers")
+    ap.add_argument("--offline-seconds", type=float, default=3.0, help="per batch function and round")
     args = ap.parse_args()
     print_result(
         run(
@@ -312,6 +318,7 @@ def main() -> None:
             args.rounds,
             args.concurrency,
             args.threads,
+            offline_seconds=args.offline_seconds,
             server=not args.offline_only,
         )
     )

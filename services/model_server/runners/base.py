@@ -99,7 +99,7 @@ class Runner:
                 self.pad_id,
                 left=False,
                 width=width,
-                row_multiple=self.row_multiple,
+                row_multiple=self.input_row_multiple,
             )
             token_type_ids = None
             if any(e.type_ids is not None for _, e in rows_in):
@@ -117,8 +117,22 @@ class Runner:
 
     @property
     def row_multiple(self) -> int:
-        """Every forward's row count is a multiple of this (filler rows dropped): 4 with `fixed_shapes`."""
+        """GEMMs over one row per sequence (heads after pooling) get a multiple of this many rows: 4 with
+        `fixed_shapes` (fewer rows, or a one-output head, take other kernels); the body's GEMMs run over
+        rows x bucket width tokens, a multiple of 16 already."""
         return ROW_MULTIPLE if self.fixed_shapes else 1
+
+    @property
+    def input_row_multiple(self) -> int:
+        """Rows of the padded input batch: a multiple of this (filler rows copy the first and are dropped).
+        1, unless the model's own forward runs a per-sequence head (a cross-encoder's pooler)."""
+        return 1
+
+    def head_rows(self, pooled: Any) -> Any:
+        """`pooled` ([sequences, hidden]) with zero rows appended up to a multiple of `row_multiple`; slice
+        the head's output back to the first `len(pooled)` rows."""
+        filler = -pooled.shape[0] % self.row_multiple
+        return pooled if not filler else torch_cat_zeros(pooled, filler)
 
     def forward_groups(self, lengths: list[int]) -> list[tuple[list[int], int | None]]:
         """Which rows share a forward, and the width it pads to: rows of similar length together, each group
@@ -147,3 +161,10 @@ class Runner:
 
 
 WARMUP_TEXT = TextInput(text="The capital city of France is")
+
+
+def torch_cat_zeros(x: Any, rows: int) -> Any:
+    """`x` with `rows` zero rows appended along the first dimension."""
+    import torch
+
+    return torch.cat([x, x.new_zeros((rows, *x.shape[1:]))])

@@ -74,7 +74,8 @@ class ClipRunner(Runner):
         hidden = self.model.text_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         last = attention_mask.sum(dim=1) - 1  # right padding: the last real token
         pooled = F.normalize(hidden[torch.arange(hidden.shape[0]), last].float(), p=2, dim=1)
-        rows: list[list[float]] = self.model.text_projection(pooled.to(hidden.dtype)).float().tolist()
+        projected = self.model.text_projection(self.head_rows(pooled.to(hidden.dtype)))[: len(pooled)]
+        rows: list[list[float]] = projected.float().tolist()
         return rows
 
     def _image_rows(self, pixels: list[Any]) -> list[list[float]]:

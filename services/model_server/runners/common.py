@@ -122,9 +122,9 @@ def encode_batch(
 
 
 # Fixed shapes (deterministic mode): on this CPU's torch a row's output is bitwise the same in any batch of
-# the same padded width, except in GEMMs whose row count is not a multiple of 4 (fewer rows, a tail block, a
-# one-output head take other kernels); so every forward pads its width to a bucket and its batch to a
-# multiple of ROW_MULTIPLE rows (docs/reproducibility.md).
+# the same padded width, except in GEMMs over one row per sequence (heads after pooling) whose row count is
+# below 4 or, for a one-output head, not a multiple of 4; so every forward pads its width to a bucket and
+# those heads' rows to a multiple of ROW_MULTIPLE (docs/reproducibility.md).
 ROW_MULTIPLE = 4
 _MIN_BUCKET = 16
 

@@ -1,13 +1,14 @@
 """Deterministic inference on CPU: a row's output cannot see its batch, and rows still share forwards.
 
 What moves a row's output with its batch, measured on this CPU's torch (docs/reproducibility.md): the padded
-width (attention reduces over another number of columns, with other kernel blockings), and GEMMs whose
-row count is not a multiple of 4 (fewer rows, a tail block or a one-output head take other kernels, with
-another summation order). Beyond that, the number of rows and a row's place among them change nothing. So
-pooling runners (reward models, cross-encoders, encoders, PRMs, CLIP) run fixed-shape forwards
-(`Runner.with_fixed_shapes`): rows grouped by length bucket, each group padded to its bucket's width and to a
-multiple of 4 rows, so a row alone runs the very computation it runs in any batch, and concurrent requests
-still share one forward per bucket.
+width (attention reduces over another number of columns, with other kernel blockings), and GEMMs over one
+row per sequence (the heads after pooling) with fewer than 4 rows or, for a one-output head, a row count
+that is not a multiple of 4 (other kernels, another summation order). Beyond that, the number of rows and a
+row's place among them change nothing. So pooling runners (reward models, cross-encoders, encoders, PRMs,
+CLIP) run fixed-shape forwards (`Runner.with_fixed_shapes`): rows grouped by length bucket, each group padded
+to its bucket's width, the heads' rows to a multiple of 4 (a cross-encoder's whole batch, its head being
+inside the model's forward), so a row alone runs the very computation it runs in any batch, and concurrent
+requests still share one forward per bucket.
 
 Generation is not there yet: each request decodes in its own one-row `DecodeBatch` (a decode step is a
 1-row GEMM alone and an n-row one in a batch, over a cache as wide as the batch's longest row), and its other

@@ -176,7 +176,6 @@ class ProcessRewardRunner(Runner):
                 self.pad_id,
                 left=False,
                 width=width,
-                row_multiple=self.row_multiple,
             )
             with torch.inference_mode():
                 logits = self._token_logits(input_ids, attention_mask).float()
