@@ -46,7 +46,7 @@ class Runner:
     supports_fixed_shapes: ClassVar[bool] = True
     # A forward's fixed cost in padded tokens: a batch of mixed lengths splits into forwards of similar
     # lengths where that saves more padding than this per extra forward (docs/BENCHMARKS.md).
-    forward_overhead_tokens: int = 512
+    forward_overhead_tokens: int = 128
 
     def __init__(self, model: Any, tokenizer: Any, *, model_path: Path, context_length: int) -> None:
         self.model = model
