@@ -211,3 +211,16 @@ def test_default_mode_splits_mixed_lengths(checkpoints: dict[str, Path]) -> None
     alone = [op([x])[0] for x in items[:2]]
     for i, r in enumerate(together):
         assert r.values == pytest.approx(alone[i % 2].values, abs=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["decoder_rm", "prm"])
+def test_warmup_measures_a_forwards_fixed_cost(checkpoints: dict[str, Path], kind: str) -> None:
+    step_tag = None
+    if kind == "prm":
+        from tests.tiny_prm import step_tag_id
+
+        step_tag = step_tag_id(checkpoints[kind])
+    runner = load_runner(ModelServerSettings(model_path=checkpoints[kind], step_tag_id=step_tag))
+    runner.forward_overhead_tokens = -1  # a value the measure never gives: shows it ran
+    runner.warmup()
+    assert 16 <= runner.forward_overhead_tokens <= 4096

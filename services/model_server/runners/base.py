@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -18,6 +19,8 @@ from rewardfleet.services.model_server.runners.common import (
     length_groups,
     pad_batch,
 )
+
+logger = logging.getLogger(__name__)
 
 BatchFn = Callable[[list[Any]], Sequence[Any]]
 # forward(input_ids, attention_mask, token_type_ids or None) -> one row of floats per sequence
@@ -45,7 +48,8 @@ class Runner:
     # Whether fixed shapes make this runner's operations batch-invariant (generation's decode loop: not yet).
     supports_fixed_shapes: ClassVar[bool] = True
     # A forward's fixed cost in padded tokens: a batch of mixed lengths splits into forwards of similar
-    # lengths where that saves more padding than this per extra forward (docs/BENCHMARKS.md).
+    # lengths where that saves more padding than this per extra forward. Measured at warm-up
+    # (`calibrate_forward_overhead`); 128 until then.
     forward_overhead_tokens: int = 128
 
     def __init__(self, model: Any, tokenizer: Any, *, model_path: Path, context_length: int) -> None:
@@ -158,6 +162,40 @@ class Runner:
             errors = [r for r in results if isinstance(r, BaseException)]
             if errors:
                 raise RuntimeError(f"warm-up of {name!r} failed: {errors[0]}")
+        if not self.is_generation:
+            self.calibrate_forward_overhead()
+
+    def calibrate_forward_overhead(self) -> None:
+        """Set `forward_overhead_tokens` from this model on this host: the time of one 16-token row vs four
+        128-token rows (best of 3 each) gives a forward's fixed cost and a token's; the default stays when
+        the measure is unusable (a token costing nothing measurable)."""
+        import time
+
+        name, batch = next(iter(self.warmup_inputs().items()))
+        op = self.operations()[name]
+        first = batch[0]
+        if not hasattr(first, "input_ids"):
+            return
+        ids = self.tokenizer(str(WARMUP_TEXT.text), add_special_tokens=False)["input_ids"][:1] or [
+            self.pad_id
+        ]
+        short, long = min(16, self.context_length), min(128, self.context_length)
+
+        def best(n: int, rows: int) -> float:
+            items = [replace(first, text=None, input_ids=ids * n)] * rows
+            op(items)
+            times = []
+            for _ in range(3):
+                started = time.perf_counter()
+                op(items)
+                times.append(time.perf_counter() - started)
+            return min(times)
+
+        t_short, t_long = best(short, 1), best(long, 4)
+        per_token = (t_long - t_short) / (4 * long - short)
+        if per_token > 0:
+            self.forward_overhead_tokens = int(min(4096, max(16, t_short / per_token - short)))
+        logger.info("a forward's fixed cost: %d padded tokens", self.forward_overhead_tokens)
 
 
 WARMUP_TEXT = TextInput(text="The capital city of France is")
