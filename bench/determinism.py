@@ -214,6 +214,7 @@ def offline(kind: Kind, rounds: int, batch: int, threads: int, seconds: float) -
     torch.set_num_threads(threads)
     step_tag = int(kind.args[1]) if kind.args else None
     runner = load_runner(ModelServerSettings(model_path=kind.path, step_tag_id=step_tag))
+    runner.warmup()  # as the server does: it also measures a forward's fixed cost
     default_fn = next(iter(serving_operations(runner, False).values()))
     fns = {
         "default": default_fn,
