@@ -98,10 +98,9 @@ def serving_operations(runner: Any, deterministic: bool) -> dict[str, BatchFn]:
     """The batch functions a batcher calls: the runner's own, or when `deterministic` its fixed-shape twin's
     (one sequence per forward for generation). A runner in an engine process (`EngineRunner`) is wrapped
     there, not here."""
-    if not isinstance(runner, Runner):
-        return runner.operations()  # type: ignore[no-any-return]
-    if not deterministic:
-        return runner.operations()
+    if not isinstance(runner, Runner) or not deterministic:
+        ops: dict[str, BatchFn] = runner.operations()
+        return ops
     if runner.supports_fixed_shapes:
         return runner.with_fixed_shapes().operations()
     return {name: one_at_a_time(fn) for name, fn in runner.operations().items()}
