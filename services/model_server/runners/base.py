@@ -86,7 +86,7 @@ class Runner:
 
     def pooled(self, inputs: list[TextInput], forward: PooledForward) -> list[PooledResult | InvalidRequest]:
         """Tokenise, right-pad the valid inputs (positions 0..n-1 stay as they are for an input alone), run
-        `forward` once for the batch (once per shape bucket with `fixed_shapes`); an invalid input keeps its
+        `forward` once per group of similar lengths (`forward_groups`); an invalid input keeps its
         `InvalidRequest` in its place. Segment ids go along when a (text, pair) input has them (zeros for the
         other rows and the padding)."""
         import torch
