@@ -1,8 +1,9 @@
 """What deterministic inference costs on the CPU model server (a script, not a test).
 
 For each model kind, two servers of the same checkpoint run side by side: the default one (dynamic
-batching, one padded forward per batch) and one started with `--enable-deterministic-inference` (each
-sequence its own forward; services/model_server/runners/deterministic.py). Each round loads both, one after
+batching, one padded forward per batch) and one started with `--enable-deterministic-inference`
+(fixed-shape forwards shared by the rows of a length bucket; generation: each sequence its own forward;
+services/model_server/runners/deterministic.py). Each round loads both, one after
 the other (the order alternates), with the same bounded number of single-input posts from C concurrent
 aiohttp clients; the figure is deterministic ÷ default samples/s, the median over rounds.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import os
 import random
 import statistics
@@ -198,24 +200,35 @@ def _offline_inputs(kind: Kind, texts: list[str]) -> list[Any]:
     return [TextInput(text=t) for t in texts]
 
 
-def offline(kind: Kind, rounds: int, batch: int, threads: int, seconds: float) -> tuple[float, float]:
-    """(default, deterministic) samples/s of the batch function itself in this process, batches of
-    `batch`, alternating, medians: the forward's own cost without HTTP or the load generator."""
+def offline(kind: Kind, rounds: int, batch: int, threads: int, seconds: float) -> dict[str, float]:
+    """Samples/s of the batch function itself in this process, batches of `batch`, alternating, medians:
+    default, deterministic (fixed-shape forwards; one sequence per forward for generation) and the
+    deterministic mode before fixed shapes (one sequence per forward for every kind), without HTTP or the
+    load generator."""
     import torch
 
     from rewardfleet.services.model_server.config import ModelServerSettings
-    from rewardfleet.services.model_server.runners.deterministic import serving_operations
+    from rewardfleet.services.model_server.runners.deterministic import one_at_a_time, serving_operations
     from rewardfleet.services.model_server.runners.loader import load_runner
 
     torch.set_num_threads(threads)
     step_tag = int(kind.args[1]) if kind.args else None
     runner = load_runner(ModelServerSettings(model_path=kind.path, step_tag_id=step_tag))
+    runner.warmup()  # as the server does: it also measures a forward's fixed cost
     default_fn = next(iter(serving_operations(runner, False).values()))
-    det_fn = next(iter(serving_operations(runner, True).values()))
+    fns = {
+        "default": default_fn,
+        "det": next(iter(serving_operations(runner, True).values())),
+        "solo": one_at_a_time(default_fn),
+    }
+    if not runner.is_generation:  # the default before: one forward padded to the longest
+        one_forward = copy.copy(runner)
+        one_forward.forward_overhead_tokens = 1 << 40
+        fns["onepad"] = next(iter(serving_operations(one_forward, False).values()))
     items = _offline_inputs(kind, _texts(batch, seed=1))
-    rates: dict[str, list[float]] = {"default": [], "det": []}
+    rates: dict[str, list[float]] = {name: [] for name in fns}
     for r in range(rounds):
-        order = (("default", default_fn), ("det", det_fn))
+        order = list(fns.items())
         for name, fn in order if r % 2 == 0 else reversed(order):
             fn(items)  # warm
             done, start = 0, time.perf_counter()
@@ -223,7 +236,7 @@ def offline(kind: Kind, rounds: int, batch: int, threads: int, seconds: float) -
                 fn(items)
                 done += len(items)
             rates[name].append(done / (time.perf_counter() - start))
-    return statistics.median(rates["default"]), statistics.median(rates["det"])
+    return {name: statistics.median(v) for name, v in rates.items()}
 
 
 def run(
@@ -255,17 +268,37 @@ def run(
             print(result.notes[-1], flush=True)  # a kind's figures as soon as they are measured
             label = f"{kind.name}: deterministic / default, server (c{concurrency})"
             detail = f"{b:.0f} vs {a:.0f} samples/s ({kind.label})"
-            result.rows.append(Row(result.name, label, b / a, detail=detail))
-        off_a, off_b = offline(kind, rounds, max_batch, threads, offline_seconds)
+            result.rows.append(Row(result.name, label, b / a, ">= 0.8", b / a >= 0.8, detail))
+        off = offline(kind, rounds, max_batch, threads, offline_seconds)
+        off_a, off_b, off_solo = off["default"], off["det"], off["solo"]
         result.notes.append(
             f"{kind.label}: batch function offline, batches of {max_batch}: default {off_a:.0f} | "
-            f"deterministic {off_b:.0f} samples/s"
+            f"deterministic {off_b:.0f} | deterministic before (one sequence per forward) {off_solo:.0f}"
+            + (
+                f" | default before (one forward padded to the longest) {off['onepad']:.0f}"
+                if "onepad" in off
+                else ""
+            )
+            + " samples/s"
         )
         print(result.notes[-1], flush=True)
         label = f"{kind.name}: deterministic / default, forward offline (bs{max_batch})"
         result.rows.append(
-            Row(result.name, label, off_b / off_a, detail=f"{off_b:.0f} vs {off_a:.0f} samples/s")
+            Row(
+                result.name,
+                label,
+                off_b / off_a,
+                ">= 0.8",
+                off_b / off_a >= 0.8,
+                f"{off_b:.0f} vs {off_a:.0f}",
+            )
         )
+        label = f"{kind.name}: deterministic now / before (one per forward), offline (bs{max_batch})"
+        result.rows.append(Row(result.name, label, off_b / off_solo, detail=f"{off_b:.0f} vs {off_solo:.0f}"))
+        if "onepad" in off:
+            label = f"{kind.name}: default now / before (one forward padded to the longest), offline"
+            detail = f"{off_a:.0f} vs {off['onepad']:.0f}"
+            result.rows.append(Row(result.name, label, off_a / off["onepad"], detail=detail))
     return result
 
 
@@ -277,6 +310,7 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--offline-only", action="store_true", help="only the batch function, no servers")
+    ap.add_argument("--offline-seconds", type=float, default=3.0, help="per batch function and round")
     args = ap.parse_args()
     print_result(
         run(
@@ -285,6 +319,7 @@ def main() -> None:
             args.rounds,
             args.concurrency,
             args.threads,
+            offline_seconds=args.offline_seconds,
             server=not args.offline_only,
         )
     )

@@ -1,6 +1,6 @@
 """What `deterministic: true` on a pool adds to its servers' command lines.
 
-CPU pools: `serve-model --enable-deterministic-inference` (each sequence its own forward;
+CPU pools: `serve-model --enable-deterministic-inference` (fixed-shape forwards; generation decodes alone;
 services/model_server/runners/deterministic.py). SGLang pools: SGLang 0.5.23's own flag, which switches on its
 batch-invariant kernels (`srt/batch_invariant_ops/`), forces the pytorch sampling backend (seeded per
 request) and needs one of its deterministic attention backends (`arg_groups/choices.py`

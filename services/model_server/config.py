@@ -62,9 +62,10 @@ class ModelServerSettings(BaseSettings):
     max_new_tokens_limit: int = Field(default=2048, ge=1)
 
     torch_num_threads: int | None = Field(default=None, ge=1)
-    # SGLang's --enable-deterministic-inference: every sequence runs its own forward (no padding, no
-    # batch-shaped kernels), so a score or a generation is bitwise the same alone or in any batch; unseeded
-    # sampling uses seed 42, as SGLang's deterministic mode. Slower (docs/reproducibility.md).
+    # SGLang's --enable-deterministic-inference: a score or a generation is bitwise the same alone or in any
+    # batch. Pooling models run fixed-shape forwards (rows of a length bucket share one, padded to the bucket
+    # and to a multiple of 4 rows); generation decodes each sequence alone. Unseeded sampling uses seed 42,
+    # as SGLang's deterministic mode (runners/deterministic.py, docs/reproducibility.md).
     deterministic: bool = False
     # Reward models and encoders run in their own engine process (engine.py); False keeps them in the
     # HTTP process. Generation always runs in the HTTP process.

@@ -74,7 +74,8 @@ class ClipRunner(Runner):
         hidden = self.model.text_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         last = attention_mask.sum(dim=1) - 1  # right padding: the last real token
         pooled = F.normalize(hidden[torch.arange(hidden.shape[0]), last].float(), p=2, dim=1)
-        rows: list[list[float]] = self.model.text_projection(pooled.to(hidden.dtype)).float().tolist()
+        projected = self.model.text_projection(self.head_rows(pooled.to(hidden.dtype)))[: len(pooled)]
+        rows: list[list[float]] = projected.float().tolist()
         return rows
 
     def _image_rows(self, pixels: list[Any]) -> list[list[float]]:
@@ -82,9 +83,10 @@ class ClipRunner(Runner):
         import torch
         import torch.nn.functional as F
 
-        batch = torch.from_numpy(np.stack(pixels)).to(self.model.dtype)
+        filler = -len(pixels) % self.row_multiple  # fixed shapes: the projection's rows, a multiple of 4
+        batch = torch.from_numpy(np.stack(pixels + [pixels[0]] * filler)).to(self.model.dtype)
         with torch.inference_mode():
             vision = self.model.vision_model(pixel_values=batch)
             embeds = F.normalize(self.model.visual_projection(vision.pooler_output).float(), p=2, dim=1)
-        rows: list[list[float]] = embeds.tolist()
+        rows: list[list[float]] = embeds[: len(pixels)].tolist()
         return rows

@@ -121,22 +121,80 @@ def encode_batch(
     return out
 
 
+# Fixed shapes (deterministic mode): on this CPU's torch a row's output is bitwise the same in any batch of
+# the same padded width, except in GEMMs over one row per sequence (heads after pooling) whose row count is
+# below 4 or, for a one-output head, not a multiple of 4; so every forward pads its width to a bucket and
+# those heads' rows to a multiple of ROW_MULTIPLE (docs/reproducibility.md).
+ROW_MULTIPLE = 4
+_MIN_BUCKET = 16
+
+
+def shape_bucket(length: int, cap: int) -> int:
+    """The padded width for a sequence of `length` tokens: a multiple of 16, then of a quarter of the
+    power of two below it (waste under ~25 %), never above `cap` (the context length)."""
+    step = max(_MIN_BUCKET, (1 << max(0, length.bit_length() - 1)) // 4)
+    return min(cap, -(-length // step) * step) if length > 0 else min(cap, _MIN_BUCKET)
+
+
+def bucket_groups(lengths: Sequence[int], cap: int) -> dict[int, list[int]]:
+    """Indices of `lengths` grouped by `shape_bucket`: the rows that may share one fixed-shape forward."""
+    groups: dict[int, list[int]] = {}
+    for i, n in enumerate(lengths):
+        groups.setdefault(shape_bucket(n, cap), []).append(i)
+    return groups
+
+
+def length_groups(lengths: Sequence[int], overhead_tokens: int) -> list[list[int]]:
+    """Indices of `lengths` split into groups, one padded forward each, that minimise the padded tokens plus
+    `overhead_tokens` per forward (the fixed cost of a forward, in tokens): rows sorted by length, cut where
+    the padding saved pays for another forward (an exact split of the sorted rows, O(n^2))."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    n = len(order)
+    best = [0.0] + [float("inf")] * n  # best[j]: cost of the first j sorted rows
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        width = lengths[order[j - 1]]  # the longest of rows i..j-1
+        for i in range(j):
+            cost = best[i] + overhead_tokens + (j - i) * width
+            if cost < best[j]:
+                best[j], cut[j] = cost, i
+    groups: list[list[int]] = []
+    j = n
+    while j > 0:
+        groups.append(order[cut[j] : j])
+        j = cut[j]
+    return groups[::-1]
+
+
 def pad_batch(
-    sequences: Sequence[list[int]], pad_id: int, *, left: bool
+    sequences: Sequence[list[int]],
+    pad_id: int,
+    *,
+    left: bool,
+    width: int | None = None,
+    row_multiple: int = 1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(input_ids, attention_mask) as int64 tensors, padded on the left (generation) or right (pooling)."""
+    """(input_ids, attention_mask) as int64 tensors, padded on the left (generation) or right (pooling) to
+    `width` (default: the longest sequence); copies of the first row fill the batch up to a multiple of
+    `row_multiple` rows (their outputs are to be dropped)."""
+    import numpy as np
     import torch
 
-    width = max(len(s) for s in sequences)
-    rows: list[list[int]] = []
-    masks: list[list[int]] = []
-    for seq in sequences:
-        fill = width - len(seq)
-        rows.append([pad_id] * fill + seq if left else seq + [pad_id] * fill)
-        masks.append([0] * fill + [1] * len(seq) if left else [1] * len(seq) + [0] * fill)
-    ids = torch.tensor(rows, dtype=torch.long)
-    mask = torch.tensor(masks, dtype=torch.long)
-    return ids, mask
+    lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
+    width = int(lengths.max()) if width is None else width
+    rows = -(-len(sequences) // row_multiple) * row_multiple
+    ids = np.full((rows, width), pad_id, dtype=np.int64)
+    cols = np.arange(width)
+    real = cols[None, :] >= (width - lengths)[:, None] if left else cols[None, :] < lengths[:, None]
+    ids[: len(sequences)][real] = np.fromiter(
+        (t for s in sequences for t in s), dtype=np.int64, count=int(lengths.sum())
+    )
+    mask = np.zeros((rows, width), dtype=np.int64)
+    mask[: len(sequences)] = real
+    if rows > len(sequences):
+        ids[len(sequences) :] = ids[0]
+        mask[len(sequences) :] = mask[0]
+    return torch.from_numpy(ids), torch.from_numpy(mask)
 
 
 def split_valid(

@@ -1,15 +1,20 @@
-"""Deterministic inference on CPU: each sequence runs its own forward, so its output cannot see its batch.
+"""Deterministic inference on CPU: a row's output cannot see its batch, and rows still share forwards.
 
-Why batch of one and not batch-invariant kernels: a padded batch changes what a row's reductions run over
-(attention over padded columns, GEMM shapes that pick other oneDNN/MKL blockings), and on this CPU about
-half the scores of a tiny reward model moved in the last bits when the same inputs were batched
-differently (docs/reproducibility.md). A sequence forwarded alone has exactly one shape, whatever arrived
-with it, so "alone" and "in any batch" run the very same computation. The batchers still group requests
-(one queue hop, one pipe message to the engine per batch); only the forward is per sequence.
+What moves a row's output with its batch, measured on this CPU's torch (docs/reproducibility.md): the padded
+width (attention reduces over another number of columns, with other kernel blockings), and GEMMs over one
+row per sequence (the heads after pooling) with fewer than 4 rows or, for a one-output head, a row count
+that is not a multiple of 4 (other kernels, another summation order). Beyond that, the number of rows and a
+row's place among them change nothing. So pooling runners (reward models, cross-encoders, encoders, PRMs,
+CLIP) run fixed-shape forwards (`Runner.with_fixed_shapes`): rows grouped by length bucket, each group padded
+to its bucket's width, the heads' rows to a multiple of 4 (a cross-encoder's whole batch, its head being
+inside the model's forward), so a row alone runs the very computation it runs in any batch, and concurrent
+requests still share one forward per bucket.
 
-Generation keeps continuous batching's scheduling (requests join and leave between steps) but each request
-decodes in its own one-row `DecodeBatch`. An unseeded sampled request gets seed 42, as SGLang's deterministic
-mode does (`sampling_batch_info.py`), so its tokens do not depend on the process's global RNG either.
+Generation is not there yet: each request decodes in its own one-row `DecodeBatch` (a decode step is a
+1-row GEMM alone and an n-row one in a batch, over a cache as wide as the batch's longest row), and its other
+operations run one sequence per forward. Continuous batching's scheduling stays (requests join and leave
+between steps). An unseeded sampled request gets seed 42, as SGLang's deterministic mode does
+(`sampling_batch_info.py`), so its tokens do not depend on the process's global RNG either.
 """
 
 from __future__ import annotations
@@ -90,12 +95,15 @@ class SoloDecodeBatches:
 
 
 def serving_operations(runner: Any, deterministic: bool) -> dict[str, BatchFn]:
-    """The batch functions a batcher calls: the runner's own, or one sequence per forward when
-    `deterministic`. A runner in an engine process (`EngineRunner`) is wrapped there, not here."""
-    ops: dict[str, BatchFn] = runner.operations()
-    if not deterministic or not isinstance(runner, Runner):
+    """The batch functions a batcher calls: the runner's own, or when `deterministic` its fixed-shape twin's
+    (one sequence per forward for generation). A runner in an engine process (`EngineRunner`) is wrapped
+    there, not here."""
+    if not isinstance(runner, Runner) or not deterministic:
+        ops: dict[str, BatchFn] = runner.operations()
         return ops
-    return {name: one_at_a_time(fn) for name, fn in ops.items()}
+    if runner.supports_fixed_shapes:
+        return runner.with_fixed_shapes().operations()
+    return {name: one_at_a_time(fn) for name, fn in runner.operations().items()}
 
 
 def serving_continuous(runner: Any, deterministic: bool) -> dict[str, Callable[[], Any]]:

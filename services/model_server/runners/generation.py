@@ -31,6 +31,7 @@ from rewardfleet.services.model_server.runners.prompt_logprobs import prompt_log
 class GenerationRunner(Runner):
     kind = "generation"
     is_generation = True
+    supports_fixed_shapes = False  # a decode step's GEMMs and cache width follow its batch
 
     def __init__(self, model: Any, tokenizer: Any, **kw: Any) -> None:
         super().__init__(model, tokenizer, **kw)

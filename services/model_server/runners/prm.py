@@ -169,18 +169,23 @@ class ProcessRewardRunner(Runner):
             e if isinstance(e, InvalidRequest) else StepRows([], 0) for e in encoded
         ]
         valid = [(i, e) for i, e in enumerate(encoded) if isinstance(e, Encoded)]
-        if not valid:
-            return out
-        input_ids, attention_mask = pad_batch([e.ids for _, e in valid], self.pad_id, left=False)
-        with torch.inference_mode():
-            logits = self._token_logits(input_ids, attention_mask).float()
-            if self.returned_token_ids is not None and self.family.head != "lm_logits":
-                logits = logits[..., self.returned_token_ids]
-            keep = attention_mask.bool()
-            if self.step_tag_id is not None:
-                keep &= input_ids == self.step_tag_id
-            for row, (i, e) in enumerate(valid):
-                out[i] = StepRows(logits[row][keep[row]].tolist(), len(e.ids))
+        for group, width in self.forward_groups([len(e.ids) for _, e in valid]):
+            rows_in = [valid[g] for g in group]
+            input_ids, attention_mask = pad_batch(
+                [e.ids for _, e in rows_in],
+                self.pad_id,
+                left=False,
+                width=width,
+            )
+            with torch.inference_mode():
+                logits = self._token_logits(input_ids, attention_mask).float()
+                if self.returned_token_ids is not None and self.family.head != "lm_logits":
+                    logits = logits[..., self.returned_token_ids]
+                keep = attention_mask.bool()
+                if self.step_tag_id is not None:
+                    keep &= input_ids == self.step_tag_id
+                for row, (i, e) in enumerate(rows_in):
+                    out[i] = StepRows(logits[row][keep[row]].tolist(), len(e.ids))
         return out
 
     def _token_logits(self, input_ids: Any, attention_mask: Any) -> Any:

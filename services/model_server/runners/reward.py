@@ -48,6 +48,11 @@ class RewardRunner(Runner):
             id2label = {i: f"LABEL_{i}" for i in range(num_labels)}
         self.id2label = id2label
 
+    @property
+    def input_row_multiple(self) -> int:
+        # A cross-encoder's pooler and classifier run inside the model's forward: pad the batch itself.
+        return self.row_multiple if self.family.head == "cross_encoder" else 1
+
     def operations(self) -> dict[str, BatchFn]:
         return {"score": self.score}
 
@@ -66,7 +71,7 @@ class RewardRunner(Runner):
         # Right padding: a row's last real token sits at (its number of real tokens - 1).
         last = attention_mask.sum(dim=1) - 1
         pooled = hidden[torch.arange(hidden.shape[0]), last]
-        rows: list[list[float]] = self.head(pooled).float().tolist()
+        rows: list[list[float]] = self.head(self.head_rows(pooled))[: len(pooled)].float().tolist()
         return rows
 
     def _cross_encoder_rows(
