@@ -19,6 +19,7 @@ Besides them:
     overlong.py  the DAPO overlong penalty, a wrapper for a function (no `compute_score` of its own)
     judging/     the judge family: templates, verdicts, settings, guards, answer matching, steps; public API
     groups/      group functions (`groups.builtin_package`)
+    environments/  built-in environments (sessions with tools; docs/environments.md)
     _sandbox/, _prime_math_grade.py, _prime_math_equal.py, _similarity_baseline.py, _instructions/, _sql/,
     _task_text.py, _rubric_spec.py, _rubric_prompt.py
                  private helpers of `code` (and `sql`), `prime_math`, `similarity`, `instruction_following`,
