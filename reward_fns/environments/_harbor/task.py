@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-TASK_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}\Z")
+TASK_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 MAX_INSTRUCTION_BYTES = 64 << 10
 MAX_TESTS_BYTES = 64 << 20
 _COPY_FORBIDDEN = re.compile(r"^\s*(COPY|ADD)\b[^\n]*\b(tests|solution)\b", re.IGNORECASE | re.MULTILINE)
@@ -67,7 +67,7 @@ class HarborTask:
 def load_task(folder: Path) -> HarborTask:
     """The task in `folder`, checked; `HarborTaskInvalid` naming what is wrong."""
     name = folder.name
-    if not TASK_NAME.match(name):
+    if not TASK_NAME.fullmatch(name):
         raise HarborTaskInvalid(f"{folder}: a task folder's name is [a-z0-9._-], at most 64 characters")
     for required in ("instruction.md", "task.toml", "environment/Dockerfile", "tests/test.sh"):
         if not (folder / required).is_file():

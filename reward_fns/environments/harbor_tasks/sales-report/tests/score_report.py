@@ -22,7 +22,7 @@ try:
     with open("/app/report.json") as f:
         report = json.load(f)
 except (OSError, ValueError) as exc:
-    print(f"report.json unreadable: {exc}")
+    print(f"report.json unreadable: {exc}", file=sys.stderr)
     report = None
 ok = isinstance(report, dict) and set(report) == set(expected)
 scores = {}
