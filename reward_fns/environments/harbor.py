@@ -32,7 +32,13 @@ from rewardfleet.reward_fns.environments._harbor.image import ImageBuilder, Task
 from rewardfleet.reward_fns.environments._harbor.rewards import VerifierFailed, read_rewards
 from rewardfleet.reward_fns.environments._harbor.task import TASK_NAME, HarborTask, find_tasks
 from rewardfleet.services.environments import Environment, Session, SessionLimits, ToolError, Verdict, tool
-from rewardfleet.services.sandbox import FileTooLarge, Resources, SandboxSpec, SandboxSpecInvalid, VerifierMounts
+from rewardfleet.services.sandbox import (
+    FileTooLarge,
+    Resources,
+    SandboxSpec,
+    SandboxSpecInvalid,
+    VerifierMounts,
+)
 
 SHIPPED_TASKS = Path(__file__).with_name("harbor_tasks")
 MAX_COMMAND_CHARS = 64 << 10
@@ -64,6 +70,9 @@ class Harbor(Environment):
     Task = HarborSeed
     limits = SessionLimits(tool_calls=500, wall_time_s=4 * 3600.0, ttl_s=3600.0)
     tasks_dir: ClassVar[Path] = SHIPPED_TASKS
+    # False: the verifier sees the system folders as the agent left them (Harbor's own behaviour), for tasks
+    # whose work is installing or configuring the system; an agent can then fake a pass.
+    pristine_system_dirs: ClassVar[bool] = True
 
     def __init__(self, cache_dir: Path | None = None) -> None:
         self._tasks = find_tasks(self.tasks_dir)
@@ -72,7 +81,8 @@ class Harbor(Environment):
     @classmethod
     def for_tasks(cls, folder: Path, name: str = "harbor") -> type[Harbor]:
         """An environment class serving the Harbor task folders under `folder`, named `name`."""
-        return type(f"Harbor_{name}", (cls,), {"name": name, "tasks_dir": Path(folder), "__module__": __name__})
+        attrs = {"name": name, "tasks_dir": Path(folder), "__module__": __name__}
+        return type(f"Harbor_{name}", (cls,), attrs)
 
     def tasks(self) -> dict[str, HarborTask]:
         return dict(self._tasks)
@@ -80,7 +90,8 @@ class Harbor(Environment):
     def task(self, name: str) -> HarborTask:
         found = self._tasks.get(name)
         if found is None:
-            raise UnknownHarborTask(f"task: {name!r} is not a task of {self.name!r} ({', '.join(self._tasks)})")
+            known = ", ".join(self._tasks)
+            raise UnknownHarborTask(f"task: {name!r} is not a task of {self.name!r} ({known})")
         return found
 
     async def image(self, task: HarborTask) -> TaskImage:
@@ -116,7 +127,7 @@ class Harbor(Environment):
     async def _agent_sandbox(self, session: Session) -> tuple[Any, float]:
         """The sandbox and the seconds left of the task's `[agent] timeout_sec`; ToolError once it is over."""
         if "task" not in session.state:
-            raise ToolError("this session has no task: seed it with {\"task\": NAME} first")
+            raise ToolError('this session has no task: seed it with {"task": NAME} first')
         if session.state.get("verified"):
             raise ToolError("the episode was verified; its sandbox takes no more commands")
         left = float(session.state["agent_deadline"]) - time.time()
@@ -136,10 +147,12 @@ class Harbor(Environment):
         command: Annotated[str, Field(min_length=1, max_length=MAX_COMMAND_CHARS)],
         timeout_s: Annotated[float, Field(gt=0, le=MAX_TOOL_TIMEOUT_S)] = 60.0,
     ) -> dict[str, Any]:
-        """Runs a bash command in the task's sandbox at its working directory; returns exit code and output."""
+        """Runs a bash command in the task's sandbox at its working directory; returns exit code, output."""
         sandbox, left = await self._agent_sandbox(session)
         result = await sandbox.exec(
-            ["/bin/bash", "-c", command], timeout_s=min(timeout_s, left), max_output_bytes=MAX_TOOL_OUTPUT_BYTES
+            ["/bin/bash", "-c", command],
+            timeout_s=min(timeout_s, left),
+            max_output_bytes=MAX_TOOL_OUTPUT_BYTES,
         )
         return {
             "exit_code": result.exit_code,
@@ -177,7 +190,7 @@ class Harbor(Environment):
         content: Annotated[str, Field(max_length=MAX_WRITE_CHARS)],
         executable: bool = False,
     ) -> dict[str, Any]:
-        """Writes a text file in the sandbox (created or replaced, its folders made), optionally executable."""
+        """Writes a text file in the sandbox (created or replaced, folders made), optionally executable."""
         sandbox, _ = await self._agent_sandbox(session)
         full = self._path(session, path)
         data = content.encode()
@@ -202,7 +215,7 @@ class Harbor(Environment):
             tests = Path(scratch) / "tests"
             await asyncio.to_thread(shutil.copytree, found.tests_dir, tests, symlinks=True)
             read_only = {"/tests": str(tests)}
-            for name in SYSTEM_DIRS:
+            for name in SYSTEM_DIRS if self.pristine_system_dirs else ():
                 if (image.rootfs / name).exists():
                     read_only[f"/{name}"] = str(image.rootfs / name)
             result = await sandbox.exec(
@@ -211,14 +224,15 @@ class Harbor(Environment):
                 cwd=image.workdir,
                 env=VERIFIER_ENV,
                 max_output_bytes=MAX_TOOL_OUTPUT_BYTES,
-                verifier=VerifierMounts(read_only=read_only, fresh=["/logs/verifier"]),
+                # /logs too: whatever the agent made of it (a link elsewhere) is replaced by an empty folder.
+                verifier=VerifierMounts(read_only=read_only, fresh=["/logs", "/logs/verifier"]),
             )
         session.state["verified"] = True
         output = (result.stdout + result.stderr).decode("utf-8", errors="replace")[-VERIFIER_OUTPUT_TAIL:]
         if result.timed_out:
             raise VerifierFailed(
-                f"tests/test.sh of {found.name} ran past [verifier] timeout_sec ({found.verifier_timeout_s:g} s)"
-                f"\n{output}"
+                f"tests/test.sh of {found.name} ran past [verifier] timeout_sec "
+                f"({found.verifier_timeout_s:g} s)\n{output}"
             )
         rewards = read_rewards(result.collected, output)
         return Verdict(

@@ -35,7 +35,7 @@ class ImageBuildFailed(RuntimeError):
 
 
 def default_cache_dir() -> Path:
-    """`$REWARDFLEET_IMAGE_CACHE/harbor`, default /var/cache/rewardfleet/harbor (the same as `build_base.sh`)."""
+    """`$REWARDFLEET_IMAGE_CACHE/harbor` (default /var/cache/rewardfleet/harbor), as `build_base.sh`."""
     return Path(os.environ.get("REWARDFLEET_IMAGE_CACHE", "/var/cache/rewardfleet")) / "harbor"
 
 
@@ -67,7 +67,7 @@ class ImageBuilder:
         key = self._keys.get(task.folder)
         if key is None:
             key = self._keys[task.folder] = _key(task)
-        return self.cache_dir / "tasks" / f"{task.name}-{key}"
+        return self.cache_dir / "tasks" / key  # tasks with the same environment/ share one image
 
     def built(self, task: HarborTask) -> TaskImage | None:
         """The task's image when it is built, else None; reads only the cache."""
@@ -99,7 +99,7 @@ class ImageBuilder:
         partial.mkdir(parents=True)
         log = partial / "build.log"
         self._run(["bash", str(BUILD_BASE), str(self.cache_dir)], log, task.build_timeout_s, "the base image")
-        tag = f"localhost/rewardfleet/harbor-task/{task.name}:{folder.name.rsplit('-', 1)[1]}"
+        tag = f"localhost/rewardfleet/harbor-task/{task.name}:{folder.name}"
         self._buildah(
             ["bud", "--isolation", "chroot", "--network", "host", "--pull-never", "--layers=false",
              "-f", str(task.environment_dir / "Dockerfile"), "-t", tag, str(task.environment_dir)],
@@ -121,7 +121,7 @@ class ImageBuilder:
             subprocess.run([*self._cmd(), "rmi", tag], capture_output=True, timeout=300)
         oci: dict[str, Any] = config.get("OCIv1", {}).get("config", {}) or {}
         env = dict(item.split("=", 1) for item in oci.get("Env") or [] if "=" in item)
-        meta = {"task": task.name, "workdir": oci.get("WorkingDir") or "/", "env": env, "user": oci.get("User")}
+        meta = {"task": task.name, "workdir": oci.get("WorkingDir") or "/", "env": env}
         (partial / "image.json").write_text(json.dumps(meta, indent=1))
         shutil.rmtree(folder, ignore_errors=True)
         partial.rename(folder)
@@ -144,7 +144,8 @@ class ImageBuilder:
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
         except subprocess.TimeoutExpired:
-            raise ImageBuildFailed(f"building {what} took over {timeout_s:.0f} s (build_timeout_sec)") from None
+            limit = f"{timeout_s:.0f} s (build_timeout_sec)"
+            raise ImageBuildFailed(f"building {what} took over {limit}") from None
         except OSError as exc:
             raise ImageBuildFailed(f"building {what}: {exc}") from None
         with log.open("a") as out:

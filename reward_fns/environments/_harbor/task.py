@@ -1,5 +1,5 @@
-"""A Harbor task folder, read and checked: `instruction.md`, `task.toml`, `environment/Dockerfile`, `tests/test.sh`
-(and an optional `solution/solve.sh`).
+"""A Harbor task folder, read and checked: `instruction.md`, `task.toml`, `environment/Dockerfile`,
+`tests/test.sh` (and an optional `solution/solve.sh`).
 
 Only the fields the fleet acts on are read from `task.toml` (`[verifier]` and `[agent]` `timeout_sec`,
 `[environment]` `build_timeout_sec`, `cpus`, `memory_mb`, `storage_mb`); the rest (metadata, tags) is left
@@ -74,7 +74,7 @@ def load_task(folder: Path) -> HarborTask:
             raise HarborTaskInvalid(f"{folder}: {required} is missing")
     dockerfile = (folder / "environment/Dockerfile").read_text()
     if _COPY_FORBIDDEN.search(dockerfile):
-        raise HarborTaskInvalid(f"{folder}: environment/Dockerfile must not copy tests/ or solution/ into the image")
+        raise HarborTaskInvalid(f"{folder}: environment/Dockerfile must not copy tests/ or solution/ in")
     instruction = (folder / "instruction.md").read_bytes()
     if len(instruction) > MAX_INSTRUCTION_BYTES:
         raise HarborTaskInvalid(f"{folder}: instruction.md is over {MAX_INSTRUCTION_BYTES} bytes")

@@ -5,7 +5,8 @@ import json
 import sys
 from collections import defaultdict
 
-rows = list(csv.DictReader(open("/tests/sales.csv", newline="")))
+with open("/tests/sales.csv", newline="") as f:
+    rows = list(csv.DictReader(f))
 by_region = defaultdict(int)
 by_customer = defaultdict(int)
 for row in rows:

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-LOGS = sorted(Path("/tests").glob("hidden_*.log")) + [Path("/tests/no_200.log")]
+LOGS = [*sorted(Path("/tests").glob("hidden_*.log")), Path("/tests/no_200.log")]
 
 
 def expected(text):
     counts = Counter()
     for line in text.splitlines():
-        head, _, tail = line.partition('"')
+        _, _, tail = line.partition('"')
         request, _, rest = tail.partition('"')
         parts = request.split(" ")
         if rest.split()[0] == "200" and len(parts) >= 2:
