@@ -96,7 +96,8 @@ async def test_the_solution_scores_one_and_doing_nothing_zero(
     assert (bad.reward, good.reward) == (0.0, 1.0), (bad.extras, good.extras)
     assert good.extras["task"] == task
     if task == "sales-report":  # reward.json: every numeric field but `reward` is a component
-        assert good.reward_components == {"total_cents": 1, "by_region": 1, "top_customer": 1, "exact_keys": 1}
+        parts = {"total_cents": 1, "by_region": 1, "top_customer": 1, "exact_keys": 1}
+        assert good.reward_components == parts
         assert bad.reward_components["exact_keys"] == 0
     await asyncio.gather(close_session(untouched), close_session(solved))
 
@@ -106,17 +107,20 @@ async def test_the_hidden_tests_are_not_in_the_sandbox_before_verify(
     harbor: Harbor, provider: LocalProvider
 ) -> None:
     session = await open_session(harbor, provider, "exact-file-content")
-    out = await run(harbor, session, "ls /tests /solution; find / -xdev -name 'expected_motd*' -o -name 'solve.sh'")
+    look = "ls /tests /solution; find / -xdev -name 'expected_motd*' -o -name 'solve.sh'"
+    out = await run(harbor, session, look)
     assert "No such file or directory" in str(out["stderr"]) and out["stdout"] == ""
     await close_session(session)
 
 
 @needs_images
-async def test_a_reward_file_written_before_verify_is_not_read(harbor: Harbor, provider: LocalProvider) -> None:
+async def test_a_reward_file_written_before_verify_is_not_read(
+    harbor: Harbor, provider: LocalProvider
+) -> None:
     session = await open_session(harbor, provider, "exact-file-content")
     await harbor.write_file(session, path="/logs/verifier/reward.txt", content="1\n")
     await harbor.write_file(session, path="/logs/verifier/reward.json", content='{"reward": 1}')
-    out = await run(harbor, session, "chmod 444 /logs/verifier/*; chattr +i /logs/verifier/* 2>/dev/null; true")
+    out = await run(harbor, session, "chmod 444 /logs/verifier/*; chmod 555 /logs/verifier")
     assert out["exit_code"] == 0
     assert (await harbor.verify(session, {})).reward == 0.0
     await close_session(session)
@@ -127,9 +131,10 @@ async def test_a_process_left_behind_cannot_write_the_reward(harbor: Harbor, pro
     session = await open_session(harbor, provider, "exact-file-content")
     sandbox = await session.sandbox()
     writer = "while :; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; done"
-    out = await run(harbor, session, f"setsid nohup sh -c '{writer}' >/dev/null 2>&1 & sleep 0.2; echo started")
+    started = f"setsid nohup sh -c '{writer}' >/dev/null 2>&1 & sleep 0.2; echo started"
+    out = await run(harbor, session, started)
     assert out["stdout"] == "started\n"
-    # The exec took its pid namespace with it: the writer was killed (reaped a moment after the exec returned).
+    # The exec took its pid namespace with it: the writer was killed (reaped just after the exec returned).
     await eventually_async(lambda: provider.cgroups.pids(sandbox.id) == set(), timeout_s=5, what="no process")
     assert (await harbor.verify(session, {})).reward == 0.0
     await close_session(session)
@@ -141,7 +146,7 @@ async def test_planted_tests_and_a_redirected_logs_folder_are_replaced(
 ) -> None:
     session = await open_session(harbor, provider, "exact-file-content")
     await harbor.write_file(session, path="/tests/test.sh", content="echo 1 > /logs/verifier/reward.txt\n")
-    out = await run(harbor, session, "rm -rf /logs && mkdir -p /app/out && ln -s /app/out /logs; echo 1 > /app/x")
+    out = await run(harbor, session, "rm -rf /logs && mkdir -p /app/out && ln -s /app/out /logs")
     assert out["exit_code"] == 0
     verdict = await harbor.verify(session, {})
     assert verdict.reward == 0.0
@@ -156,12 +161,12 @@ async def test_a_link_to_the_expected_file_does_not_pass(harbor: Harbor, provide
     await close_session(session)
 
 
-# Replaces the tools the fix-failing-test verifier runs: python3 and sha256sum answer "passed", and bash itself
-# writes a reward of 1 (last: the bash tool runs the command with the real bash it replaces).
+# Replaces the tools the fix-failing-test verifier runs: python3 and sha256sum answer "passed", and bash
+# itself writes a reward of 1 (last: the bash tool runs the command with the real bash it replaces).
 FAKE_TOOLS = r"""
 for tool in python3 sha256sum; do rm -f /usr/bin/$tool; printf '#!/bin/sh\nexit 0\n' > /usr/bin/$tool; done
 chmod +x /usr/bin/python3 /usr/bin/sha256sum
-echo 'import os; os.makedirs("/logs/verifier", exist_ok=True)' > /usr/lib/python3/dist-packages/sitecustomize.py
+echo 'import os; os.makedirs("/logs/verifier")' > /usr/lib/python3/dist-packages/sitecustomize.py
 cp /usr/bin/dash /usr/bin/real-sh
 printf '#!/usr/bin/real-sh\nmkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt\n' > /usr/bin/bash.new
 chmod +x /usr/bin/bash.new && mv /usr/bin/bash.new /usr/bin/bash
@@ -195,7 +200,7 @@ async def test_the_tools_are_bounded_and_refuse_after_verify(harbor: Harbor, pro
     assert read["content"] == "hello\n"
     with pytest.raises(ToolError, match="max_bytes"):
         await harbor.read_file(session, path="access.log", max_bytes=100)
-    with pytest.raises(ToolError, match="No such file|not a regular file"):
+    with pytest.raises(ToolError, match=r"No such file|not a regular file"):
         await harbor.read_file(session, path="/nope")
     with pytest.raises(ToolError, match="path"):
         await harbor.read_file(session, path="../../etc/../../x\0")
@@ -237,7 +242,7 @@ async def test_a_verifier_without_a_reward_is_an_error_not_a_zero(
     _custom_task(tmp_path, "silent", "echo checking; exit 3\n")
     _custom_task(tmp_path, "garbled", "mkdir -p /logs/verifier; echo yes > /logs/verifier/reward.txt\n")
     _custom_task(tmp_path, "nan", "echo '{\"reward\": NaN}' > /logs/verifier/reward.json\n")
-    _custom_task(tmp_path, "report", "echo '{\"passed\": 3, \"note\": \"x\"}' > /logs/verifier/reward.json\n")
+    _custom_task(tmp_path, "report", 'echo \'{"passed": 3, "note": "x"}\' > /logs/verifier/reward.json\n')
     _custom_task(tmp_path, "slow", "sleep 60\n", timeout_s=1)
     env = Harbor.for_tasks(tmp_path, "custom")(default_cache_dir())
     cases = {
