@@ -12,6 +12,7 @@ Read it in this order (top to bottom is the direction of every import; import-li
     catalog/        what is served: functions + composites, fallbacks, graders, groups; hot reload
     config/         GatewayConfig, assembled from the features' own section models
     groups/ composites/ graders/ monitors/ nemo_gym/     features built over the scorer
+    environments/   environments: drop-in loading, sessions in the state store, limits, sessions_open
     core/           the scoring path: dispatch -> registry -> scoring; `functions.<name>` (core/config.py)
     pools/          external pools (OpenAI-compatible endpoints outside the fleet)
     limits/ cache/ spend/ admission/           per-sample and per-function limits, result cache, judge spend,

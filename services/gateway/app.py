@@ -14,6 +14,7 @@ undoes exactly what was started, in reverse:
     tenants            tenants/               keys, quotas and fair queues per tenant (none configured: off)
     monitors           monitors/              shadow judge (the scorer's after-answer hook), judge prober
                                               (run by one process of the fleet: its lease, monitors/jobs.py)
+    environments       environments/          drop-in environments and their sessions (over the backend)
     groups, facade     groups/, facade.py     the `Gateway` the routes use
     drain              admission/drain.py     SIGTERM handlers, once ready
     NeMo Gym ports     routes/nemo_gym.py     resources servers on ports of their own, when configured
@@ -44,6 +45,10 @@ from rewardfleet.services.gateway.catalog.reload import Reloader
 from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.core.registry import RewardFunction, load_functions
 from rewardfleet.services.gateway.core.scoring import Injectables, Scorer
+from rewardfleet.services.gateway.environments.loading import load_environments
+from rewardfleet.services.gateway.environments.metrics import SessionMetrics
+from rewardfleet.services.gateway.environments.sessions import Sessions
+from rewardfleet.services.gateway.environments.stores import session_store_for
 from rewardfleet.services.gateway.errors import LoadError, StateStoreUnavailable, TokenizerUnavailable
 from rewardfleet.services.gateway.execution.pool import WorkerPool
 from rewardfleet.services.gateway.execution.tokenizer import load_tokenizer
@@ -67,6 +72,7 @@ from rewardfleet.services.gateway.routes import (
     openrlhf,
     pools,
     score,
+    sessions,
     slime,
 )
 from rewardfleet.services.gateway.routes.error_handlers import install_error_handlers
@@ -179,6 +185,7 @@ async def start_gateway(
                 renew_s=config.state.state_lease_s / 3,
             )
             stack.push_async_callback(prober.close)
+    env_sessions = _sessions(stack, config, backend, metrics)
     gateway = Gateway(
         config=config,
         metrics=metrics,
@@ -191,6 +198,7 @@ async def start_gateway(
         spend=spend,
         prober=prober,
         shadow=shadow,
+        sessions=env_sessions,
     )
     if tenancy is not None:
         tenancy.wire_gateway(gateway)
@@ -248,6 +256,26 @@ async def _start_backend(stack: AsyncExitStack, backend: StateBackend) -> None:
         logger.error("gateway start-up failed: %s", exc.message)
         raise RuntimeError("gateway start-up failed: the state store is unreachable; see above") from None
     logger.info("state backend: %s", backend.name)
+
+
+def _sessions(
+    stack: AsyncExitStack, config: GatewayConfig, backend: StateBackend, metrics: GatewayMetrics
+) -> Sessions:
+    """The environments (built-ins, then `environments.folders`) and their sessions' reaper."""
+    with _startup_step():
+        environments = load_environments(config.environments.builtin_package, config.environments.folders)
+        for name, server in config.nemo_gym.servers.items():
+            if server.environment is not None and server.environment not in environments:
+                raise LoadError(
+                    f"nemo_gym.servers.{name}.environment: {server.environment!r} is not loaded "
+                    f"({', '.join(sorted(environments)) or 'none'})"
+                )
+    found = Sessions(
+        environments, session_store_for(backend), SessionMetrics(metrics.registry), config.environments
+    )
+    stack.push_async_callback(found.stop)
+    found.start()
+    return found
 
 
 def _worker_pool(
@@ -333,7 +361,7 @@ def _shadow_judge(
 
 def install_routes(app: FastAPI, config: GatewayConfig, tenancy: Tenancy | None = None) -> None:
     install_error_handlers(app)
-    for module in (score, meta, graders, admin, pools, monitors):
+    for module in (score, meta, graders, admin, pools, monitors, sessions):
         app.include_router(module.router)
     if tenancy is not None:
         app.include_router(tenant_routes.router)

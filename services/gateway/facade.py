@@ -14,6 +14,7 @@ from rewardfleet.services.gateway.catalog.reload import Reloader
 from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.core.registry import RewardFunction
 from rewardfleet.services.gateway.core.scoring import Scorer
+from rewardfleet.services.gateway.environments.sessions import Sessions
 from rewardfleet.services.gateway.groups.store import Groups
 from rewardfleet.services.gateway.limits.input_limits import SampleLimits
 from rewardfleet.services.gateway.metrics import GatewayMetrics
@@ -37,6 +38,7 @@ class Gateway:
     spend: SpendMeter | None = None
     prober: JudgeProber | None = None
     shadow: ShadowJudge | None = None
+    sessions: Sessions | None = None  # environments/: the sessions every environment protocol calls
     ready: bool = False
     # tenants/: holds a request's samples in its tenant's quotas while they are scored (None: no tenants).
     admit: (

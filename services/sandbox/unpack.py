@@ -78,7 +78,10 @@ def apply_layer(fileobj: IO[bytes] | Any, root: Path, limits: UnpackLimits) -> N
 
 def _apply(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str, root_fd: int, created: set[str]) -> None:
     parent, base = posixpath.split(name)
-    dir_fd = make_dirs_at(root_fd, parent)
+    try:
+        dir_fd = make_dirs_at(root_fd, parent)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ImageUnsafe(f"{name!r} goes through a link that leads nowhere inside the image") from None
     try:
         if base == OPAQUE:
             _empty_below(dir_fd, parent, created)
@@ -112,6 +115,8 @@ def _apply(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str, root_fd: in
         else:
             return
         created.add(name)
+        if member.islnk():
+            return  # the same inode as its target, which has its owner and mode already
         if os.geteuid() == 0:
             os.chown(base, member.uid, member.gid, dir_fd=dir_fd, follow_symlinks=False)
         if not member.issym():
@@ -139,7 +144,12 @@ def _remove(dir_fd: int, name: str) -> None:
 
 def _empty_below(dir_fd: int, folder: str, created: set[str]) -> None:
     """The opaque whiteout: what the layers below put in `folder` goes; this layer's own entries stay."""
-    for entry in os.listdir(dir_fd):
+    list_fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        names = os.listdir(list_fd)
+    finally:
+        os.close(list_fd)
+    for entry in names:
         if posixpath.join(folder, entry) not in created:
             _remove(dir_fd, entry)
 

@@ -124,7 +124,8 @@ async def test_attach_from_another_process(provider: LocalProvider, image: str) 
         from rewardfleet.services.sandbox.local import LocalProvider
 
         async def main():
-            provider = LocalProvider(Path({str(provider.root)!r}), ImageStore(Path({str(provider.images.cache)!r})))
+            root, cache = Path({str(provider.root)!r}), Path({str(provider.images.cache)!r})
+            provider = LocalProvider(root, ImageStore(cache))
             sandbox = await provider.attach({sandbox.id!r})
             result = await sandbox.exec("cat /note; echo attached > /reply", timeout_s=10)
             print(result.stdout.decode())
@@ -132,9 +133,12 @@ async def test_attach_from_another_process(provider: LocalProvider, image: str) 
         asyncio.run(main())
         """
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "from the creator"
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(child.communicate(), 60)
+    assert child.returncode == 0, err.decode()
+    assert out.decode().strip() == "from the creator"
     assert await sandbox.read_file("/reply") == b"attached\n"
     with pytest.raises(SandboxNotFound):
         await provider.attach("0" * 32)
@@ -187,7 +191,8 @@ async def test_reap_stops_sandboxes_of_a_dead_owner(provider: LocalProvider, ima
         from rewardfleet.services.sandbox.local import LocalProvider
 
         async def main():
-            provider = LocalProvider(Path({str(provider.root)!r}), ImageStore(Path({str(provider.images.cache)!r})))
+            root, cache = Path({str(provider.root)!r}), Path({str(provider.images.cache)!r})
+            provider = LocalProvider(root, ImageStore(cache))
             sandbox = await provider.create(SandboxSpec({image!r}), owner="doomed")
             print(sandbox.id, flush=True)
             asyncio.create_task(sandbox.exec(["sleep", "4244.5"], timeout_s=600))
@@ -197,13 +202,13 @@ async def test_reap_stops_sandboxes_of_a_dead_owner(provider: LocalProvider, ima
         asyncio.run(main())
         """
     )
-    doomed = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    doomed = await asyncio.create_subprocess_exec(sys.executable, "-c", script, stdout=subprocess.PIPE)
     assert doomed.stdout is not None
-    sandbox_id = doomed.stdout.readline().strip()
+    sandbox_id = (await asyncio.wait_for(doomed.stdout.readline(), 60)).decode().strip()
     while not host_processes_with("sleep 4244.5"):  # noqa: ASYNC110 - no event tells when bwrap has exec'd
         await asyncio.sleep(0.02)
     doomed.kill()
-    doomed.wait()
+    await doomed.wait()
     mine = await provider.create(SandboxSpec(image), owner="alive")
     assert await provider.reap() == 1
     assert left_of(provider, sandbox_id) == NOTHING

@@ -31,6 +31,7 @@ from rewardfleet.services.gateway.config.auth import AuthConfig
 from rewardfleet.services.gateway.config.sections import flat_env, nest_flat_keys
 from rewardfleet.services.gateway.config.tenants import TenancyConfig, TenantConfig, check_tenants
 from rewardfleet.services.gateway.core.config import FunctionConfig
+from rewardfleet.services.gateway.environments.config import EnvironmentsConfig
 from rewardfleet.services.gateway.execution.config import SyncPoolConfig
 from rewardfleet.services.gateway.graders.config import GraderSpec
 from rewardfleet.services.gateway.groups.config import GroupsConfig
@@ -106,6 +107,10 @@ class GatewayConfig(BaseModel):
     graders: dict[str, GraderSpec] = Field(default_factory=dict)
     nemo_gym: NeMoGymConfig = Field(
         default_factory=NeMoGymConfig, description="NeMo Gym resources servers served (docs/nemo_gym.md)."
+    )
+    environments: EnvironmentsConfig = Field(
+        default_factory=EnvironmentsConfig,
+        description="Environments (sessions with tools) served (docs/environments.md).",
     )
 
     # Reliability (admission/, limits/, cache/, execution/isolation.py, docs/reliability.md). Their keys were

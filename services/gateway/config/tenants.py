@@ -11,7 +11,7 @@
         priority: train
         weight: 2
         quotas: {samples_in_flight: 4096, requests_per_minute: 60000, judge_tokens_per_minute: 2e6,
-                 usd_per_day: 50, usd_total: 500}
+                 usd_per_day: 50, usd_total: 500, sessions_open: 1000}
 
 A key belongs to exactly one tenant (checked here and on every reload).
 """
@@ -45,6 +45,9 @@ class TenantQuotas(BaseModel):
     )
     usd_per_day: float | None = Field(default=None, gt=0, description="Judge spend per UTC day, dollars.")
     usd_total: float | None = Field(default=None, gt=0, description="Judge spend in total, dollars.")
+    sessions_open: int | None = Field(
+        default=None, ge=1, description="Environment sessions open at once (closed or expired ones free)."
+    )
 
 
 class TenantConfig(BaseModel):

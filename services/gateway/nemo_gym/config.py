@@ -7,6 +7,8 @@
           ground_truth: expected_answer
           extra_info: [options, grading_mode, template_metadata]
           answer_field: extracted_answer
+        counter:                    # an environment: seed_session opens a session, /<tool> calls its tools
+          environment: example_session_state_mgmt
 
 A verify body's task fields (everything but `responses_create_params` and `response`) become the sample:
 `ground_truth` names the field that is the reference (None: no reference), `extra_info` the fields passed
@@ -15,6 +17,10 @@ in `extra_info` ("*": every task field), `response` whether the function gets th
 assistant text and tool calls, tool results), `result_fields` the extra keys echoed at the top of the
 answer (None: every extra key that does not collide with a body field), `answer_fields` further answer keys
 a NeMo Gym response model requires, named after the function's extras (`{extracted_answer: pred}`).
+
+A server naming an `environment` (environments/, docs/environments.md) instead of a `reward_fn` keeps a
+session per rollout: `seed_session` opens it (a cookie), each tool is `POST /<tool>`, `verify` scores the
+session; the mapping fields above do not apply to it.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 
@@ -32,7 +38,12 @@ class NeMoGymServer(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    reward_fn: str = Field(description="The function that scores this server's verify bodies.")
+    reward_fn: str | None = Field(
+        default=None, description="The function that scores this server's verify bodies."
+    )
+    environment: str | None = Field(
+        default=None, description="Or: the environment whose sessions this server serves (its tools, verify)."
+    )
     ground_truth: str | None = Field(default=None, description="Task field that becomes `ground_truth`.")
     extra_info: list[str] | Literal["*"] = Field(
         default="*", description="Task fields passed in `extra_info` ('*': all of them)."
@@ -59,6 +70,14 @@ class NeMoGymServer(BaseModel):
     port: int | None = Field(
         default=None, ge=1, le=65535, description="Also serve this server at the root of its own port."
     )
+
+    @model_validator(mode="after")
+    def _one_scorer(self) -> NeMoGymServer:
+        if (self.reward_fn is None) == (self.environment is None):
+            raise ValueError(
+                "a server names exactly one of reward_fn (verify only) or environment (sessions)"
+            )
+        return self
 
 
 class NeMoGymConfig(BaseModel):

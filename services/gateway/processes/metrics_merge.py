@@ -22,6 +22,7 @@ GAUGE_POLICY: dict[str, str] = {
     f"{NAMESPACE}judge_probe_false_positive_ratio": "max",
     f"{NAMESPACE}judge_pool_degraded": "max",
     f"{NAMESPACE}judge_probe_backoff_seconds": "max",
+    f"{NAMESPACE}environment_sessions_open": "max",  # the store's fleet-wide count, read by every process
     f"{NAMESPACE}shadow_agreement_ratio": "mean",
     f"{NAMESPACE}shadow_kappa": "mean",
     f"{NAMESPACE}shadow_score_drift": "mean",

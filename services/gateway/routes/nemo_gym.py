@@ -3,6 +3,7 @@
     POST <prefix>/<name>/verify             {responses_create_params, response, ...task fields}
     POST <prefix>/<name>/seed_session       {} -> {}
     POST <prefix>/<name>/aggregate_metrics  {verify_responses: [...]} -> AggregateMetrics
+    POST <prefix>/<name>/<tool>             a server naming an `environment`: its tools (nemo_gym_sessions.py)
 
 and, for a server with a `port`, the same three at the root of that port (`/verify`, ...), which is what
 NeMo Gym's server client calls (`http://{host}:{port}/verify`, host and port from its global config).
@@ -29,10 +30,10 @@ import uvicorn
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import RootModel
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rewardfleet.services.common.json_body import parse_json_body
+from rewardfleet.services.gateway.environments.errors import UnknownTool
 from rewardfleet.services.gateway.errors import BatchTooLarge, UnknownRewardFunction
 from rewardfleet.services.gateway.nemo_gym.config import NeMoGymConfig, NeMoGymServer
 from rewardfleet.services.gateway.nemo_gym.mapping import BodyError, answer, score_body
@@ -43,6 +44,8 @@ from rewardfleet.services.gateway.nemo_gym.metrics import (
     by_task,
     work,
 )
+from rewardfleet.services.gateway.routes import nemo_gym_sessions
+from rewardfleet.services.gateway.routes.nemo_gym_body import JsonObject
 from rewardfleet.services.gateway.routes.trainer_protocol import (
     ErrorScore,
     TrainerBackend,
@@ -65,12 +68,8 @@ def _server(config: NeMoGymConfig, name: str) -> NeMoGymServer:
     return spec
 
 
-class _Object(RootModel[dict[str, Any]]):
-    """Any JSON object (pydantic-core parses it: malformed or too deep JSON is a 422)."""
-
-
 async def _object(request: Request) -> dict[str, Any]:
-    return (await parse_json_body(request, _Object)).root
+    return (await parse_json_body(request, JsonObject)).root
 
 
 def make_router(config: NeMoGymConfig, backend: TrainerBackend) -> APIRouter:
@@ -79,6 +78,8 @@ def make_router(config: NeMoGymConfig, backend: TrainerBackend) -> APIRouter:
     @router.post("/{server}/verify")
     async def verify(server: str, request: Request, error_score: ErrorScore = None) -> JSONResponse:
         spec = _server(config, server)
+        if spec.environment is not None:
+            return await nemo_gym_sessions.verify(request, server)
         body = await _object(request)
         try:
             sample_body = score_body(server, spec, body, "")
@@ -93,7 +94,9 @@ def make_router(config: NeMoGymConfig, backend: TrainerBackend) -> APIRouter:
 
     @router.post("/{server}/seed_session")
     async def seed_session(server: str, request: Request) -> JSONResponse:
-        _server(config, server)
+        spec = _server(config, server)
+        if spec.environment is not None:
+            return await nemo_gym_sessions.seed_session(request, server, spec.environment)
         await _object(request)
         return JSONResponse({})
 
@@ -122,6 +125,13 @@ def make_router(config: NeMoGymConfig, backend: TrainerBackend) -> APIRouter:
             )
         figures = await asyncio.to_thread(aggregate, rows, spec.answer_field)
         return JSONResponse(figures)
+
+    @router.post("/{server}/{tool}")
+    async def call_tool(server: str, tool: str, request: Request) -> JSONResponse:
+        spec = _server(config, server)
+        if spec.environment is None:
+            raise UnknownTool(f"NeMo Gym server {server!r} scores verify bodies only: it has no tools")
+        return await nemo_gym_sessions.call_tool(request, server, tool)
 
     return router
 

@@ -4,6 +4,8 @@
     samples_in_flight         samples being scored at once; a batch takes all of its samples at once
     judge_tokens_per_minute   estimated tokens of samples of judge functions (function_limits.estimate_tokens)
     usd_per_day, usd_total    judge spend so far (priced fleet pools, scoped.TenantSpendMeter)
+    sessions_open             environment sessions open at once: enforced by the session store itself
+                              (environments/sessions.py), atomically with the session's creation
 
 Minute quotas are fixed wall-clock windows, shared by every replica with `state_url`: a tenant may pass up to
 twice a quota across one window boundary, never more within a window.

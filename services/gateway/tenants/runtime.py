@@ -121,6 +121,11 @@ class Tenancy:
         if hasattr(gateway.groups, "namespace"):
             gateway.groups.namespace = scope
         gateway.admit = self.admitted
+        sessions = getattr(gateway, "sessions", None)
+        if sessions is not None:  # environments/: sessions belong to the calling tenant, within sessions_open
+            sessions.current_tenant = scope
+            sessions.quota = self._sessions_open
+            sessions.on_refused = lambda tenant: self.metrics.refusals.labels(tenant, "sessions_open").inc()
         gateway.reloader.hooks["tenants"] = self.reload
         external = getattr(gateway, "external_pools", None)
         for name, pool in (external.pools if external is not None else {}).items():
@@ -128,6 +133,10 @@ class Tenancy:
             pool.wrap_budget = fair_budgets(self.metrics, self._last_rank(), name)
             if pool.spend is not None:
                 pool.spend = TenantSpend(pool.spend, self.counters, self.metrics, self.quotas.check_spend)
+
+    def _sessions_open(self, tenant: str) -> int | None:
+        config = self.directory.table.tenants.get(tenant)
+        return None if config is None else config.quotas.sessions_open
 
     def admitted(self, samples: Sequence[tuple[ScoreRequest, Any]]) -> AbstractAsyncContextManager[None]:
         return self.quotas.admitted(current.get(), samples)
