@@ -12,7 +12,8 @@ sandbox the agent works in, and its `tests/test.sh` the verifier, run where the 
   image's, so an agent that replaced `bash`, `python3`, `pytest` or the loader cannot fake a pass; its changes
   elsewhere (the WORKDIR above all) are what is scored. After `verify` the tools refuse: the episode is over.
 
-The shipped tasks are in `harbor_tasks/`; `Harbor.for_tasks(folder)` serves another folder of tasks. How the
+The shipped tasks are in `harbor_tasks/`. To serve another folder of tasks, subclass it in a module of
+`environments.folders`: `class MyTasks(Harbor): name = "my-tasks"; tasks_dir = Path("/srv/tasks")`. How the
 images are built and what the verifier sees: docs/sandboxes.md, "Harbor tasks".
 """
 
@@ -78,12 +79,6 @@ class Harbor(Environment):
         self._tasks = find_tasks(self.tasks_dir)
         self._images = ImageBuilder(cache_dir or default_cache_dir())
 
-    @classmethod
-    def for_tasks(cls, folder: Path, name: str = "harbor") -> type[Harbor]:
-        """An environment class serving the Harbor task folders under `folder`, named `name`."""
-        attrs = {"name": name, "tasks_dir": Path(folder), "__module__": __name__}
-        return type(f"Harbor_{name}", (cls,), attrs)
-
     def tasks(self) -> dict[str, HarborTask]:
         return dict(self._tasks)
 
@@ -113,7 +108,10 @@ class Harbor(Environment):
         )
 
     async def seed(self, session: Session, task: HarborSeed) -> None:
-        found = self.task(task.task)
+        try:
+            found = self.task(task.task)
+        except UnknownHarborTask as exc:
+            raise ToolError(str(exc)) from None  # the gateway answers 4xx naming `task`
         image = await self.image(found)
         await session.sandbox()
         session.state.update(

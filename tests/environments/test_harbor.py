@@ -244,7 +244,12 @@ async def test_a_verifier_without_a_reward_is_an_error_not_a_zero(
     _custom_task(tmp_path, "nan", "echo '{\"reward\": NaN}' > /logs/verifier/reward.json\n")
     _custom_task(tmp_path, "report", 'echo \'{"passed": 3, "note": "x"}\' > /logs/verifier/reward.json\n')
     _custom_task(tmp_path, "slow", "sleep 60\n", timeout_s=1)
-    env = Harbor.for_tasks(tmp_path, "custom")(default_cache_dir())
+
+    class Custom(Harbor):
+        name = "custom"
+        tasks_dir = tmp_path
+
+    env = Custom(default_cache_dir())
     cases = {
         "silent": "wrote neither",
         "garbled": "does not hold a number",
