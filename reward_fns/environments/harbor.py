@@ -24,6 +24,7 @@ import posixpath
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
@@ -75,9 +76,10 @@ class Harbor(Environment):
     # whose work is installing or configuring the system; an agent can then fake a pass.
     pristine_system_dirs: ClassVar[bool] = True
 
-    def __init__(self, cache_dir: Path | None = None) -> None:
+    def __init__(self, cache_dir: Path | None = None, clock: Callable[[], float] = time.time) -> None:
         self._tasks = find_tasks(self.tasks_dir)
         self._images = ImageBuilder(cache_dir or default_cache_dir())
+        self._clock = clock
 
     def tasks(self) -> dict[str, HarborTask]:
         return dict(self._tasks)
@@ -118,7 +120,7 @@ class Harbor(Environment):
             task=found.name,
             instruction=found.instruction,
             workdir=image.workdir,
-            agent_deadline=time.time() + found.agent_timeout_s,
+            agent_deadline=self._clock() + found.agent_timeout_s,
             verified=False,
         )
 
@@ -128,7 +130,7 @@ class Harbor(Environment):
             raise ToolError('this session has no task: seed it with {"task": NAME} first')
         if session.state.get("verified"):
             raise ToolError("the episode was verified; its sandbox takes no more commands")
-        left = float(session.state["agent_deadline"]) - time.time()
+        left = float(session.state["agent_deadline"]) - self._clock()
         if left <= 0:
             raise ToolError("the task's agent time ([agent] timeout_sec) is used up")
         return await session.sandbox(), left

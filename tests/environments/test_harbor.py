@@ -216,6 +216,21 @@ async def test_the_tools_are_bounded_and_refuse_after_verify(harbor: Harbor, pro
     await close_session(session)
 
 
+@needs_images
+async def test_the_tools_refuse_once_the_agent_time_is_used_up(provider: LocalProvider) -> None:
+    now = [1000.0]
+    env = Harbor(default_cache_dir(), clock=lambda: now[0])
+    session = await open_session(env, provider, "exact-file-content")  # [agent] timeout_sec = 600
+    now[0] += 599
+    slow = await run(env, session, "sleep 5", timeout_s=60)  # bounded by the second left, not by timeout_s
+    assert slow["timed_out"] is True
+    now[0] += 1
+    with pytest.raises(ToolError, match="agent time"):
+        await env.write_file(session, path="motd.txt", content="late")
+    assert (await env.verify(session, {})).reward == 0.0  # verify still answers
+    await close_session(session)
+
+
 def test_an_unknown_or_malformed_task_is_refused_naming_the_field() -> None:
     with pytest.raises(ValidationError) as caught:
         Harbor.Task.model_validate({"task": "../etc"})
