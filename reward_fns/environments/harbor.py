@@ -26,7 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, cast
 
 from pydantic import BaseModel, Field
 
@@ -37,6 +37,7 @@ from rewardfleet.services.environments import Environment, Session, SessionLimit
 from rewardfleet.services.sandbox import (
     FileTooLarge,
     Resources,
+    Sandbox,
     SandboxSpec,
     SandboxSpecInvalid,
     VerifierMounts,
@@ -210,7 +211,8 @@ class Harbor(Environment):
             raise VerifierFailed("the session was never seeded with a task")
         found = self.task(str(session.state["task"]))
         image = await self.image(found)
-        sandbox = await session.sandbox()
+        # Any `Sandbox` of services/sandbox is the handle; the verifier exec is its keyword, not the handle's.
+        sandbox = cast(Sandbox, await session.sandbox())
         with tempfile.TemporaryDirectory(prefix="harbor-tests-") as scratch:
             tests = Path(scratch) / "tests"
             await asyncio.to_thread(shutil.copytree, found.tests_dir, tests, symlinks=True)

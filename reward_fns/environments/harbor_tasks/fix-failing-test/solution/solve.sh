@@ -14,7 +14,7 @@ text = text.replace(
     "    return (ordered[middle - 1] + ordered[middle]) / 2\n",
 )
 text = text.replace(
-    "    return max(counts, key=counts.get)\n",
+    "    return max(counts, key=lambda value: counts[value])\n",
     "    best = max(counts.values())\n    return min(value for value, count in counts.items() if count == best)\n",
 )
 path.write_text(text)

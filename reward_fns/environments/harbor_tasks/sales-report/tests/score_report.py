@@ -7,8 +7,8 @@ from collections import defaultdict
 
 with open("/tests/sales.csv", newline="") as f:
     rows = list(csv.DictReader(f))
-by_region = defaultdict(int)
-by_customer = defaultdict(int)
+by_region: defaultdict[str, int] = defaultdict(int)
+by_customer: defaultdict[str, int] = defaultdict(int)
 for row in rows:
     by_region[row["region"]] += int(row["amount_cents"])
     by_customer[row["customer"]] += int(row["amount_cents"])

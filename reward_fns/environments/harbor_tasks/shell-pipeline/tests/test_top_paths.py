@@ -10,7 +10,7 @@ LOGS = [*sorted(Path("/tests").glob("hidden_*.log")), Path("/tests/no_200.log")]
 
 
 def expected(text):
-    counts = Counter()
+    counts: Counter[str] = Counter()
     for line in text.splitlines():
         _, _, tail = line.partition('"')
         request, _, rest = tail.partition('"')

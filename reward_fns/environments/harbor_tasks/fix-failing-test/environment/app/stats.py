@@ -21,7 +21,7 @@ def mode(values):
     """The most frequent value of a non-empty sequence; the smallest one when several are as frequent."""
     if not values:
         raise ValueError("mode of an empty sequence")
-    counts = {}
+    counts: dict[float, int] = {}
     for value in values:
         counts[value] = counts.get(value, 0) + 1
-    return max(counts, key=counts.get)
+    return max(counts, key=lambda value: counts[value])
