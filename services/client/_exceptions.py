@@ -8,6 +8,7 @@
         ├── Unauthorized             401: missing or wrong API key (`api_key=`)
         ├── BadRequest               422: the sample does not validate (`fields` names the culprits)
         ├── UnknownRewardFunction    404: no function for this `reward_fn` / `data_source`
+        ├── SessionNotFound          404: the environment session is unknown, closed or expired
         └── PayloadTooLarge          413: the body is over the gateway's limit
 
 A reward *function* that fails is not an exception here: the gateway answers 200 with
@@ -63,10 +64,15 @@ class UnknownRewardFunction(GatewayHTTPError):
     """404: the gateway has no function for this sample."""
 
 
+class SessionNotFound(GatewayHTTPError):
+    """404: the environment session is unknown, closed or expired (or another tenant's)."""
+
+
 class PayloadTooLarge(GatewayHTTPError):
     """413: the request body is over the gateway's configured limit."""
 
 
+_BY_TYPE: dict[str, type[GatewayHTTPError]] = {"SessionNotFound": SessionNotFound}
 _BY_STATUS: dict[int, type[GatewayHTTPError]] = {
     401: Unauthorized,
     404: UnknownRewardFunction,
@@ -90,5 +96,5 @@ def http_error(status: int, body: Any) -> GatewayHTTPError:
         message = str(body["detail"])
     elif body is not None:
         message = str(body)[:500]
-    cls = _BY_STATUS.get(status, GatewayHTTPError)
+    cls = _BY_TYPE.get(type_) or _BY_STATUS.get(status, GatewayHTTPError)
     return cls(status, type_, message, fields, body)

@@ -27,6 +27,7 @@ from rewardfleet.services.client._progress import progress_bar
 from rewardfleet.services.client._retry import RETRYABLE_STATUSES, RetryPolicy
 from rewardfleet.services.client._transport import Transport
 from rewardfleet.services.client.models import Sample, ScoreResult, sample_body
+from rewardfleet.services.client.sessions import AsyncSession
 from rewardfleet.services.common.retry_after import parse_retry_after
 from rewardfleet.services.common.router_http import base_url as router_base_url
 
@@ -205,6 +206,18 @@ class AsyncRewardClient:
         data, _ = await self._request("GET", "/reward_fns", None, None)
         return data
 
+    # -- environments ----------------------------------------------------------------------------------
+
+    async def environments(self) -> list[dict[str, Any]]:
+        """`GET /environments`: each served environment's name and tools (name, description, input_schema)."""
+        data, _ = await self._request("GET", "/environments", None, None)
+        return list(data["environments"])
+
+    def session(self, env: str, task: Mapping[str, Any] | None = None, /, **fields: Any) -> AsyncSession:
+        """A session of environment `env` seeded from `task` (or keyword fields), opened on `async with`
+        and closed on leaving it: `async with client.session("counter", {"initial_count": 3}) as s:`."""
+        return AsyncSession(self, env, {**(task or {}), **fields})
+
     async def _probe(self, path: str) -> bool:
         session, _ = self._ensure_session()
         try:
@@ -216,8 +229,12 @@ class AsyncRewardClient:
 
     # -- the one retry loop ----------------------------------------------------------------------------
 
-    async def _request(self, method: str, path: str, body: Any, timeout_s: float | None) -> tuple[Any, int]:
-        """Send until a definitive answer; return (decoded JSON, attempts). Only transient failures retry."""
+    async def _request(
+        self, method: str, path: str, body: Any, timeout_s: float | None, resend: bool = True
+    ) -> tuple[Any, int]:
+        """Send until a definitive answer; return (decoded JSON, attempts). Only transient failures retry;
+        with `resend=False` (a call that is not safe to repeat: an environment's tool) a request that may have
+        reached the gateway (a timeout, a connection lost) is not sent again: GatewayUnavailable at once."""
         session, semaphore = self._ensure_session()
         policy = self.retry
         loop = asyncio.get_running_loop()
@@ -244,7 +261,7 @@ class AsyncRewardClient:
                     retry_after = parse_retry_after(answer.headers.get("retry-after"))
                     cause = f"HTTP {answer.status}"
                 except TimeoutError as exc:
-                    if not policy.retry_on_timeout:
+                    if not policy.retry_on_timeout or not resend:
                         raise GatewayUnavailable(
                             f"{method} {url}: no answer within {limit_s}s", attempts=attempt
                         ) from exc
@@ -252,6 +269,10 @@ class AsyncRewardClient:
                 except OSError as exc:
                     # Refused, reset, closed mid-answer (e.g. the gateway restarted; `ConnectionLost`): safe
                     # to send again, the uid lets the gateway recognise the repeat.
+                    if not resend:
+                        raise GatewayUnavailable(
+                            f"{method} {url}: {type(exc).__name__}: {exc} (not sent again)", attempts=attempt
+                        ) from exc
                     cause = f"{type(exc).__name__}: {exc}"
             elapsed = loop.time() - started
             delay = policy.delay_s(attempt - 1, retry_after)

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from rewardfleet.services.client._retry import RetryPolicy
 from rewardfleet.services.client.async_client import DEFAULT_BASE_URL, AsyncRewardClient
 from rewardfleet.services.client.models import Sample, ScoreResult
+from rewardfleet.services.client.sessions import AsyncSession, SessionVerdict
 
 T = TypeVar("T")
 
@@ -121,3 +122,48 @@ class RewardClient:
 
     def reward_fns(self) -> Any:
         return self._run(self._async.reward_fns())
+
+    def environments(self) -> list[dict[str, Any]]:
+        return self._run(self._async.environments())
+
+    def session(self, env: str, task: Mapping[str, Any] | None = None, /, **fields: Any) -> Session:
+        """See `AsyncRewardClient.session`: `with client.session(env, task) as s: s.call(tool, **args)`."""
+        return Session(self, self._async.session(env, task, **fields))
+
+
+class Session:
+    """Blocking twin of `AsyncSession` (sessions.py), run on its client's event loop."""
+
+    def __init__(self, client: RewardClient, session: AsyncSession) -> None:
+        self._client = client
+        self._async = session
+
+    @property
+    def id(self) -> str | None:
+        return self._async.id
+
+    @property
+    def env(self) -> str:
+        return self._async.env
+
+    def __enter__(self) -> Session:
+        return self.open()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def open(self) -> Session:
+        self._client._run(self._async.open())
+        return self
+
+    def call(self, tool: str, /, **arguments: Any) -> Any:
+        return self._client._run(self._async.call(tool, **arguments))
+
+    def verify(self, body: Mapping[str, Any] | None = None, /, **fields: Any) -> SessionVerdict:
+        return self._client._run(self._async.verify(body, **fields))
+
+    def state(self) -> dict[str, Any]:
+        return self._client._run(self._async.state())
+
+    def close(self) -> None:
+        self._client._run(self._async.close())

@@ -17,6 +17,7 @@ import re
 import secrets
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -24,7 +25,12 @@ from pathlib import Path
 from rewardfleet.services.sandbox import bwrap_exec, mounts, safe_files
 from rewardfleet.services.sandbox.api import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_OUTPUT_BYTES
 from rewardfleet.services.sandbox.cgroups import Cgroups
-from rewardfleet.services.sandbox.errors import SandboxFailed, SandboxNotFound, SandboxUnavailable
+from rewardfleet.services.sandbox.errors import (
+    SandboxFailed,
+    SandboxNotFound,
+    SandboxSpecInvalid,
+    SandboxUnavailable,
+)
 from rewardfleet.services.sandbox.images import ImageStore
 from rewardfleet.services.sandbox.spec import (
     ExecResult,
@@ -80,10 +86,13 @@ class LocalSandbox:
         try:
             if verifier is not None:
                 binds, fresh = await asyncio.to_thread(self._verifier_binds, root, verifier)
+            workdir = check_path("cwd", cwd) if cwd is not None else self._record.workdir
+            if not safe_files.is_dir(root, workdir):
+                raise SandboxSpecInvalid("cwd", f"{workdir!r} is not a folder in the sandbox")
             command = bwrap_exec.bwrap_argv(
                 str(root),
                 argv,
-                cwd=check_path("cwd", cwd) if cwd is not None else self._record.workdir,
+                cwd=workdir,
                 env={**self._record.env, **extra_env},
                 network=self._record.network,
                 binds=binds,
@@ -176,7 +185,8 @@ class LocalProvider:
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
 
     def check(self) -> None:
-        """Raises SandboxUnavailable naming what this host lacks (root, bwrap, namespaces)."""
+        """Raises SandboxUnavailable naming what this host lacks (root, bwrap, namespaces, overlay and
+        tmpfs mounts)."""
         if os.geteuid() != 0:
             raise SandboxUnavailable("the local provider mounts overlays and tmpfs: run it as root")
         if shutil.which("bwrap") is None:
@@ -189,6 +199,13 @@ class LocalProvider:
         )
         if probe.returncode != 0:
             raise SandboxUnavailable(f"bwrap cannot make namespaces here: {probe.stderr.strip()[:300]}")
+        probe_folder = Path(tempfile.mkdtemp(prefix=".probe-", dir=self.root))
+        try:
+            (probe_folder / "lower").mkdir()
+            mounts.mount_layer(probe_folder / "lower", probe_folder, 1 << 20)
+        finally:
+            mounts.unmount_layer(probe_folder)
+            shutil.rmtree(probe_folder, ignore_errors=True)
 
     def folder(self, sandbox_id: str) -> Path:
         if not _ID.match(sandbox_id):
@@ -268,6 +285,10 @@ class LocalProvider:
         stopped = 0
         now = self._clock()
         for entry in list(os.scandir(self.root)):
+            if entry.name.startswith(".probe-"):  # a check() that crashed half-way
+                mounts.unmount_layer(Path(entry.path))
+                shutil.rmtree(entry.path, ignore_errors=True)
+                continue
             if entry.name.startswith(_STOPPING):
                 sandbox_id = entry.name[len(_STOPPING) :].split("-")[0]
                 await asyncio.to_thread(self._teardown, sandbox_id, Path(entry.path))

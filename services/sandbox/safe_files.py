@@ -50,6 +50,16 @@ def _root_fd(root: Path) -> Iterator[int]:
         os.close(fd)
 
 
+def is_dir(root: Path, path: str) -> bool:
+    """Whether `path` is a folder inside the root (links followed inside it)."""
+    with _root_fd(root) as root_fd:
+        try:
+            os.close(open_in_root(root_fd, path, os.O_PATH | os.O_DIRECTORY))
+        except OSError:
+            return False
+    return True
+
+
 def read_file(root: Path, path: str, max_bytes: int) -> bytes:
     """The bytes of the regular file `path`; FileNotFoundError, IsADirectoryError or FileTooLarge."""
     if max_bytes < 0:

@@ -15,12 +15,13 @@ import pytest
 from rewardfleet.services.sandbox import (
     FileTooLarge,
     Resources,
+    SandboxFailed,
     SandboxNotFound,
     SandboxSpec,
     SandboxSpecInvalid,
 )
 from rewardfleet.services.sandbox.local import LocalProvider
-from rewardfleet.services.sandbox.mounts import mounts_under
+from rewardfleet.services.sandbox.mounts import mounts_under, unmount_layer
 from tests.sandbox.conftest import needs_local
 from tests.sandbox.rootfs import host_processes_with
 
@@ -66,6 +67,20 @@ async def test_writes_persist_between_execs_and_stay_in_the_sandbox(
     assert (tiny_rootfs / "usr/bin/yes").exists()
     other = await provider.create(SandboxSpec(image), owner="test")
     assert (await other.exec("cat /etc/image-marker", timeout_s=10)).stdout == b"from the image\n"
+
+
+async def test_a_command_cannot_pass_for_a_sandbox_failure(provider: LocalProvider, image: str) -> None:
+    """Only bwrap's status pipe says whether the command ran: output that looks like bwrap's own error is
+    the command's result; a root file system gone from under the sandbox is SandboxFailed."""
+    sandbox = await provider.create(SandboxSpec(image), owner="test")
+    fake = await sandbox.exec("echo 'bwrap: cannot mount proc' >&2; exit 1", timeout_s=10)
+    assert (fake.exit_code, fake.stderr) == (1, b"bwrap: cannot mount proc\n")
+    with pytest.raises(SandboxSpecInvalid) as bad_cwd:
+        await sandbox.exec(["true"], timeout_s=10, cwd="/absent")
+    assert bad_cwd.value.field == "cwd"
+    unmount_layer(provider.folder(sandbox.id))
+    with pytest.raises(SandboxFailed, match="not mounted"):
+        await sandbox.exec(["true"], timeout_s=10)
 
 
 async def test_timeout_and_output_cap_are_results(provider: LocalProvider, image: str) -> None:
@@ -154,8 +169,8 @@ async def test_stop_leaves_nothing_and_the_id_is_gone(provider: LocalProvider, i
     while not host_processes_with("sleep 4243.5"):  # noqa: ASYNC110 - no event tells when bwrap has exec'd
         await asyncio.sleep(0.02)
     await sandbox.stop()
-    result = await running
-    assert result.exit_code != 0
+    with pytest.raises(SandboxNotFound):
+        await running  # stopped under it
     assert host_processes_with("sleep 4243.5") == []
     assert left_of(provider, sandbox.id) == NOTHING
     await sandbox.stop()  # idempotent

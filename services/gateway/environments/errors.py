@@ -6,7 +6,8 @@
     TaskInvalid              422  the seed body does not fit the environment's Task (`fields`: each `loc`)
     ToolArgumentsInvalid     422  a tool's arguments do not fit its schema (`fields`: each `loc`)
     VerifyBodyInvalid        422  verify's body does not fit what the environment reads (`fields`)
-    SessionLimitExceeded     409  a SessionLimits bound (`limit`: state_bytes, tool_calls, wall_time_s)
+    SessionLimitExceeded     409  a SessionLimits bound (`limit`: state_bytes, tool_calls, wall_time_s), or
+                                  a state JSON cannot hold (`state_json`): the state is not saved
     SessionBusy              409  another call of the session held it longer than lock_wait_s
     SessionQuotaExceeded     429  the tenant's `sessions_open` quota; Retry-After
     EnvironmentFailed        500  the environment's own code raised (seed, a tool, verify): logged

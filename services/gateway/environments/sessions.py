@@ -350,8 +350,13 @@ class Sessions:
     def _check_state(self, limits: SessionLimits, record: SessionRecord) -> None:
         try:
             size = len(dump_json(record.state).encode())
-        except (TypeError, ValueError) as exc:
-            raise EnvironmentFailed(f"{record.env}: the session state is not JSON: {exc}") from None
+        except (
+            TypeError,
+            ValueError,
+        ) as exc:  # a set, NaN, an int past 4300 digits: the state stays as it was
+            raise SessionLimitExceeded(
+                "state_json", 0, f"the new state cannot be stored as JSON ({exc}); it was not saved"
+            ) from None
         if size > limits.state_bytes:
             raise SessionLimitExceeded(
                 "state_bytes",
