@@ -52,7 +52,7 @@ MAX_TOOL_TIMEOUT_S = 600.0
 VERIFIER_OUTPUT_TAIL = 4000
 # The image's folders the verifier sees pristine (those the image has); everything else is the agent's.
 SYSTEM_DIRS = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
-# Harbor's default verifier environment plus: no Python user site (the agent could have planted one in $HOME).
+# Set for the verifier over the image's ENV: no Python user site (the agent could have planted one in $HOME).
 VERIFIER_ENV = {"PYTHONNOUSERSITE": "1", "HOME": "/root"}
 
 
