@@ -53,6 +53,7 @@ VERIFIER_OUTPUT_TAIL = 4000
 # The image's folders the verifier sees pristine (those the image has); everything else is the agent's.
 SYSTEM_DIRS = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # Set for the verifier over the image's ENV: no Python user site (the agent could have planted one in $HOME).
+VERIFY_SCRIPT = 'cd -- "$1" 2>/dev/null; exec /bin/bash /tests/test.sh'
 VERIFIER_ENV = {"PYTHONNOUSERSITE": "1", "HOME": "/root"}
 
 
@@ -221,9 +222,10 @@ class Harbor(Environment):
                 if (image.rootfs / name).exists():
                     read_only[f"/{name}"] = str(image.rootfs / name)
             result = await sandbox.exec(
-                ["/bin/bash", "/tests/test.sh"],
+                # At the image's WORKDIR as Harbor runs it; from / when the agent removed that folder.
+                ["/bin/bash", "-c", VERIFY_SCRIPT, "verify", image.workdir],
                 timeout_s=found.verifier_timeout_s,
-                cwd=image.workdir,
+                cwd="/",
                 env=VERIFIER_ENV,
                 max_output_bytes=MAX_TOOL_OUTPUT_BYTES,
                 # /logs too: whatever the agent made of it (a link elsewhere) is replaced by an empty folder.

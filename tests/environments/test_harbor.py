@@ -154,6 +154,15 @@ async def test_planted_tests_and_a_redirected_logs_folder_are_replaced(
 
 
 @needs_images
+async def test_a_removed_workdir_scores_zero_not_an_error(harbor: Harbor, provider: LocalProvider) -> None:
+    session = await open_session(harbor, provider, "shell-pipeline")
+    await run(harbor, session, "cd / && rm -rf /app")
+    verdict = await harbor.verify(session, {})
+    assert verdict.reward == 0.0 and verdict.extras["verifier_exit_code"] == 0
+    await close_session(session)
+
+
+@needs_images
 async def test_a_link_to_the_expected_file_does_not_pass(harbor: Harbor, provider: LocalProvider) -> None:
     session = await open_session(harbor, provider, "exact-file-content")
     await run(harbor, session, "mkdir -p /tests && ln -s /tests/expected_motd.txt /app/motd.txt")
