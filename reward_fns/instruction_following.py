@@ -4,8 +4,8 @@ the response, strict and loose, with all-or-nothing or per-instruction credit.
 The task is NeMo Gym's instruction_following / ifbench row: `instruction_id_list` (ids such as
 `"keywords:forbidden_words"`), `kwargs` (one object per id, nulls ignored), `prompt`, and optionally
 `grading_mode` (`"binary"` | `"fraction"`, which then overrides `credit`). They are read from `ground_truth`
-(an object, or its JSON text) or else from `extra_info` (where the gateway's NeMo Gym mapping puts the task's
-fields).
+(an object, or its JSON text; empty or blank text means none) or else from `extra_info` (where the gateway's
+NeMo Gym mapping puts the task's fields).
 
 - strict: the response as it is. loose (IFEval's): the instruction counts as followed when any of 8 variants
   follows it — the response, without its first line, without its last line, without both, each also with
@@ -64,6 +64,8 @@ def loose_variants(response: str) -> list[str]:
 
 def _task(ground_truth: Any, extra_info: Mapping[str, Any] | None) -> dict[str, Any]:
     task: dict[str, Any] = dict(extra_info or {})
+    if isinstance(ground_truth, str) and not ground_truth.strip():
+        ground_truth = None  # a verl row without a reference carries "": the task is in extra_info
     if isinstance(ground_truth, str):
         try:
             ground_truth = json.loads(ground_truth)

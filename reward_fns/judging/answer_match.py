@@ -30,6 +30,7 @@ from typing import Literal
 from rewardfleet.reward_fns.judging.answers import normalize_text
 from rewardfleet.reward_fns.judging.reading import (
     after_correction,
+    committed,
     is_hedged,
     is_negated,
     is_text_hedged,
@@ -179,6 +180,7 @@ _POLARITY_RE = re.compile(r"\b(yes|no|true|false)\b", re.IGNORECASE)
 
 def decide(response: str, reference: str) -> Judgment:
     """Match or mismatch by rule, or which question to put to the model."""
+    response = committed(response)
     target = reference_number(reference)
     if target is not None:
         return _decide_number(words_to_digits(response), target)

@@ -8,6 +8,9 @@
   "between 4 and 5", "4/5 ish" is not one (a fraction). A hedged answer is no answer.
 - A *self-correction* ("Wait", "Actually", "Correction:", "I made a mistake") after the marked answer moves
   the final answer to what follows it, when something follows.
+- What the response does not commit to is not its answer (`committed`): a question it poses and does not
+  confirm ("Is it 17? No, it's 18."), and answers it reports of others ("Some say 17, but I get 19.") when
+  its own pick follows.
 
 Pure text functions; nothing here calls a model.
 """
@@ -149,3 +152,52 @@ def after_correction(text: str, after: int) -> str | None:
         return None
     rest = text[found[-1].end() :].strip()
     return rest or None
+
+
+# Pieces of a response: sentences (ended by . ! ? ; or a line break) and the clauses a contrast starts.
+_PIECE_SPLIT_RE = re.compile(
+    r"(?<=[.!?;])\s+|\n+|,?\s+(?=(?:but|however|whereas|while|yet)\b)|,\s+(?=I\b)", re.IGNORECASE
+)
+_AFFIRM_RE = re.compile(
+    r"^\W*(?:yes|yep|yeah|right|correct|exactly|indeed|true|that\s+is\s+it)\b", re.IGNORECASE
+)
+# Who an answer is reported of (never "I" or "we"), and the verbs that report it.
+_WHO = (
+    r"(?:some(?:one|body)?|many|most|several|others?|people|everyone|everybody|they|he|she|friends?|"
+    r"classmates?|colleagues?|students?|teachers?|users?|books?|textbooks?|forums?|websites?|sites?|"
+    r"sources?|experts?|commenters?|persons?|keys?|posts?|wikipedia|google|articles?|papers?)"
+)
+_REPORT = (
+    r"(?:says?|said|claims?|claimed|thinks?|thought|believes?|believed|answered|answers|suggests?|"
+    r"suggested|argues?|argued|guess(?:es|ed)?|reports?|reported|states?|stated|insists?|insisted|"
+    r"wrote|writes|write|gets?|got|put|puts|picks?|picked|chose|choose|chooses)"
+)
+_REPORTED_RE = re.compile(
+    rf"^\W*(?:(?:and|however|also)\W+)?(?:according\s+to\b|(?:[\w'-]+\s+){{0,4}}?{_WHO}\b"
+    rf"[^.!?;]{{0,60}}?\b{_REPORT}\b)",
+    re.IGNORECASE,
+)
+
+
+def _is_reported(piece: str) -> bool:
+    return bool(_REPORTED_RE.match(piece))
+
+
+def committed(text: str) -> str:
+    """`text` without what it does not commit to: a question followed by anything but a confirmation, and an
+    answer reported of others ("some say", "my friend thinks", "according to") when the response's own words
+    follow. The text unchanged when nothing would be left."""
+    pieces = [p for p in _PIECE_SPLIT_RE.split(text) if p and p.strip()]
+    if len(pieces) < 2:
+        return text
+    kept = []
+    for i, piece in enumerate(pieces):
+        later = pieces[i + 1 :]
+        if not later:
+            kept.append(piece)
+        elif piece.rstrip().endswith("?"):
+            if _AFFIRM_RE.match(later[0]):
+                kept.append(piece)
+        elif not _is_reported(piece) or all(_is_reported(p) for p in later):
+            kept.append(piece)
+    return " ".join(kept) if kept else text

@@ -2,7 +2,8 @@
 
 One small API (`api.py`: `Sandbox`, `SandboxProvider`; `spec.py`: `SandboxSpec`, `Resources`, `ExecResult`,
 `VerifierMounts`; `errors.py`: the exception tree) and its providers: `local` (bubblewrap over an overlay
-of the image's root file system) and the image store that turns `dir:`, `oci:`, `docker-archive:` and
+of the image's root file system), `k8s` (pods through the official client, an optional extra) and the
+image store that turns `dir:`, `oci:`, `docker-archive:` and
 `dockerfile:` references into cached root file systems. Imports nothing of the project but
 `services/common`. What is isolated and how: docs/sandboxes.md.
 """

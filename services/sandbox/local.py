@@ -44,6 +44,8 @@ from rewardfleet.services.sandbox.state import SandboxRecord, process_start_tick
 
 _ID = re.compile(r"[0-9a-f]{32}\Z")
 _STOPPING = ".stopping-"
+# A folder without a readable record this long after it was made is a create that crashed.
+_HALF_MADE_AFTER_S = 60.0
 
 
 class LocalSandbox:
@@ -285,6 +287,8 @@ class LocalProvider:
         stopped = 0
         now = self._clock()
         for entry in list(os.scandir(self.root)):
+            if entry.name.startswith((".probe-", _STOPPING)) and not _older_than(entry, _HALF_MADE_AFTER_S):
+                continue  # another process's check() or stop() under way
             if entry.name.startswith(".probe-"):  # a check() that crashed half-way
                 mounts.unmount_layer(Path(entry.path))
                 shutil.rmtree(entry.path, ignore_errors=True)
@@ -298,8 +302,13 @@ class LocalProvider:
             try:
                 record = SandboxRecord.read(Path(entry.path))
             except (OSError, ValueError, TypeError):
-                record = None  # a create that crashed before its record was whole
-            if record is None or record.abandoned(now) is not None:
+                record = None  # a create that crashed before its record was whole, or one under way
+            if record is None:
+                if _older_than(entry, _HALF_MADE_AFTER_S):
+                    await self.stop(entry.name)
+                    stopped += 1
+                continue
+            if record.abandoned(now) is not None:
                 await self.stop(entry.name)
                 stopped += 1
         return stopped
@@ -314,3 +323,10 @@ class LocalProvider:
                     await self.stop(sandbox_id)
                     stopped += 1
         return stopped
+
+
+def _older_than(entry: os.DirEntry[str], seconds: float) -> bool:
+    try:
+        return time.time() - entry.stat(follow_symlinks=False).st_mtime > seconds
+    except FileNotFoundError:
+        return False

@@ -32,16 +32,19 @@ def gateway(tmp: Path, config: dict[str, Any], *args: str, name: str = "gateway"
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        proc.wait_http(f"{url}/ready", timeout_s=120)
+        proc.wait_http(f"{url}/health", timeout_s=120)  # /ready needs a key when there are tenants
         yield url
     finally:
         proc.stop()
 
 
-def metric(url: str, name: str, **labels: str) -> float:
-    """The value of one series of the gateway's /metrics (0 when absent)."""
+def metric(url: str, name: str, key: str | None = None, **labels: str) -> float:
+    """The value of one series of the gateway's /metrics (0 when absent); `key`: an API key to send."""
     want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
-    for line in httpx.get(f"{url}/metrics", timeout=10).text.splitlines():
+    headers = {"authorization": f"Bearer {key}"} if key else None
+    answer = httpx.get(f"{url}/metrics", headers=headers, timeout=10)
+    answer.raise_for_status()
+    for line in answer.text.splitlines():
         if line.startswith(f"{name}{{") and line.split("}")[0].split("{")[1] == want:
             return float(line.rsplit(" ", 1)[1])
     return 0.0

@@ -19,6 +19,13 @@ from tests.tiny_models import build_tiny_qwen2
 from tests.waiting import eventually
 
 
+def _probes(port: int, outcome: str) -> float:
+    """The gateway's `judge_probes_total` for the judge pool and `outcome`, summed over its series."""
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    pattern = rf'^\w*judge_probes_total{{[^}}]*outcome="{outcome}"[^}}]*}} (\S+)$'
+    return sum(float(v) for v in re.findall(pattern, text, re.MULTILINE))
+
+
 def test_a_replica_is_ready_only_once_its_router_routes_to_it(tmp_path: Path) -> None:
     judge = build_tiny_qwen2(tmp_path / "judge", "causal", seed=1)
     rm = build_tiny_qwen2(tmp_path / "rm", "seq_cls", seed=2)
@@ -34,9 +41,9 @@ def test_a_replica_is_ready_only_once_its_router_routes_to_it(tmp_path: Path) ->
                          server_args: {{torch-num-threads: 1}}, router: {slow_router}}}
         run_dir: {tmp_path / "run"}
         ready_timeout_s: 180
-        # No master-key probes here: the tiny judge refuses their max_tokens (above its limit of 16), and a
-        # pool whose every call fails has its router's circuits opened: this test is about routability.
-        gateway: {{workers: 1, judge_probes: {{functions: []}}}}
+        # The default master-key probes run: the fleet caps their max_tokens at the judge's limit of 16
+        # (judge_probes.pool_max_tokens), so they do not fail and open the router's circuits.
+        gateway: {{workers: 1}}
         """)
     )
     port = free_port()
@@ -63,6 +70,14 @@ def test_a_replica_is_ready_only_once_its_router_routes_to_it(tmp_path: Path) ->
             detail=lambda: proc.log()[-3000:],
         )  # fmt: skip
         assert (router_workers(judge_router) or {}).get(judge_url) is True
+        # The probes reached the judge and were answered (rejected or accepted). Some are refused (503 while
+        # the judge loads, 400 where a prompt overflows the tiny judge's 512-token context): the round backs
+        # off, and the real call below still finds the worker's circuit closed.
+        eventually(
+            lambda: _probes(port, "rejected") + _probes(port, "false_positive") > 0,
+            timeout_s=120, what="a master-key probe answered by the judge",
+            detail=lambda: proc.log()[-3000:],
+        )  # fmt: skip
         routed = httpx.post(
             f"{judge_router}/generate",
             json={"text": "hi", "sampling_params": {"max_new_tokens": 2, "temperature": 0.0}},

@@ -118,7 +118,7 @@ ANSWER_MATCH_CASES = Path(__file__).parent / "data" / "answer_match_cases.jsonl"
 def answer_match_cases() -> list[JudgeCase]:
     """The labelled set of issue 41 (data/answer_match_cases.jsonl): short facts, yes/no, equivalent forms,
     number words, chains whose intermediate numbers include the reference, negations, self-corrections,
-    hedges."""
+    hedges, answers posed as a question then rejected, and others' answers reported before one's own pick."""
     cases = []
     for line in ANSWER_MATCH_CASES.read_text().splitlines():
         if line.strip():

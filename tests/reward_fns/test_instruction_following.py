@@ -56,6 +56,21 @@ def test_the_task_can_come_as_ground_truth_object_or_json() -> None:
     assert as_object["score"] == as_json["score"] == row["reward"]
 
 
+@pytest.mark.parametrize("blank", ["", "   ", "\n\t"])
+def test_an_empty_ground_truth_means_none_and_the_task_comes_from_extra_info(blank: str) -> None:
+    """A verl data row without a reference carries ground_truth "": the task is read from extra_info."""
+    row = rollouts("instruction_following")[1]
+    task = {k: row[k] for k in TASK_FIELDS if k in row}
+    result = ifn.compute_score("x", output_text(row), blank, task)
+    assert result["score"] == row["reward"]
+    assert result["follow_instruction_list"] == row["follow_instruction_list"]
+
+
+def test_text_ground_truth_that_is_not_json_is_still_a_typed_error() -> None:
+    with pytest.raises(ifn.InstructionKwargsError, match="not a JSON object"):
+        ifn.compute_score("x", "response", "keywords please", {"instruction_id_list": [], "kwargs": []})
+
+
 def test_strict_and_loose() -> None:
     # The first line breaks "end with": loose drops it; strict does not.
     text = "Sure, here it is:\n*Hello* world. Is there anything else I can help with?"

@@ -11,7 +11,8 @@ from pathlib import Path
 
 TOOLS = (
     "sh", "bash", "cat", "ls", "sleep", "id", "head", "mkdir", "rm", "touch", "dd", "stat", "grep", "wc",
-    "chmod", "ln", "env", "true", "false", "echo", "yes", "tr", "kill", "seq", "mkfifo", "find",
+    "chmod", "ln", "env", "true", "false", "echo", "yes", "tr", "kill", "seq", "mkfifo", "find", "timeout",
+    "dirname", "tar",
 )  # fmt: skip
 _LIB = re.compile(r"(/\S+\.so[.\d]*)")
 

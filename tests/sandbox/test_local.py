@@ -231,6 +231,18 @@ async def test_reap_stops_sandboxes_of_a_dead_owner(provider: LocalProvider, ima
     assert (await mine.exec(["true"], timeout_s=10)).exit_code == 0
 
 
+async def test_reap_clears_a_create_that_crashed_half_way(provider: LocalProvider, image: str) -> None:
+    """A folder whose record was never written: left alone while a create could still be under way,
+    stopped once it is old (here: its mtime set back)."""
+    sandbox = await provider.create(SandboxSpec(image), owner="test")
+    folder = provider.folder(sandbox.id)
+    (folder / "sandbox.json").unlink()
+    assert await provider.reap() == 0
+    os.utime(folder, (1, 1))
+    assert await provider.reap() == 1
+    assert left_of(provider, sandbox.id) == NOTHING
+
+
 async def test_stop_owned_stops_this_process_sandboxes(provider: LocalProvider, image: str) -> None:
     made = [await provider.create(SandboxSpec(image), owner="gateway") for _ in range(3)]
     assert await provider.stop_owned() == 3
