@@ -39,6 +39,7 @@ CAPABILITIES = (
     "CAP_SETFCAP",
 )
 _EXIT_CODE = re.compile(rb'"exit-code"\s*:\s*(\d+)')
+_CHILD_PID = re.compile(rb'"child-pid"\s*:\s*(\d+)')
 _KILL_PATIENCE_S = 5.0
 
 
@@ -81,18 +82,6 @@ def bwrap_argv(
     return out
 
 
-# Joins the sandbox's cgroups, then becomes bwrap: a pre-exec hook in Python would make subprocess fork the
-# whole gateway instead of vfork'ing (+25 ms an exec); this costs one exec of /bin/sh.
-_JOIN = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"'
-
-
-def in_cgroups(command: Sequence[str], procs_files: Sequence[str]) -> list[str]:
-    """`command` run after its process has joined the cgroups whose `cgroup.procs` files are given."""
-    if not procs_files:
-        return list(command)
-    return ["/bin/sh", "-c", _JOIN, "sh", str(len(procs_files)), *procs_files, *command]
-
-
 async def run(
     command: list[str],
     *,
@@ -104,30 +93,33 @@ async def run(
     """Runs a `bwrap_argv` command to its end or `timeout_s`; output beyond `max_output_bytes` (each of
     stdout and stderr) is read and dropped. Raises SandboxFailed when bwrap itself could not set up.
 
-    Whether the command ran at all is read from bwrap's status pipe (`--json-status-fd`, which the command
-    cannot reach), never from its output or exit status: a command printing "bwrap: ..." and exiting 1 is
-    a result like any other, so a sandboxed program cannot turn its own failure into a sandbox error."""
+    bwrap reports on a status pipe (`--json-status-fd`) the command cannot reach: first its child's pid,
+    which this moves into the sandbox's cgroups (`procs_files`) while the child waits on `--block-fd`
+    (so everything the command starts is counted, and no shim process or pre-exec hook is needed), then
+    the command's exit code. Whether the command ran is read there, never from its output or exit status:
+    a command printing "bwrap: ..." and exiting 1 cannot pass for a sandbox failure."""
     started = time.monotonic()
     status_r, status_w = os.pipe()
-    os.set_blocking(status_r, False)
-    argv = [command[0], "--json-status-fd", str(status_w), *command[1:]]
+    block_r, block_w = os.pipe()
+    argv = [command[0], "--json-status-fd", str(status_w), "--block-fd", str(block_r), *command[1:]]
     try:
         proc = await asyncio.create_subprocess_exec(
-            *in_cgroups(argv, procs_files),
+            *argv,
             stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env={"PATH": "/usr/bin:/bin"},
-            pass_fds=(status_w,),
+            pass_fds=(status_w, block_r),
         )
     except FileNotFoundError:
-        os.close(status_r)
+        _close(status_r, block_w)
         raise SandboxUnavailable("bwrap is not installed (Debian: apt-get install bubblewrap)") from None
     except (OSError, subprocess.SubprocessError) as exc:
-        os.close(status_r)
+        _close(status_r, block_w)
         raise SandboxFailed(f"could not start the sandbox's process: {exc}") from None
     finally:
-        os.close(status_w)
+        _close(status_w, block_r)
+    status = _StatusPipe(status_r)
     out, err = bytearray(), bytearray()
     cut = [False]
     readers = [
@@ -137,6 +129,11 @@ async def run(
     timed_out = False
     try:
         async with asyncio.timeout(timeout_s):
+            child = await status.child_pid()
+            if child is not None:
+                _join(child, procs_files)
+            _close(block_w)  # lets the child go on
+            block_w = -1
             if stdin is not None and proc.stdin is not None:
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     proc.stdin.write(stdin)
@@ -147,14 +144,16 @@ async def run(
     except TimeoutError:
         timed_out = True
     finally:
+        if block_w != -1:
+            _close(block_w)
         await _kill(proc)
         for reader in readers:
             reader.cancel()
         await asyncio.gather(*readers, return_exceptions=True)
-        status = _read_status(status_r)
+        report = status.rest()
     if timed_out:
         code = -signal.SIGKILL
-    elif (found := _EXIT_CODE.search(status)) is not None:
+    elif (found := _EXIT_CODE.search(report)) is not None:
         code = int(found.group(1))
     else:
         message = bytes(err[:500]).decode(errors="replace").strip()
@@ -169,17 +168,62 @@ async def run(
     )
 
 
-def _read_status(fd: int) -> bytes:
-    """What bwrap wrote on its status pipe (bwrap has exited, so this does not wait)."""
-    data = bytearray()
-    try:
-        while chunk := os.read(fd, 65536):
-            data += chunk
-    except BlockingIOError:
-        pass
-    finally:
-        os.close(fd)
-    return bytes(data)
+def _close(*fds: int) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _join(pid: int, procs_files: Sequence[str]) -> None:
+    """Moves `pid` (bwrap's child, waiting on its block fd) into the sandbox's cgroups."""
+    for path in procs_files:
+        try:
+            with open(path, "w") as procs:
+                procs.write(str(pid))
+        except OSError as exc:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            raise SandboxFailed(f"could not put the command in the sandbox's cgroup {path}: {exc}") from None
+
+
+class _StatusPipe:
+    """bwrap's `--json-status-fd` pipe: its first line (the child's pid), then the rest once bwrap exited."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._data = bytearray()
+        os.set_blocking(fd, False)
+
+    async def child_pid(self) -> int | None:
+        """The child's pid once bwrap has written it; None when bwrap ended without (a setup failure)."""
+        loop = asyncio.get_running_loop()
+        while b"\n" not in self._data:
+            ready: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(self._fd, ready.set_result, None)
+            try:
+                await ready
+            finally:
+                loop.remove_reader(self._fd)
+            try:
+                chunk = os.read(self._fd, 65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                return None
+            self._data += chunk
+        found = _CHILD_PID.search(self._data)
+        return int(found.group(1)) if found else None
+
+    def rest(self) -> bytes:
+        """Everything bwrap wrote (it has exited, so this does not wait); closes the pipe."""
+        try:
+            while chunk := os.read(self._fd, 65536):
+                self._data += chunk
+        except BlockingIOError:
+            pass
+        finally:
+            _close(self._fd)
+        return bytes(self._data)
 
 
 async def _read(stream: asyncio.StreamReader | None, kept: bytearray, cap: int, cut: list[bool]) -> None:

@@ -103,11 +103,10 @@ class Cgroups:
                 found.update(int(p) for p in (folder / "cgroup.procs").read_text().split())
         return found
 
-    def destroy(self, sandbox_id: str, patience_s: float = 5.0) -> None:
-        """Kills every process left in the sandbox's groups and removes them."""
-        folders = self.folders(sandbox_id)
+    def kill(self, sandbox_id: str, patience_s: float = 5.0) -> None:
+        """Kills every process in the sandbox's groups and waits (up to `patience_s`) until none is left."""
         if self.version == 2:
-            for folder in folders:
+            for folder in self.folders(sandbox_id):
                 with contextlib.suppress(OSError):
                     (folder / "cgroup.kill").write_text("1")
         deadline = time.monotonic() + patience_s
@@ -116,6 +115,12 @@ class Cgroups:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.005)
+
+    def destroy(self, sandbox_id: str, patience_s: float = 5.0) -> None:
+        """Kills every process left in the sandbox's groups and removes them."""
+        folders = self.folders(sandbox_id)
+        self.kill(sandbox_id, patience_s)
+        deadline = time.monotonic() + patience_s
         for folder in folders:
             while folder.exists():
                 try:

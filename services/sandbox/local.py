@@ -46,6 +46,7 @@ _ID = re.compile(r"[0-9a-f]{32}\Z")
 _STOPPING = ".stopping-"
 # A folder without a readable record this long after it was made is a create that crashed.
 _HALF_MADE_AFTER_S = 60.0
+MAX_SNAPSHOTS = 8
 
 
 class LocalSandbox:
@@ -110,6 +111,7 @@ class LocalSandbox:
             except (SandboxFailed, FileNotFoundError):
                 self._root()  # SandboxNotFound when a stop raced this exec
                 raise
+            self._root()  # a stop that killed the command: SandboxNotFound, not its exit status
             if fresh and verifier is not None:
                 collected = await asyncio.to_thread(_collect, fresh, verifier.max_collected_bytes)
                 result = ExecResult(**{**result.__dict__, "collected": collected})
@@ -150,6 +152,47 @@ class LocalSandbox:
 
     async def stop(self) -> None:
         await self._provider.stop(self.id)
+
+    async def snapshot(self) -> str:
+        """Saves the sandbox's writable layer (everything written since it was made) and names the copy.
+        At most `MAX_SNAPSHOTS` per sandbox, each at most its `disk_mb`, kept on the host's disk."""
+        self._root()
+        folder = self._provider.folder(self.id) / "snapshots"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        if len(os.listdir(folder)) >= MAX_SNAPSHOTS:
+            raise SandboxSpecInvalid("snapshot", f"a sandbox keeps at most {MAX_SNAPSHOTS} snapshots")
+        name = secrets.token_hex(8)
+        upper = self._provider.folder(self.id) / "disk" / "upper"
+        await _copy_tree(upper, folder / name)
+        return name
+
+    async def restore(self, name: str) -> None:
+        """Puts the writable layer back as `snapshot()` saved it. Every process of the sandbox is killed
+        first (an exec running meanwhile ends as if stopped)."""
+        root = self._root()
+        folder = self._provider.folder(self.id)
+        saved = folder / "snapshots" / name
+        if not re.fullmatch(r"[0-9a-f]{16}", name) or not saved.is_dir():
+            raise SandboxSpecInvalid("snapshot", f"no snapshot {name!r} of this sandbox")
+        await asyncio.to_thread(self._provider.cgroups.kill, self.id)
+        await asyncio.to_thread(mounts.unmount, root)
+        disk = folder / "disk"
+        for part in ("upper", "work"):
+            await asyncio.to_thread(shutil.rmtree, disk / part)
+        (disk / "work").mkdir(mode=0o700)
+        await _copy_tree(saved, disk / "upper")
+        await asyncio.to_thread(mounts.mount_overlay, Path(self._record.lower), folder)
+
+
+async def _copy_tree(source: Path, dest: Path) -> None:
+    """`cp -a` (owners, modes, links, the overlay's whiteout devices and xattrs kept)."""
+    proc = await asyncio.create_subprocess_exec(
+        "cp", "-a", "--", str(source), str(dest), stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await proc.communicate()
+    if proc.returncode != 0:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise SandboxFailed(f"copying the writable layer: {err.decode(errors='replace')[-300:]}")
 
 
 def _collect(fresh: dict[str, Path], max_bytes: int) -> dict[str, bytes]:

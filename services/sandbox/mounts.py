@@ -41,12 +41,18 @@ def mount_layer(lower: Path, layer: Path, disk_bytes: int) -> Path:
     try:
         (disk / "upper").mkdir(mode=0o755)
         (disk / "work").mkdir(mode=0o700)
-        options = f"lowerdir={lower},upperdir={disk / 'upper'},workdir={disk / 'work'}"
-        _mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV, options)
+        mount_overlay(lower, layer)
     except BaseException:
         unmount(disk)
         raise
     return root
+
+
+def mount_overlay(lower: Path, layer: Path) -> None:
+    """The overlay of `layer/root`: `lower` below, `layer/disk/upper` above."""
+    disk = layer / "disk"
+    options = f"lowerdir={lower},upperdir={disk / 'upper'},workdir={disk / 'work'}"
+    _mount("overlay", layer / "root", "overlay", MS_NOSUID | MS_NODEV, options)
 
 
 def unmount(target: Path) -> None:

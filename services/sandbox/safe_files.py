@@ -21,6 +21,8 @@ from rewardfleet.services.sandbox.errors import FileTooLarge, SandboxFailed, San
 _SYS_OPENAT2 = 437  # the same number on x86_64 and aarch64
 RESOLVE_NO_MAGICLINKS = 0x02
 RESOLVE_IN_ROOT = 0x10
+NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIR_NOFOLLOW = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
@@ -143,29 +145,49 @@ def make_dirs(root: Path, folder: str) -> None:
 
 def replace_with_empty(root: Path, path: str, *, folder: bool) -> None:
     """Whatever is at `path` inside the root (a file, a folder, a symlink) is removed and an empty folder
-    (or empty file) made in its place; the mount point of a verifier's bind."""
-    parent, name = posixpath.split(path)
-    if not name:
+    (or empty file) made in its place: the mount point of a verifier's bind. Every folder on the way is made
+    a real folder (a symlink or file there is replaced), so the path bwrap mounts on is the path named, not
+    wherever a link the sandbox planted points."""
+    parts = [p for p in path.split("/") if p]
+    if not parts:
         raise SandboxSpecInvalid("path", f"{path!r}: a verifier mount cannot replace the root")
     with _root_fd(root) as root_fd:
-        dir_fd = make_dirs_at(root_fd, parent)
+        dir_fd = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=root_fd)
         try:
-            try:
-                info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-            except FileNotFoundError:
-                info = None
-            if info is not None and stat.S_ISDIR(info.st_mode):
-                shutil.rmtree(name, dir_fd=dir_fd)
-            elif info is not None:
-                os.unlink(name, dir_fd=dir_fd)
+            for part in parts[:-1]:
+                info = _lstat_at(dir_fd, part)
+                if info is None or not stat.S_ISDIR(info.st_mode):
+                    _remove_at(dir_fd, part, info)
+                    os.mkdir(part, 0o755, dir_fd=dir_fd)
+                next_fd = os.open(
+                    part, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd
+                )
+                os.close(dir_fd)
+                dir_fd = next_fd
+            name = parts[-1]
+            _remove_at(dir_fd, name, _lstat_at(dir_fd, name))
             if folder:
                 os.mkdir(name, 0o755, dir_fd=dir_fd)
             else:
-                os.close(
-                    os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
-                )
+                os.close(os.open(name, NEW_FILE, 0o644, dir_fd=dir_fd))
         finally:
             os.close(dir_fd)
+
+
+def _lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _remove_at(dir_fd: int, name: str, info: os.stat_result | None) -> None:
+    if info is None:
+        return
+    if stat.S_ISDIR(info.st_mode):
+        shutil.rmtree(name, dir_fd=dir_fd)
+    else:
+        os.unlink(name, dir_fd=dir_fd)
 
 
 def collect_files(folder: Path, max_bytes: int, prefix: str) -> dict[str, bytes]:

@@ -171,9 +171,25 @@ async def test_verifier_files_are_invisible_to_the_agent(
     after = await sandbox.exec("ls -A /tests /logs/verifier; cat /etc/reward.txt", timeout_s=10)
     assert after.stdout == b"/logs/verifier:\n\n/tests:\n"  # empty mount points; no reward in /etc
     assert (tests / "test.sh").exists() and sorted(os.listdir(tests)) == ["expected-answer", "test.sh"]
+    # A link planted on the way to the mount point is replaced by a real folder, not followed.
+    await sandbox.exec("rm -rf /logs; ln -s /etc /logs", timeout_s=10)
+    linked = await sandbox.exec(
+        ["sh", "/tests/test.sh"],
+        timeout_s=30,
+        verifier=VerifierMounts(read_only={"/tests": str(tests)}, fresh=["/logs/verifier"]),
+    )
+    assert linked.collected == {"/logs/verifier/reward.txt": b"1\n"}
+    assert (await sandbox.exec("ls /etc", timeout_s=10)).stdout.split() == [b"image-marker", b"passwd"]
     readonly = await sandbox.exec(
         "echo tampered > /tests/test.sh",
         timeout_s=10,
         verifier=VerifierMounts(read_only={"/tests": str(tests)}),
     )
     assert readonly.exit_code != 0 and b"tampered" not in (tests / "test.sh").read_bytes()
+    one_file = await sandbox.exec(
+        "cat /expected",
+        timeout_s=10,
+        verifier=VerifierMounts(read_only={"/expected": str(tests / "expected-answer")}),
+    )
+    assert one_file.stdout == b"42"
+    assert (await sandbox.exec("wc -c < /expected", timeout_s=10)).stdout.strip() == b"0"

@@ -267,3 +267,23 @@ async def test_32_sandboxes_of_one_image_share_it_and_leave_nothing(
     await asyncio.gather(*(s.stop() for s in sandboxes))
     assert [left_of(provider, s.id) for s in sandboxes] == [NOTHING] * 32
     assert os.listdir(provider.root) == []
+
+
+async def test_snapshot_and_restore_the_writable_layer(provider: LocalProvider, image: str) -> None:
+    sandbox = await provider.create(SandboxSpec(image, workdir="/app"), owner="test")
+    await sandbox.exec("echo one > /app/state; rm /etc/image-marker", timeout_s=10)
+    saved = await sandbox.snapshot()
+    await sandbox.exec(
+        "echo two > /app/state; echo new > /app/extra; echo back > /etc/image-marker", timeout_s=10
+    )
+    await sandbox.restore(saved)
+    seen = await sandbox.exec("cat /app/state; ls /app; ls /etc", timeout_s=10)
+    assert seen.stdout == b"one\nstate\npasswd\n"  # the image file stays deleted: its whiteout came back
+    await sandbox.exec("rm /app/state", timeout_s=10)
+    await sandbox.restore(saved)
+    assert await sandbox.read_file("/app/state") == b"one\n"
+    with pytest.raises(SandboxSpecInvalid) as unknown:
+        await sandbox.restore("../../etc")
+    assert unknown.value.field == "snapshot"
+    await sandbox.stop()
+    assert left_of(provider, sandbox.id) == NOTHING

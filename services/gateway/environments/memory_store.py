@@ -29,6 +29,7 @@ class MemorySessionStore:
         self._entries: dict[str, _Entry] = {}
         self._by_tenant: dict[str, set[str]] = {}
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}  # key -> (lock, holders and waiters)
+        self._open: dict[tuple[str, str], int] = {}  # (env, tenant) -> sessions stored
 
     def _put(self, key: str, record: SessionRecord) -> None:
         self._entries[key] = _Entry(
@@ -40,6 +41,8 @@ class MemorySessionStore:
             return False
         self._put(key, record)
         self._by_tenant.setdefault(record.tenant, set()).add(key)
+        pair = (record.env, record.tenant)
+        self._open[pair] = self._open.get(pair, 0) + 1
         return True
 
     async def count(self, tenant: str, now: float) -> int:
@@ -53,7 +56,9 @@ class MemorySessionStore:
         return SessionRecord.from_json(entry.text)
 
     @asynccontextmanager
-    async def locked(self, key: str, lease_s: float, wait_s: float) -> AsyncIterator[None]:
+    async def locked(
+        self, key: str, now: float, lease_s: float, wait_s: float
+    ) -> AsyncIterator[SessionRecord | None]:
         lock, users = self._locks.get(key, (asyncio.Lock(), 0))
         self._locks[key] = (lock, users + 1)
         try:
@@ -64,7 +69,7 @@ class MemorySessionStore:
                     f"another call of this session ran past {wait_s:g}s (lock_wait_s)"
                 ) from None
             try:
-                yield
+                yield await self.load(key, now)
             finally:
                 lock.release()
         finally:
@@ -89,6 +94,11 @@ class MemorySessionStore:
 
     def _remove(self, key: str) -> SessionRecord:
         entry = self._entries.pop(key)
+        pair = (entry.env, entry.tenant)
+        if self._open[pair] == 1:
+            del self._open[pair]
+        else:
+            self._open[pair] -= 1
         keys = self._by_tenant.get(entry.tenant)
         if keys is not None:
             keys.discard(key)
@@ -101,10 +111,7 @@ class MemorySessionStore:
         return [self._remove(key) for key in expired]
 
     async def open(self) -> dict[tuple[str, str], int]:
-        counts: dict[tuple[str, str], int] = {}
-        for entry in self._entries.values():
-            counts[entry.env, entry.tenant] = counts.get((entry.env, entry.tenant), 0) + 1
-        return counts
+        return dict(self._open)
 
     async def close(self) -> None:
         return None

@@ -2,7 +2,8 @@
 tenant's (or "none" without tenants), `tool` a tool the environment declares, `outcome` one of a few words.
 
 `rewardfleet_environment_sessions_open` is read from the store (so it is the fleet's count, the same in every
-process: the processes' merge takes its max), after each open and close here and at every reap sweep.
+process: the processes' merge takes its max) at every reap sweep, and after each open and close with the
+in-process store.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 import secrets
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 TOKEN_BYTES = 32
@@ -53,8 +53,11 @@ class SessionRecord:
     version: int = 0
 
     def to_json(self) -> str:
-        return dump_json(asdict(self))
+        return dump_json({name: getattr(self, name) for name in _FIELDS})
 
     @classmethod
     def from_json(cls, text: str | bytes) -> SessionRecord:
         return cls(**json.loads(text))
+
+
+_FIELDS = tuple(f.name for f in fields(SessionRecord))

@@ -90,6 +90,12 @@ return out
 """
 )
 
+# KEYS: lock, session. ARGV: owner, lease_ms. -> {1, record json or false} locked | {0} held by another call
+_LOCK = """
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {0} end
+return {1, redis.call('HGET', KEYS[2], 'd')}
+"""
+
 # KEYS: lock. ARGV: owner. Frees the lock only if this call still holds it.
 _UNLOCK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -117,6 +123,7 @@ class RedisSessionStore:
         self._save = store.script(_SAVE)
         self._delete = store.script(_DELETE)
         self._reap = store.script(_REAP)
+        self._lock_script = store.script(_LOCK)
         self._unlock = store.script(_UNLOCK)
 
     async def _run(self, op: str, script: Any, keys: list[str], args: list[Any]) -> Any:
@@ -154,18 +161,24 @@ class RedisSessionStore:
         return record if record.expires_at > now else None
 
     @asynccontextmanager
-    async def locked(self, key: str, lease_s: float, wait_s: float) -> AsyncIterator[None]:
+    async def locked(
+        self, key: str, now: float, lease_s: float, wait_s: float
+    ) -> AsyncIterator[SessionRecord | None]:
         lock, owner = self.lock_prefix + key, secrets.token_hex(8)
         deadline, pause = time.monotonic() + wait_s, 0.002
-        while not await self.store.call(
-            "env_session_lock", self.store.client.set(lock, owner, nx=True, px=max(1, _ms(lease_s)))
-        ):
+        keys, args = [lock, self.session_prefix + key], [owner, max(1, _ms(lease_s))]
+        while True:
+            reply = await self._run("env_session_lock", self._lock_script, keys, args)
+            if int(reply[0]) == 1:
+                break
             if time.monotonic() >= deadline:
                 raise SessionBusy(f"another call of this session ran past {wait_s:g}s (lock_wait_s)")
             await asyncio.sleep(pause)
             pause = min(pause * 2, 0.05)
         try:
-            yield
+            text = reply[1] if len(reply) > 1 else None
+            record = SessionRecord.from_json(text) if text else None
+            yield record if record is not None and record.expires_at > now else None
         finally:
             await asyncio.shield(self._run("env_session_unlock", self._unlock, [lock], [owner]))
 

@@ -19,7 +19,7 @@ import contextlib
 import copy
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -153,29 +153,25 @@ class Sessions:
             await self._close_quietly(environment, session)
             raise self._refuse(tenant, limit or 0)
         self.metrics.created.labels(env, tenant_label(tenant)).inc()
-        await self._refresh_open()
+        if self.store.volatile:  # a Redis store's count is re-read at each sweep, not on every open
+            await self._refresh_open()
         return OpenedSession(token, record.id, env)
 
     async def call(self, tenant: str, token: str, tool: str, arguments: Mapping[str, Any]) -> ToolOutcome:
-        key = _key(token)
-        record = await self._load(key, tenant)
-        environment = self.environment(record.env)
-        definition = type(environment).tool_definitions.get(tool)
-        if definition is None:
-            tools = ", ".join(type(environment).tool_definitions) or "none"
-            raise UnknownTool(f"environment {record.env!r} has no tool {tool[:64]!r} (tools: {tools})")
-        if not isinstance(arguments, Mapping):
-            self.metrics.tool_calls.labels(record.env, tool, "invalid").inc()
-            raise ToolArgumentsInvalid(tool, _not_a_mapping("the arguments"))
-        try:
-            parsed = definition.parse(arguments)
-        except ValidationError as exc:
-            self.metrics.tool_calls.labels(record.env, tool, "invalid").inc()
-            raise ToolArgumentsInvalid(tool, exc.errors(include_url=False)) from None
-        outcome = "failed"
-        try:
-            async with self._locked(key):
-                record = await self._load(key, tenant)  # afresh: the previous call may have changed it
+        async with self._locked(_key(token), tenant) as (key, record):
+            environment = self.environment(record.env)
+            definition = type(environment).tool_definitions.get(tool)
+            if definition is None:
+                tools = ", ".join(type(environment).tool_definitions) or "none"
+                raise UnknownTool(f"environment {record.env!r} has no tool {tool[:64]!r} (tools: {tools})")
+            outcome = "invalid"
+            try:
+                if not isinstance(arguments, Mapping):
+                    raise ToolArgumentsInvalid(tool, _not_a_mapping("the arguments"))
+                try:
+                    parsed = definition.parse(arguments)
+                except ValidationError as exc:
+                    raise ToolArgumentsInvalid(tool, exc.errors(include_url=False)) from None
                 now = self.clock()
                 outcome = "limit"
                 self._check_call(environment.limits, record, now)
@@ -202,20 +198,18 @@ class Sessions:
                     outcome = "limit"
                     self._check_state(environment.limits, record)
                 if not await self.store.save(key, record, expected):
-                    raise SessionNotFound()  # closed or expired while the tool ran
+                    outcome = "failed"
+                    raise SessionNotFound()  # expired and freed while the tool ran
                 outcome = "tool_error" if is_error else "ok"
                 return ToolOutcome(output, is_error)
-        finally:
-            self.metrics.tool_calls.labels(record.env, tool, outcome).inc()
+            finally:
+                self.metrics.tool_calls.labels(record.env, tool, outcome).inc()
 
     async def verify(self, tenant: str, token: str, body: Mapping[str, Any]) -> Verdict:
-        key = _key(token)
-        record = await self._load(key, tenant)
-        environment = self.environment(record.env)
         if not isinstance(body, Mapping):
             raise VerifyBodyInvalid("verify", _not_a_mapping("the verify body"))
-        async with self._locked(key):
-            record = await self._load(key, tenant)
+        async with self._locked(_key(token), tenant) as (_, record):
+            environment = self.environment(record.env)
             verdict = await self._run(
                 environment.verify(self._session(record), dict(body)), record.env, "verify", VerifyBodyInvalid
             )
@@ -239,7 +233,8 @@ class Sessions:
             await self._close_quietly(environment, self._session(record))
         counter = self.metrics.expired if expired else self.metrics.closed
         counter.labels(record.env, tenant_label(record.tenant)).inc()
-        await self._refresh_open()
+        if self.store.volatile:
+            await self._refresh_open()
         if expired:
             raise SessionNotFound()
 
@@ -297,8 +292,15 @@ class Sessions:
             raise SessionNotFound()
         return record
 
-    def _locked(self, key: str) -> contextlib.AbstractAsyncContextManager[None]:
-        return self.store.locked(key, self.config.tool_timeout_s + LOCK_MARGIN_S, self.config.lock_wait_s)
+    @contextlib.asynccontextmanager
+    async def _locked(self, key: str, tenant: str) -> AsyncIterator[tuple[str, SessionRecord]]:
+        """Holds the session's lock and yields (key, its record as of now); SessionNotFound when it is not
+        the tenant's live session."""
+        lease_s = self.config.tool_timeout_s + LOCK_MARGIN_S
+        async with self.store.locked(key, self.clock(), lease_s, self.config.lock_wait_s) as record:
+            if record is None or record.tenant != tenant:
+                raise SessionNotFound()
+            yield key, record
 
     def _session(self, record: SessionRecord) -> Session:
         return Session(

@@ -8,7 +8,8 @@ Two implement it: `MemorySessionStore` (memory_store.py, one process) and `Redis
               opens cannot pass the quota between a count and a write) -> False when full
     count     the tenant's live sessions (a cheap check before seeding)
     load      the record, or None (expired records are None even before the reaper frees them)
-    locked    holds the session's lock for one call (`lease_s`), waiting at most `wait_s` -> SessionBusy
+    locked    holds the session's lock for one call (`lease_s`), waiting at most `wait_s` (-> SessionBusy),
+              and yields its record as `load` reads it once the lock is held
     save      writes the record if its stored version is still `expected` -> False (lost a race, or gone)
     delete    removes the record if it is the tenant's -> the record, or None
     reap      removes up to `batch` records expired at `now` -> them (each is returned to one caller only)
@@ -32,7 +33,9 @@ class SessionStore(Protocol):
 
     async def load(self, key: str, now: float) -> SessionRecord | None: ...
 
-    def locked(self, key: str, lease_s: float, wait_s: float) -> AbstractAsyncContextManager[None]: ...
+    def locked(
+        self, key: str, now: float, lease_s: float, wait_s: float
+    ) -> AbstractAsyncContextManager[SessionRecord | None]: ...
 
     async def save(self, key: str, record: SessionRecord, expected: int) -> bool: ...
 

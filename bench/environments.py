@@ -1,0 +1,193 @@
+"""Environment sessions: a tool call through the fleet against the same counter environment as a bare
+FastAPI app keeping its sessions in a dict (the way NeMo Gym's resources server does), in the same run.
+
+Each server runs in its own process on 127.0.0.1 (uvicorn, 1 worker). `sessions` concurrent rollouts, each
+as NeMo Gym's agent drives one: `seed_session` (a cookie), then `calls` tool calls in a row with the previous
+answer's cookies, then `verify`. Prints p50 / mean tool-call latency per target and the ratio to the bare
+app (target ≤ 1.2 with the in-process store), the Redis store's ratio (a redis-server on PATH), sessions
+seeded per second, and the gateway's memory per open session (RSS growth over `--open` idle sessions).
+
+    .venv/bin/python -m bench.environments [--sessions 16] [--calls 50] [--open 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import psutil
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from bench.common import gateway
+from tests.support import ChildProcess, free_port
+
+COOKIE = "session"
+
+
+def bare_app() -> FastAPI:
+    """The baseline: the counter's three routes over a dict, a uuid cookie per session."""
+    app = FastAPI()
+    counters: dict[str, int] = {}
+
+    def _answer(content: Any, sid: str) -> JSONResponse:
+        response = JSONResponse(content)
+        response.set_cookie(COOKIE, sid)
+        return response
+
+    @app.post("/seed_session")
+    async def seed(request: Request) -> JSONResponse:
+        body = await request.json()
+        sid = uuid.uuid4().hex
+        counters[sid] = int(body.get("initial_count", 0))
+        return _answer({}, sid)
+
+    @app.post("/increment_counter")
+    async def increment(request: Request) -> JSONResponse:
+        sid = request.cookies[COOKIE]
+        counters[sid] += int((await request.json())["count"])
+        return _answer({"success": True}, sid)
+
+    @app.post("/verify")
+    async def verify(request: Request) -> JSONResponse:
+        sid = request.cookies[COOKIE]
+        body = await request.json()
+        return _answer({**body, "reward": float(counters[sid] == body["expected_count"])}, sid)
+
+    return app
+
+
+@contextmanager
+def bare_server(tmp: Path) -> Iterator[str]:
+    port = free_port()
+    cmd = [sys.executable, "-m", "uvicorn", "bench.environments:bare_app", "--factory", "--port", str(port)]
+    cmd += ["--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"]
+    child = ChildProcess(cmd, tmp / "bare.log")
+    try:
+        child.wait_http(f"http://127.0.0.1:{port}/docs", timeout_s=60)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        child.stop()
+
+
+def gateway_config(port: int, state_url: str | None) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "builtin_package": None,
+        "nemo_gym": {"servers": {"counter": {"environment": "example_session_state_mgmt", "port": port}}},
+    }
+    if state_url is not None:
+        config["state"] = {"state_url": state_url}
+    return config
+
+
+async def rollouts(base: str, sessions: int, calls: int) -> list[float]:
+    """Every tool call's latency (s) of `sessions` concurrent rollouts; each checks its own reward."""
+    latencies: list[float] = []
+
+    async def one(http: aiohttp.ClientSession, start: int) -> None:
+        async with http.post(f"{base}/seed_session", json={"initial_count": start}) as resp:
+            cookies = resp.cookies
+        for _ in range(calls):
+            began = time.perf_counter()
+            async with http.post(f"{base}/increment_counter", json={"count": 1}, cookies=cookies) as resp:
+                await resp.read()
+                cookies = resp.cookies
+            latencies.append(time.perf_counter() - began)
+        async with http.post(
+            f"{base}/verify", json={"expected_count": start + calls}, cookies=cookies
+        ) as resp:
+            if (await resp.json())["reward"] != 1.0:
+                raise RuntimeError(f"{base}: a rollout lost an update")
+
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http:
+        await asyncio.gather(*(one(http, i) for i in range(sessions)))
+    return latencies
+
+
+async def seed_rate(base: str, count: int) -> float:
+    """Sessions seeded per second (64 at a time); the sessions stay open."""
+    semaphore = asyncio.Semaphore(64)
+
+    async def one(http: aiohttp.ClientSession) -> None:
+        async with semaphore, http.post(f"{base}/seed_session", json={"initial_count": 1}) as resp:
+            await resp.read()
+
+    began = time.perf_counter()
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http:
+        await asyncio.gather(*(one(http) for _ in range(count)))
+    return count / (time.perf_counter() - began)
+
+
+def gateway_pid(port: int) -> int:
+    for conn in psutil.net_connections("tcp"):
+        if conn.status == psutil.CONN_LISTEN and conn.laddr.port == port and conn.pid:
+            return int(conn.pid)
+    raise RuntimeError(f"no process listens on {port}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sessions", type=int, default=16)
+    parser.add_argument("--calls", type=int, default=50)
+    parser.add_argument("--open", type=int, default=10_000)
+    args = parser.parse_args()
+    rows: list[tuple[str, float, float]] = []
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        with bare_server(tmp) as bare:
+            asyncio.run(rollouts(bare, 2, 10))  # warm-up
+            lat = asyncio.run(rollouts(bare, args.sessions, args.calls))
+            rows.append(("bare FastAPI + dict", statistics.median(lat), statistics.fmean(lat)))
+        targets: list[tuple[str, str | None]] = [("gateway, in-process store", None)]
+        redis_server = None
+        if shutil.which("redis-server"):
+            rport = free_port()
+            redis_server = subprocess.Popen(
+                ["redis-server", "--port", str(rport), "--save", "", "--appendonly", "no"],
+                stdout=subprocess.DEVNULL,
+            )
+            time.sleep(0.5)
+            targets.append(("gateway, Redis store", f"redis://127.0.0.1:{rport}/0"))
+        try:
+            for label, state_url in targets:
+                port = free_port()
+                with gateway(
+                    tmp, gateway_config(port, state_url), name=label.split(",")[1].strip().split()[0]
+                ):
+                    root = f"http://127.0.0.1:{port}"
+                    asyncio.run(rollouts(root, 2, 10))
+                    lat = asyncio.run(rollouts(root, args.sessions, args.calls))
+                    rows.append((label, statistics.median(lat), statistics.fmean(lat)))
+                    if state_url is None:
+                        pid = psutil.Process(gateway_pid(port))
+                        rss_before = pid.memory_info().rss
+                        rate = asyncio.run(seed_rate(root, args.open))
+                        per_session = (pid.memory_info().rss - rss_before) / args.open
+        finally:
+            if redis_server is not None:
+                redis_server.terminate()
+                redis_server.wait(timeout=10)
+    base_p50 = rows[0][1]
+    print(f"{'target':32} {'p50 ms':>8} {'mean ms':>8} {'p50 / bare':>10}")
+    for label, p50, mean in rows:
+        print(f"{label:32} {p50 * 1000:8.3f} {mean * 1000:8.3f} {p50 / base_p50:10.2f}")
+    print(f"sessions seeded per second (in-process store, 64 at a time): {rate:.0f}")
+    print(f"gateway RSS per open session ({args.open} open, idle): {per_session:.0f} bytes")
+
+
+if __name__ == "__main__":
+    main()
