@@ -47,6 +47,7 @@ from rewardfleet.services.gateway.core.registry import RewardFunction, load_func
 from rewardfleet.services.gateway.core.scoring import Injectables, Scorer
 from rewardfleet.services.gateway.environments.loading import load_environments
 from rewardfleet.services.gateway.environments.metrics import SessionMetrics
+from rewardfleet.services.gateway.environments.sandboxes import SessionSandboxes
 from rewardfleet.services.gateway.environments.sessions import Sessions
 from rewardfleet.services.gateway.environments.stores import session_store_for
 from rewardfleet.services.gateway.errors import LoadError, StateStoreUnavailable, TokenizerUnavailable
@@ -185,7 +186,7 @@ async def start_gateway(
                 renew_s=config.state.state_lease_s / 3,
             )
             stack.push_async_callback(prober.close)
-    env_sessions = _sessions(stack, config, backend, metrics)
+    env_sessions = await _sessions(stack, config, backend, metrics)
     gateway = Gateway(
         config=config,
         metrics=metrics,
@@ -258,10 +259,10 @@ async def _start_backend(stack: AsyncExitStack, backend: StateBackend) -> None:
     logger.info("state backend: %s", backend.name)
 
 
-def _sessions(
+async def _sessions(
     stack: AsyncExitStack, config: GatewayConfig, backend: StateBackend, metrics: GatewayMetrics
 ) -> Sessions:
-    """The environments (built-ins, then `environments.folders`) and their sessions' reaper."""
+    """The environments (built-ins, then `environments.folders`), their sessions' reaper and sandboxes."""
     with _startup_step():
         environments = load_environments(config.environments.builtin_package, config.environments.folders)
         for name, server in config.nemo_gym.servers.items():
@@ -270,8 +271,17 @@ def _sessions(
                     f"nemo_gym.servers.{name}.environment: {server.environment!r} is not loaded "
                     f"({', '.join(sorted(environments)) or 'none'})"
                 )
+    sandboxes = None
+    if config.environments.sandbox is not None:
+        with _startup_step():
+            sandboxes = await SessionSandboxes.start(config.environments.sandbox)
+        stack.push_async_callback(sandboxes.close)  # after the sessions' own stop below: what is left
     found = Sessions(
-        environments, session_store_for(backend), SessionMetrics(metrics.registry), config.environments
+        environments,
+        session_store_for(backend),
+        SessionMetrics(metrics.registry),
+        config.environments,
+        sandboxes=sandboxes,
     )
     stack.push_async_callback(found.stop)
     found.start()

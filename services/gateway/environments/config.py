@@ -6,6 +6,9 @@ environments:
   tool_timeout_s: 60            # one tool call, seed, verify or close
   reap_interval_s: 5            # how often expired sessions are freed (and the open gauge re-read)
   lock_wait_s: 30               # how long a call waits for another call of its session to finish
+  sandbox:                      # the sessions' sandboxes (services/sandbox/settings.py); default: none
+    provider: local
+    root: /var/lib/rewardfleet/sandboxes
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rewardfleet.services.sandbox.settings import SandboxSettings
 
 
 class EnvironmentsConfig(BaseModel):
@@ -29,6 +34,10 @@ class EnvironmentsConfig(BaseModel):
     reap_interval_s: float = Field(default=5.0, gt=0, description="Seconds between two sweeps of expiries.")
     lock_wait_s: float = Field(
         default=30.0, gt=0, description="Longest wait of a call for the session's previous call to end."
+    )
+    sandbox: SandboxSettings | None = Field(
+        default=None,
+        description="The sessions' sandbox provider; null: an environment with a sandbox cannot seed.",
     )
 
     @field_validator("folders")

@@ -54,6 +54,7 @@ from rewardfleet.services.gateway.environments.records import (
     new_token,
     token_key,
 )
+from rewardfleet.services.gateway.environments.sandboxes import SessionSandboxes
 from rewardfleet.services.gateway.environments.store import SessionStore
 from rewardfleet.services.gateway.errors import GatewayError
 
@@ -92,12 +93,14 @@ class Sessions:
         metrics: SessionMetrics,
         config: EnvironmentsConfig,
         clock: Callable[[], float] = time.time,
+        sandboxes: SessionSandboxes | None = None,
     ) -> None:
         self._envs = dict(environments)
         self.store = store
         self.metrics = metrics
         self.config = config
         self.clock = clock
+        self.sandboxes = sandboxes
         self.quota: Callable[[str], int | None] = lambda tenant: None
         self.on_refused: Callable[[str], None] = lambda tenant: None
         self.current_tenant: Callable[[], str] = lambda: ""
@@ -143,11 +146,15 @@ class Sessions:
         )
         session = self._session(record)
         try:
-            await self._run(environment.seed(session, parsed), env, "seed", TaskInvalid)
-        except ToolError as exc:
-            raise TaskInvalid("task", [{"loc": (), "msg": exc.message}]) from None
-        record.state = session.state
-        self._check_state(environment.limits, record)
+            try:
+                await self._run(environment.seed(session, parsed), env, "seed", TaskInvalid)
+            except ToolError as exc:
+                raise TaskInvalid("task", [{"loc": (), "msg": exc.message}]) from None
+            record.state = session.state
+            self._check_state(environment.limits, record)
+        except BaseException:
+            await self._stop_sandbox(session)  # a sandbox the failed seed made is nobody's
+            raise
         token = new_token()
         if not await self.store.create(_key(token), record, limit):
             await self._close_quietly(environment, session)
@@ -303,12 +310,17 @@ class Sessions:
             yield key, record
 
     def _session(self, record: SessionRecord) -> Session:
+        environment = self._envs.get(record.env)
+        opener = None
+        if self.sandboxes is not None and environment is not None:
+            opener = self.sandboxes.opener(environment, record.task, owner=record.id)
         return Session(
             id=record.id,
             tenant=record.tenant,
             env=record.env,
             state=record.state,
             tool_calls=record.tool_calls,
+            sandbox_opener=opener,
         )
 
     async def _run(
@@ -371,6 +383,15 @@ class Sessions:
             await self._run(environment.close(session), session.env, "close")
         except Exception as exc:  # the session is gone either way; what close could not free is logged
             logger.warning("environment %s: close of session %s failed: %s", session.env, session.id, exc)
+        await self._stop_sandbox(session)
+
+    async def _stop_sandbox(self, session: Session) -> None:
+        if self.sandboxes is None:
+            return
+        try:
+            await self.sandboxes.stop(session.state)
+        except Exception as exc:  # the reaper stops it at its ttl
+            logger.warning("%s: session %s's sandbox not stopped: %s", session.env, session.id, exc)
 
     async def _refresh_open(self) -> None:
         try:
