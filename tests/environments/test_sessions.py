@@ -212,3 +212,19 @@ async def test_sessions_open_quota_holds_under_a_flood(stores: list[SessionStore
     await a.open("other", "probe", {})  # another tenant is not held back
     await b.close("small", opened[0].token)
     await a.open("small", "probe", {})  # a closed session frees its place
+
+
+async def test_stopping_closes_the_sessions_only_this_process_holds(stores: list[SessionStore]) -> None:
+    sessions = make_sessions(stores[0], Clock())
+    closing = type(sessions.environment("closing"))
+    closing.closed.clear()  # type: ignore[attr-defined]
+    opened = [await sessions.open("t", "closing", {}) for _ in range(3)]
+    await sessions.close("t", opened[0].token)
+    sessions.start()
+    await sessions.stop()
+    if stores[0].volatile:  # in the process: nobody else could serve them, so they are closed and freed
+        assert sorted(closing.closed) == sorted(o.id for o in opened)  # type: ignore[attr-defined]
+        assert await stores[0].open() == {}
+    else:  # in Redis: another process or replica serves them on
+        assert closing.closed == [opened[0].id]  # type: ignore[attr-defined]
+        assert await stores[1].open() == {("closing", "t"): 2}

@@ -63,3 +63,13 @@ class Probe(Environment):
 class Ephemeral(Probe):
     name = "ephemeral"
     limits = SessionLimits(ttl_s=0.3)
+
+
+class Closing(Probe):
+    """Records every close in a class-level list the test reads."""
+
+    name = "closing"
+    closed: list[str] = []  # noqa: RUF012 - the test's own record
+
+    async def close(self, session: Session) -> None:
+        type(self).closed.append(session.id)
