@@ -8,6 +8,7 @@
     memory_store.py  in the process (no `state_url`, one process)
     redis_store.py   in Redis (the `--processes` state server, or `state_url` shared by replicas)
     stores.py        picks one for the state backend
+    sandboxes.py     the sessions' sandboxes: the provider `sandbox:` names, opened, attached to, stopped
     metrics.py       open, created, closed, expired sessions; tool calls by outcome
     errors.py        the refusals (404 / 409 / 422 / 429 / 500 / 504), in the gateway's envelope
 
