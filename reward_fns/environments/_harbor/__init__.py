@@ -5,4 +5,6 @@
     build_base.sh     the Debian base: debootstrap + buildah, cached
     rewards.py        the verifier's reward files read as Harbor reads them; `VerifierFailed`
     prebuild.py       builds every shipped task's image ahead of the first session (CI's set-up)
+
+The shipped tasks themselves are in `../harbor_tasks/`; docs/sandboxes.md, "Harbor tasks".
 """
