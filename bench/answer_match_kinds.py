@@ -17,9 +17,9 @@ import tempfile
 from pathlib import Path
 
 from bench.common import model_server
+from bench.harness.judge_cases import answer_match_cases
 from bench.judge_accuracy import default_kwargs, run_config, summarise
 from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2, resolve_builtin
-from tests.reward_fns.judge_cases import answer_match_cases
 
 
 async def main_async(args: argparse.Namespace, address: str) -> None:

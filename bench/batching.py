@@ -40,8 +40,8 @@ sys.path.insert(0, str(REPO))
 
 from bench.common import OFFLINE_ENV as ENV  # noqa: E402
 from bench.common import BenchResult, Row, median, print_result  # noqa: E402
-from tests.support import ChildProcess, free_port  # noqa: E402
-from tests.tiny_models import build_tiny_qwen2  # noqa: E402
+from bench.harness.processes import ChildProcess, free_port  # noqa: E402
+from bench.harness.tiny_models import build_tiny_qwen2  # noqa: E402
 
 SENTENCE = "The quick brown fox jumps over the lazy dog while the judge checks the answer carefully. "
 

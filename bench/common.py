@@ -20,7 +20,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # `python bench/x.py` as well as `python -m bench.x`
     sys.path.insert(0, str(REPO_ROOT))
 
-from tests.support import ChildProcess, free_port, rewardfleet_cmd  # noqa: E402
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd  # noqa: E402
 
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
@@ -192,8 +192,8 @@ def model_server(
 @contextmanager
 def sglang_router(tmp: Path, worker_urls: Sequence[str], name: str = "router") -> Iterator[str]:
     """One sglang-router (round robin, the tests' `RouterProcess`); yields its bare `host:port`."""
+    from bench.harness.router_process import RouterProcess
     from rewardfleet.router.config import RouterConfig
-    from tests.router.router_process import RouterProcess
 
     cfg = RouterConfig(
         port=free_port(),

@@ -34,7 +34,7 @@ from typing import Any
 import aiohttp
 
 from bench.common import OFFLINE_ENV, BenchResult, Row, print_result
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
 
 KINDS = ("disrm", "encoder", "prm", "generation")
 WORDS = [
@@ -83,7 +83,7 @@ def _embedding_body(text: str) -> dict[str, Any]:
 
 def _steps_body(text: str) -> dict[str, Any]:
     """The text cut into three steps, each ending in the step tag (as long as the other kinds' inputs)."""
-    from tests.tiny_prm import STEP_TAG
+    from bench.harness.tiny_prm import STEP_TAG
 
     words = text.split(" ")
     third = max(1, len(words) // 3)
@@ -96,8 +96,8 @@ def _generate_body(text: str) -> dict[str, Any]:
 
 
 def build_kinds(work: Path, names: Sequence[str]) -> list[Kind]:
-    from tests.tiny_models import build_tiny_qwen2
-    from tests.tiny_prm import build_tiny_qwen2_prm, step_tag_id
+    from bench.harness.tiny_models import build_tiny_qwen2
+    from bench.harness.tiny_prm import build_tiny_qwen2_prm, step_tag_id
 
     kinds: list[Kind] = []
     for name in names:

@@ -3,8 +3,9 @@ FastAPI app keeping its sessions in a dict (the way NeMo Gym's resources server 
 
 Each server runs in its own process on 127.0.0.1 (uvicorn, 1 worker). `sessions` concurrent rollouts, each
 as NeMo Gym's agent drives one: `seed_session` (a cookie), then `calls` tool calls in a row with the previous
-answer's cookies, then `verify`. Prints p50 / mean tool-call latency per target and the ratio to the bare
-app (target ≤ 1.2 with the in-process store), the Redis store's ratio (a redis-server on PATH), sessions
+answer's cookies, then `verify`. Prints p50 / mean tool-call latency per target, the server's CPU per call
+(steadier than latency on a busy machine), and their ratios to the bare app (target ≤ 1.2 with the
+in-process store), the Redis store's ratio (a redis-server on PATH), sessions
 seeded per second, and the gateway's memory per open session (RSS growth over `--open` idle sessions).
 
     .venv/bin/python -m bench.environments [--sessions 16] [--calls 50] [--open 10000]
@@ -32,7 +33,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from bench.common import gateway
-from tests.support import ChildProcess, free_port
+from bench.harness.processes import ChildProcess, free_port
 
 COOKIE = "session"
 
@@ -69,6 +70,20 @@ def bare_app() -> FastAPI:
     return app
 
 
+def cpu_s(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
+def measured(base: str, pid: int, sessions: int, calls: int) -> tuple[float, float, float]:
+    """(p50 s, mean s, server CPU s per tool call) of one round of rollouts, after a warm-up."""
+    asyncio.run(rollouts(base, 2, 10))
+    before = cpu_s(pid)
+    latencies = asyncio.run(rollouts(base, sessions, calls))
+    cpu = (cpu_s(pid) - before) / len(latencies)  # seed and verify included: 2 of `calls` + 2 requests
+    return statistics.median(latencies), statistics.fmean(latencies), cpu
+
+
 @contextmanager
 def bare_server(tmp: Path) -> Iterator[str]:
     port = free_port()
@@ -80,6 +95,10 @@ def bare_server(tmp: Path) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         child.stop()
+
+
+def listener_pid(base: str) -> int:
+    return gateway_pid(int(base.rsplit(":", 1)[1]))
 
 
 def gateway_config(port: int, state_url: str | None) -> dict[str, Any]:
@@ -145,13 +164,13 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--open", type=int, default=10_000)
     args = parser.parse_args()
-    rows: list[tuple[str, float, float]] = []
+    rows: list[tuple[str, float, float, float]] = []
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         with bare_server(tmp) as bare:
-            asyncio.run(rollouts(bare, 2, 10))  # warm-up
-            lat = asyncio.run(rollouts(bare, args.sessions, args.calls))
-            rows.append(("bare FastAPI + dict", statistics.median(lat), statistics.fmean(lat)))
+            rows.append(
+                ("bare FastAPI + dict", *measured(bare, listener_pid(bare), args.sessions, args.calls))
+            )
         targets: list[tuple[str, str | None]] = [("gateway, in-process store", None)]
         redis_server = None
         if shutil.which("redis-server"):
@@ -169,9 +188,7 @@ def main() -> None:
                     tmp, gateway_config(port, state_url), name=label.split(",")[1].strip().split()[0]
                 ):
                     root = f"http://127.0.0.1:{port}"
-                    asyncio.run(rollouts(root, 2, 10))
-                    lat = asyncio.run(rollouts(root, args.sessions, args.calls))
-                    rows.append((label, statistics.median(lat), statistics.fmean(lat)))
+                    rows.append((label, *measured(root, listener_pid(root), args.sessions, args.calls)))
                     if state_url is None:
                         pid = psutil.Process(gateway_pid(port))
                         rss_before = pid.memory_info().rss
@@ -181,10 +198,13 @@ def main() -> None:
             if redis_server is not None:
                 redis_server.terminate()
                 redis_server.wait(timeout=10)
-    base_p50 = rows[0][1]
-    print(f"{'target':32} {'p50 ms':>8} {'mean ms':>8} {'p50 / bare':>10}")
-    for label, p50, mean in rows:
-        print(f"{label:32} {p50 * 1000:8.3f} {mean * 1000:8.3f} {p50 / base_p50:10.2f}")
+    base_p50, base_cpu = rows[0][1], rows[0][3]
+    print(f"{'target':28} {'p50 ms':>7} {'mean ms':>8} {'p50/bare':>8} {'CPU ms/call':>11} {'CPU/bare':>8}")
+    for label, p50, mean, cpu in rows:
+        print(
+            f"{label:28} {p50 * 1000:7.3f} {mean * 1000:8.3f} {p50 / base_p50:8.2f} "
+            f"{cpu * 1000:11.3f} {cpu / base_cpu:8.2f}"
+        )
     print(f"sessions seeded per second (in-process store, 64 at a time): {rate:.0f}")
     print(f"gateway RSS per open session ({args.open} open, idle): {per_session:.0f} bytes")
 

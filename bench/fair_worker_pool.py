@@ -56,12 +56,11 @@ async def measure(calls: int, workers: int, rounds: int) -> dict[str, float]:
 
 
 def through_gateway(tenants: bool, tmp: Path, calls: int, workers: int, rounds: int) -> float:
-    from tests.gateway.tenants.helpers import KEY_A, auth
-    from tests.gateway.tenants.test_fair_pools import config
-    from tests.support import ChildProcess, free_port, rewardfleet_cmd
+    from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+    from bench.harness.tenants import KEY_A, auth, fair_pool_config
 
     path = tmp / f"gateway-{tenants}.yaml"
-    path.write_text(yaml.safe_dump({**config(tenants), "cache": {"idempotency": "off"}}))
+    path.write_text(yaml.safe_dump({**fair_pool_config(tenants), "cache": {"idempotency": "off"}}))
     port = free_port()
     argv = ["gateway", "--config", str(path), "--port", str(port), "--workers", str(workers)]
     proc = ChildProcess(rewardfleet_cmd(*argv), tmp / f"gateway-{tenants}.log")

@@ -1,5 +1,5 @@
 """Group judging: a group of 8 posted to a real gateway whose judge pool is a stand-in answering after
-U(1 s, 4 s) (tests/reward_fns/groups/preference_judge.py). Per mode: judge calls per group, and the group's
+U(1 s, 4 s) (bench/harness/preference_judge.py). Per mode: judge calls per group, and the group's
 wall time (first post to last answer) ÷ the longest single judge call of that group — 1.0 is the best
 possible (every comparison of the group overlaps); swiss runs its rounds one after another, so it is about
 its number of rounds.
@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from bench.common import gateway
-from tests.support import ChildProcess, free_port
+from bench.harness.processes import ChildProcess, free_port
 
 PAIRWISE = "rewardfleet.reward_fns.groups.pairwise_judge:compute_group_score"
 MODES: dict[str, dict[str, Any]] = {
@@ -68,7 +68,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
         port = free_port()
-        judge_cmd = [sys.executable, "-m", "tests.reward_fns.groups.preference_judge", "--port", str(port),
+        judge_cmd = [sys.executable, "-m", "bench.harness.preference_judge", "--port", str(port),
                      "--latency-min-s", "1", "--latency-max-s", "4"]  # fmt: skip
         judge = ChildProcess(judge_cmd, tmp / "judge.log")
         try:

@@ -37,8 +37,8 @@ sys.path.insert(0, str(REPO))
 
 from bench.common import OFFLINE_ENV as ENV  # noqa: E402
 from bench.common import BenchResult, add_served_vs_offline, alternate_offline_and_served, print_result  # noqa: E402
-from tests.support import ChildProcess, free_port, rewardfleet_cmd  # noqa: E402
-from tests.tiny_clip import build_random_clip  # noqa: E402
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd  # noqa: E402
+from bench.harness.tiny_clip import build_random_clip  # noqa: E402
 
 PROMPTS = ("a red photo of the square", "a photo of a green square", "the blue photo")
 PAIR_SIZES = (1, 4, 8, 16, 32)

@@ -18,8 +18,6 @@ judge call's.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import multiprocessing
 import os
 import sys
@@ -28,31 +26,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import yaml
 
+from bench import inflight_memory
 from bench.common import BenchResult, Row
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.inflight_load import JUDGE_FN, burst_client, gateway_inflight, rss_and_cpu
 from bench.proc_stats import tree
 from bench.state_calls import script_calls, state_url
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
 
 INFLIGHT = "17. in flight: 65,536 posts through --processes"
-JUDGE_FN = """
-import zlib
-
-PORTS = {ports}
-LATENCY_S = {latency_s}
-
-
-async def compute_score(data_source, solution_str, ground_truth, extra_info=None, uid=None, http_client=None):
-    port = PORTS[zlib.crc32(uid.encode()) % len(PORTS)]
-    body = {{"response": solution_str, "latency_s": LATENCY_S}}
-    async with http_client.post(f"http://127.0.0.1:{{port}}/judge", json=body) as resp:
-        resp.raise_for_status()
-        return float((await resp.json())["score"])
-"""
-
-
 WORKERS, STATE, SUPERVISOR = "gateway processes", "state server", "supervisor and the rest"
 
 
@@ -108,83 +91,7 @@ def _children(pid: int) -> list[int]:
 
 
 def _rss_by_role(root: int) -> dict[str, int]:
-    return {role: _rss_and_cpu(pids)[0] for role, pids in _roles(root).items()}
-
-
-def _inflight(port: int) -> float:
-    """The gateway's in-flight count (all processes, summed by /metrics), less the scrape asking."""
-    try:  # a scrape waits in the same accept queue as the burst: it may be late
-        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
-    except httpx.HTTPError:
-        return 0.0
-    for line in text.splitlines():
-        if line.startswith("rewardfleet_gateway_inflight_requests "):
-            return float(line.split()[1]) - 1
-    return 0.0
-
-
-def _rss_and_cpu(pids: list[int]) -> tuple[int, float]:
-    page, tick = os.sysconf("SC_PAGE_SIZE"), os.sysconf("SC_CLK_TCK")
-    rss, cpu = 0, 0.0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/statm") as f:
-                rss += int(f.read().split()[1]) * page
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            cpu += (int(fields[11]) + int(fields[12])) / tick
-        except (OSError, IndexError, ValueError):
-            continue
-    return rss, cpu
-
-
-def _client(
-    source: str, port: int, first: int, count: int, latency_s: float, out: multiprocessing.Queue
-) -> None:
-    """One load generator: `count` posts, each on its own connection from `source`, all in flight at once."""
-    import uvloop
-
-    async def main() -> dict[str, int]:
-        connecting = asyncio.Semaphore(256)  # connects in progress at once (the listen backlog is finite)
-        results: dict[str, int] = {}
-
-        async def one(i: int) -> None:
-            body = json.dumps(
-                {
-                    "reward_fn": "judged",
-                    "data_source": "x",
-                    "solution_str": f"answer {i} yes",
-                    "ground_truth": "",
-                    "uid": f"p{i}",
-                }
-            ).encode()
-            head = (
-                f"POST /score HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-            ).encode()
-            key = "ok"
-            try:
-                async with connecting:
-                    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
-                writer.write(head + body)
-                async with asyncio.timeout(latency_s * 4 + 120):
-                    answer = await reader.read()
-                writer.close()
-                status = answer.split(b" ", 2)[1].decode() if answer else "empty"
-                if status != "200":
-                    key = f"HTTP {status}"
-                else:
-                    result = json.loads(answer.split(b"\r\n\r\n", 1)[1])
-                    if result["status"] != "ok":
-                        key = f"{result['status']}: {(result.get('error') or {}).get('type')}"
-            except (OSError, TimeoutError) as exc:
-                key = type(exc).__name__
-            results[key] = results.get(key, 0) + 1
-
-        await asyncio.gather(*(one(i) for i in range(first, first + count)))
-        return results
-
-    out.put(uvloop.run(main()))
+    return {role: rss_and_cpu(pids)[0] for role, pids in _roles(root).items()}
 
 
 def run(
@@ -230,7 +137,7 @@ def run(
         for p, proc in zip(judge_ports, judge_procs, strict=True):
             proc.wait_http(f"http://127.0.0.1:{p}/health", timeout_s=60)
         gateway.wait_http(f"http://127.0.0.1:{port}/ready", timeout_s=180)
-        _, cpu_before = _rss_and_cpu(tree(gateway.pid))
+        _, cpu_before = rss_and_cpu(tree(gateway.pid))
         before = _rss_by_role(gateway.pid)
         url = state_url(_roles(gateway.pid)[WORKERS])
         calls_before = script_calls(url)
@@ -240,7 +147,7 @@ def run(
         started = time.monotonic()
         procs = [
             ctx.Process(
-                target=_client,
+                target=burst_client,
                 args=(
                     f"127.0.0.{2 + c}",
                     port,
@@ -259,7 +166,7 @@ def run(
         peak, held = dict(before), 0.0
         deadline = started + latency_s * 4 + 180
         while time.monotonic() < deadline:
-            inflight = _inflight(port)
+            inflight = gateway_inflight(port)
             held = max(held, inflight)
             peak = {role: max(rss, peak[role]) for role, rss in _rss_by_role(gateway.pid).items()}
             if inflight >= posts or not any(p.is_alive() for p in procs):
@@ -279,7 +186,7 @@ def run(
         wall = time.monotonic() - started
         for proc in procs:
             proc.join(timeout=30)
-        _, cpu_after = _rss_and_cpu(tree(gateway.pid))
+        _, cpu_after = rss_and_cpu(tree(gateway.pid))
         calls = script_calls(url) - calls_before
         state_after = _rss_by_role(gateway.pid)[STATE] - before[STATE]  # with the answers' cached results
         answered = failures.pop("ok", 0)
@@ -341,7 +248,6 @@ def memory_rows(quick: bool) -> list[Row]:
     """The memory of one post in flight in one gateway process (bench/inflight_memory.py): the slope between
     two burst sizes, for a function that only awaits (the gateway's own share, the target) and for one that
     awaits an aiohttp judge call (what such a function adds)."""
-    from bench import inflight_memory  # (it builds on this module)
 
     sizes = [1024, 4096] if quick else [2048, 8192]
     points = inflight_memory.run(sizes, ["sleep", "judge"])

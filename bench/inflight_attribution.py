@@ -34,7 +34,7 @@ from typing import Any
 import yaml
 
 from bench.common import ChildProcess, free_port
-from bench.inflight import JUDGE_FN, _client
+from bench.inflight_load import JUDGE_FN, burst_client
 from bench.inflight_memory import SLEEP_FN
 
 
@@ -177,7 +177,7 @@ def main() -> None:
     def burst(count: int, first: int) -> None:
         ctx = multiprocessing.get_context("spawn")
         out: multiprocessing.Queue = ctx.Queue()
-        proc = ctx.Process(target=_client, args=("127.0.0.2", port, first, count, args.latency_s, out))
+        proc = ctx.Process(target=burst_client, args=("127.0.0.2", port, first, count, args.latency_s, out))
         proc.start()
         report.setdefault("procs", []).append((proc, out))
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import yaml
 
 from bench.common import ChildProcess, free_port, rewardfleet_cmd
-from bench.inflight import JUDGE_FN, _client, _inflight, _rss_and_cpu
+from bench.inflight_load import JUDGE_FN, burst_client, gateway_inflight, rss_and_cpu
 from bench.proc_stats import tree
 
 SLEEP_FN = """
@@ -62,7 +62,7 @@ class Point:
 def _burst(port: int, first: int, count: int, latency_s: float) -> tuple[multiprocessing.Process, object]:
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
-    proc = ctx.Process(target=_client, args=("127.0.0.2", port, first, count, latency_s, out))
+    proc = ctx.Process(target=burst_client, args=("127.0.0.2", port, first, count, latency_s, out))
     proc.start()
     return proc, out
 
@@ -89,16 +89,16 @@ def measure(function: str, posts: int, latency_s: float, tmp: Path, judge_ports:
         out.get(timeout=latency_s * 4 + 120)  # type: ignore[attr-defined]
         proc.join(30)
         time.sleep(1.0)  # the warm-up's connections close
-        idle, _ = _rss_and_cpu(tree(gateway.pid))
+        idle, _ = rss_and_cpu(tree(gateway.pid))
         proc, out = _burst(port, 0, posts, latency_s)
         peak, held = idle, 0.0
         deadline = time.monotonic() + latency_s * 2 + 60
         while time.monotonic() < deadline:
-            held = _inflight(port)
+            held = gateway_inflight(port)
             if held >= posts:
                 time.sleep(1.0)  # the last posts' judge calls connect
-                held = _inflight(port)
-                peak = max(peak, _rss_and_cpu(tree(gateway.pid))[0])
+                held = gateway_inflight(port)
+                peak = max(peak, rss_and_cpu(tree(gateway.pid))[0])
                 break
             time.sleep(0.5)
         results: dict[str, int] = out.get(timeout=latency_s * 4 + 240)  # type: ignore[attr-defined]

@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.judge_accuracy [--subset] [--concurrency 4] [--server host:port]
 
 Runs SmolLM2-135M-Instruct (the embedded default's judge model, on the CPU model server) and scores every case
-of `tests/reward_fns/judge_cases.py` (right and wrong final answers, paraphrases, units, reasoning, free
+of `bench/harness/judge_cases.py` (right and wrong final answers, paraphrases, units, reasoning, free
 text) with `judge.compute_score` under each configuration, in the same run:
 
 - `before`: the default fleet's judge settings before this change (the `correctness` template, free reasoning
@@ -30,10 +30,10 @@ import aiohttp
 import yaml
 
 from bench.common import model_server
+from bench.harness.judge_cases import JudgeCase, judge_cases, small_subset
+from bench.harness.processes import REPO_ROOT
 from rewardfleet.reward_fns import judge
 from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2, resolve_builtin
-from tests.reward_fns.judge_cases import JudgeCase, judge_cases, small_subset
-from tests.support import REPO_ROOT
 
 BEFORE: dict[str, Any] = {
     "pool": "judge", "model": "smollm2", "generation": {"max_tokens": 64}, "guards": False,

@@ -11,8 +11,8 @@ import argparse
 import timeit
 
 from bench.common import BenchResult, Row, median, print_result
+from bench.harness.metrics_reference import Reference
 from rewardfleet.services.gateway.metrics import GatewayMetrics
-from tests.gateway.client_python_metrics import Reference
 
 
 def _us_per_op(stmt: object, number: int) -> float:

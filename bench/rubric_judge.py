@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.rubric_judge [--standin] [--server host:port] [--concurrency 2]
 
 On SmolLM2-135M-Instruct (the embedded default's judge, CPU model server; started unless `--server`), or on
-the stand-in judge of tests/reward_fns/rubric_standin.py with `--standin`, scores a small labelled set of
+the stand-in judge of bench/harness/rubric_standin.py with `--standin`, scores a small labelled set of
 rubric samples (SAMPLES below) with `criteria_per_call` 1 and 0 (all in one call), in the same run, and
 prints per sample: judge calls, prompt and completion tokens, seconds (and the ratio to one-per-call),
 unparsed answers (errors), mean reward of the right and the wrong responses, and the mean reward gain of the
@@ -24,9 +24,9 @@ from typing import Any
 import aiohttp
 
 from bench.common import model_server
+from bench.harness.processes import ChildProcess, free_port
 from rewardfleet.reward_fns import rubric
 from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2, resolve_builtin
-from tests.support import ChildProcess, free_port
 
 _CAPITAL = [
     {"text": "The response names 'Paris' as the capital of France.", "weight": 3, "kind": "essential"},
@@ -123,7 +123,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if args.standin:
             port = free_port()
-            cmd = [sys.executable, "-m", "tests.reward_fns.rubric_standin", "--port", str(port)]
+            cmd = [sys.executable, "-m", "bench.harness.rubric_standin", "--port", str(port)]
             child = ChildProcess(cmd, Path(tmp) / "standin.log")
             try:
                 child.wait_http(f"http://127.0.0.1:{port}/health", timeout_s=30)

@@ -21,12 +21,12 @@ import time
 from pathlib import Path
 
 from bench.common import BenchResult, Row, median, print_result
+from bench.harness.image_layouts import layer_from_folder, write_oci_layout
+from bench.harness.sandbox_rootfs import make_rootfs
 from rewardfleet.services.sandbox import SandboxSpec
 from rewardfleet.services.sandbox.bwrap_exec import bwrap_argv
 from rewardfleet.services.sandbox.images import ImageStore
 from rewardfleet.services.sandbox.local import LocalProvider
-from tests.sandbox.layouts import layer_from_folder, write_oci_layout
-from tests.sandbox.rootfs import make_rootfs
 
 
 def _p99(values: list[float]) -> float:

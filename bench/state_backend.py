@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import BenchResult, Row, gateway, median, print_result, write_fn
+from bench.harness.redis_server import RedisServer
 from bench.load import LoadResult, run_load
 from bench.raw_load import run_raw_load
-from tests.gateway.state_store.redis_server import RedisServer
 
 TRIVIAL = """
 async def compute_score(data_source, solution_str, ground_truth, extra_info=None):

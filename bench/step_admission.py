@@ -55,11 +55,11 @@ import aiohttp
 import yaml
 
 from bench.common import OFFLINE_ENV, BenchResult, Row, print_result, write_fn
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
 from bench.proc_stats import cpu_s, rss_bytes, tree
 from rewardfleet.services.client import AsyncRewardClient, GatewayUnavailable, RetryPolicy
 from rewardfleet.services.common.open_files import raise_open_files_limit
 from rewardfleet.services.gateway.processes.args import parse_processes
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
 
 TARGET = 1.05  # first burst: wall time / the largest judge latency
 CPU_TARGET_MS = 0.3  # gateway CPU per post

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import OFFLINE_ENV, BenchResult, Row, gateway, median, print_result, write_fn
+from bench.harness.processes import ChildProcess, free_port
 from bench.judge_server import JUDGE_FN
 from bench.state_backend import gateway_pid, own_cpu_s, process_cpu_s
 from bench.trainer_steps import (
@@ -44,7 +45,6 @@ from bench.trainer_steps import (
     train_tokenizer,
     verl_config,
 )
-from tests.support import ChildProcess, free_port
 
 PATHS = ("verl", "fleet", "fleet-batched")
 LABELS = {

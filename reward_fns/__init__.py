@@ -6,7 +6,10 @@ The reward functions at the top level:
 - Rules, as verl scores them: `gsm8k`, `math`, `math_dapo`, `prime_math`, `geo3k`, `search_r1`; and
   `math_verify`, `exact_match`, `regex_match`, `format_check`. `code` runs programs in `_sandbox`.
 - Verifiable tasks: `instruction_following`, `sql`, and NeMo Gym's `mcqa`, `json_schema`, `equivalence_rule`,
-  `format_verification` (docs/verifiable_tasks.md, docs/nemo_gym.md).
+  `format_verification`, `gpqa_diamond`, `circle_count`, `mrcr`, `graphwalks`, `imo_gradingbench`,
+  `math_proof_judgement`, `proof_genselect`, `arc_agi`, `solution_choice`, `spartqa`, `ragtruth`,
+  `gui_coordinate`, `calendar_schedule`, `ruler2`, and its judges `equivalence_llm_judge`, `xstest`,
+  `labbench2_vlm` (docs/verifiable_tasks.md, docs/nemo_gym.md).
 - Models behind a pool: `judge` (GenRM), `rule_then_judge` (both thin: judging/ holds them), `rubric`,
   `likelihood` (docs/rubric.md), `reward_model` (DisRM), `prm` (process reward model), `similarity`
   (encoder), `image_text_score` (CLIP-style).

@@ -11,7 +11,10 @@ Grading modes (keyword `grading_mode`, overridable per sample by `extra_info["gr
 - `lenient_boxed`: that, else the one option whose text appears inside the first `\\boxed{...}` (lower-cased,
   whitespace collapsed, an outer `\\text{...}` removed); two matching options give no answer;
 - `lenient_answer_colon`: the first `Answer: X` (any case): a single letter, or an option's exact text;
-- `lenient_answer_colon_md`: `Answer: B` with markdown emphasis around the word (`**Answer:** B`).
+- `lenient_answer_colon_md`: `Answer: B` with markdown emphasis around the word (`**Answer:** B`);
+- `gpqa` (NeMo Gym's `gpqa_diamond`): the last `\\boxed{...}`: a lone capital letter, else its last
+  standalone capital letter; else the last `Answer: X` (markdown emphasis allowed). Without `options` any
+  letter is allowed.
 
 A task's `template_metadata.output_regex` is tried first: the last match of each regex (case-insensitive),
 Arabic, Bengali and full-width letters read as A-D, taken as a letter or as an option's exact text.
@@ -37,6 +40,7 @@ GRADING_MODES = (
     "lenient_boxed",
     "lenient_answer_colon",
     "lenient_answer_colon_md",
+    "gpqa",
 )
 MAX_OPTIONS = 64
 
@@ -45,6 +49,9 @@ _BOXED_LETTER = re.compile(r"\\boxed\{\s*[^A-Za-z]*([A-Z])[^A-Za-z]*\s*\}")
 _BOXED = re.compile(r"\\boxed\{\s*(.*?)\s*\}", re.S)
 _TEXT_WRAP = re.compile(r"\\text\{\s*(.*?)\s*\}", re.S)
 _ANSWER_COLON = re.compile(r"answer\s*:\s*(.+)", re.I)
+_GPQA_BOXED = re.compile(r"\\boxed\{([^}]*)\}", re.S)
+_GPQA_LETTER = re.compile(r"\b([A-Z])\b")
+_GPQA_ANSWER = re.compile(r"(?i)[*_]{0,2}Answer[*_]{0,2}\s*:[\s*_]{0,2}\s*([A-Z])(?![a-zA-Z0-9])")
 _ANSWER_COLON_MD = re.compile(r"[*_]{0,2}Answer[*_]{0,2}\s*:[*_\s]{0,2}\s*([A-Z])(?![a-zA-Z0-9])", re.I)
 # Letters of other scripts a model answers with, read as the Latin letter.
 _FOREIGN_LETTERS = str.maketrans(
@@ -107,6 +114,19 @@ def _from_template(text: str, regexes: Any, options: list[tuple[str, str]]) -> s
     return None
 
 
+def _gpqa_letter(text: str) -> str | None:
+    boxed = _GPQA_BOXED.findall(text)
+    if boxed:
+        inner = boxed[-1].strip()
+        if len(inner) == 1 and inner.isupper():
+            return inner
+        letters = _GPQA_LETTER.findall(inner)
+        if letters:
+            return letters[-1]
+    answers = _GPQA_ANSWER.findall(text)
+    return answers[-1].upper() if answers else None
+
+
 def extract_letter(
     text: str, mode: str, options: list[tuple[str, str]], template_metadata: Any = None
 ) -> str | None:
@@ -137,6 +157,9 @@ def extract_letter(
         if len(candidate) == 1 and candidate.isalpha() and candidate.upper() in allowed:
             return candidate.upper()
         return _by_text(candidate, options)
+    if mode == "gpqa":
+        letter = _gpqa_letter(text)
+        return letter if letter is not None and (not allowed or letter in allowed) else None
     if mode == "lenient_answer_colon_md":
         m = _ANSWER_COLON_MD.search(text)
         if m is not None and m.group(1).upper() in allowed:

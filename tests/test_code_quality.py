@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import REPO_ROOT, VENV_BIN
+from bench.harness.processes import REPO_ROOT, VENV_BIN
 
 _LINT_IMPORTS = """
 import os, sys

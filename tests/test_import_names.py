@@ -10,7 +10,7 @@ import textwrap
 import zipfile
 from pathlib import Path
 
-from tests.support import REPO_ROOT
+from bench.harness.processes import REPO_ROOT
 
 FOLDERS = ("services", "router", "reward_fns")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import REPO_ROOT
+from bench.harness.processes import REPO_ROOT
 
 SOURCE_ROOTS = ("services", "router", "reward_fns")
 

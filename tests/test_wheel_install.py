@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support import REPO_ROOT, ChildProcess, free_port
+from bench.harness.processes import REPO_ROOT, ChildProcess, free_port
 
 COMMANDS = ((), ("gateway",), ("serve-model",), ("up",), ("status",))
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")

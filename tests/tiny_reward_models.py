@@ -23,7 +23,7 @@ import string
 from pathlib import Path
 from typing import Any
 
-from tests.tiny_models import _build_llama_tokenizer, _build_qwen2_tokenizer, _save
+from bench.harness.tiny_models import _build_llama_tokenizer, _build_qwen2_tokenizer, _save
 
 HIDDEN = 32
 _DECODER = {

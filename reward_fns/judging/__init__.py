@@ -21,6 +21,7 @@ seed             a judge call's sampling seed and routing key, from the question
 answers          answer extraction and normalisation, shared with the rule built-ins; options: a sample's
                  per-call options
 steps            step splitting, per-step scores and their aggregation
+nemo_gym         what NeMo Gym's judge servers share (the message judged, the endpoint, the call's record)
 
 The names below are its public API (the judge's `compute_score` is reward_fns.judge's, a built-in). The
 judge itself is not imported here: importing a name of the family stays light.

@@ -20,8 +20,10 @@ Read it in this order (top to bottom is the direction of every import; import-li
     state_store/    the shared Redis plumbing (client, scripts, pipeline, leases) and the backend choice
     execution/      running user code: loader, sync process pool, its workers
     schemas.py metrics.py     request/response bodies; Prometheus metrics
-    errors.py sizes.py trajectory.py plain_metrics.py gc_tuning.py http_protocol.py    the leaves
+    errors.py sizes.py trajectory.py    the leaves
+    hot_path/       a leaf too: what a POST /score passes outside its handler (the app class, the plain-ASGI
+                    path, the HTTP protocol, plain metrics, the collector's tuning)
 
 A feature that keeps shared state owns its store protocol, its in-process store and its Redis store
-(`*/stores.py` picks one for the backend); storage imports no feature.
+(`*/choose_store.py` picks one for the backend); storage imports no feature.
 """

@@ -39,30 +39,32 @@ from rewardfleet.services.common.hosts import connect_host
 from rewardfleet.services.common.request_metrics import RequestMetrics
 from rewardfleet.services.gateway.admission.admission import Admission, AdmissionMiddleware, Backlog
 from rewardfleet.services.gateway.admission.drain import Drain
-from rewardfleet.services.gateway.cache.stores import results_for
+from rewardfleet.services.gateway.cache.choose_store import results_for
 from rewardfleet.services.gateway.catalog.build import build_catalog
 from rewardfleet.services.gateway.catalog.reload import Reloader
 from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.core.registry import RewardFunction, load_functions
 from rewardfleet.services.gateway.core.scoring import Injectables, Scorer
+from rewardfleet.services.gateway.environments.choose_store import session_store_for
 from rewardfleet.services.gateway.environments.loading import load_environments
 from rewardfleet.services.gateway.environments.metrics import SessionMetrics
 from rewardfleet.services.gateway.environments.sandboxes import SessionSandboxes
 from rewardfleet.services.gateway.environments.sessions import Sessions
-from rewardfleet.services.gateway.environments.stores import session_store_for
 from rewardfleet.services.gateway.errors import LoadError, StateStoreUnavailable, TokenizerUnavailable
 from rewardfleet.services.gateway.execution.pool import WorkerPool
 from rewardfleet.services.gateway.execution.tokenizer import load_tokenizer
 from rewardfleet.services.gateway.facade import Gateway
-from rewardfleet.services.gateway.gc_tuning import tune_for_own_process
-from rewardfleet.services.gateway.groups.stores import group_scorer_for
+from rewardfleet.services.gateway.groups.choose_store import group_scorer_for
+from rewardfleet.services.gateway.hot_path.gc_tuning import tune_for_own_process
+from rewardfleet.services.gateway.hot_path.score_asgi import ScoreFastPath
+from rewardfleet.services.gateway.hot_path.score_front import GatewayApp
+from rewardfleet.services.gateway.limits.choose_store import gate_for
 from rewardfleet.services.gateway.limits.function_limits import function_gates
 from rewardfleet.services.gateway.limits.input_limits import SampleLimits
-from rewardfleet.services.gateway.limits.stores import gate_for
 from rewardfleet.services.gateway.metrics import GatewayMetrics
+from rewardfleet.services.gateway.monitors.choose_store import job_board_for
 from rewardfleet.services.gateway.monitors.probes import JudgeProber
 from rewardfleet.services.gateway.monitors.shadow import ShadowJudge
-from rewardfleet.services.gateway.monitors.stores import job_board_for
 from rewardfleet.services.gateway.pools.external_pools import ACCESS_LOGGER, ExternalPools, RedactPoolTokens
 from rewardfleet.services.gateway.routes import (
     admin,
@@ -77,17 +79,17 @@ from rewardfleet.services.gateway.routes import (
     slime,
 )
 from rewardfleet.services.gateway.routes.error_handlers import install_error_handlers
-from rewardfleet.services.gateway.routes.score_asgi import ScoreFastPath
-from rewardfleet.services.gateway.routes.score_front import GatewayApp
 from rewardfleet.services.gateway.routes.trainer_protocol import gateway_backend
+from rewardfleet.services.gateway.spend.choose_store import spend_ledger_for
 from rewardfleet.services.gateway.spend.meter import SpendMeter
-from rewardfleet.services.gateway.spend.stores import spend_ledger_for
 from rewardfleet.services.gateway.state_store.base import StateBackend
 from rewardfleet.services.gateway.state_store.factory import build_backend
 from rewardfleet.services.gateway.tenants import routes as tenant_routes
 from rewardfleet.services.gateway.tenants.middleware import TenantMiddleware
 from rewardfleet.services.gateway.tenants.path_key import PathKey, RedactPathKeys
 from rewardfleet.services.gateway.tenants.runtime import Tenancy
+from rewardfleet.services.sandbox import SandboxError
+from rewardfleet.services.sandbox.settings import make_provider
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +98,7 @@ def create_app(
     config: GatewayConfig, metrics: GatewayMetrics | None = None, freeze_startup: bool = False
 ) -> FastAPI:
     """`freeze_startup`: the process is this gateway's own (the CLI's): once started, the garbage collector
-    is set for it (gc_tuning.py)."""
+    is set for it (hot_path/gc_tuning.py)."""
     metrics = metrics or GatewayMetrics()
     backlog = Backlog()
     metrics.pool_queue_depth.set_function(lambda: backlog.depth)
@@ -262,7 +264,8 @@ async def _start_backend(stack: AsyncExitStack, backend: StateBackend) -> None:
 async def _sessions(
     stack: AsyncExitStack, config: GatewayConfig, backend: StateBackend, metrics: GatewayMetrics
 ) -> Sessions:
-    """The environments (built-ins, then `environments.folders`), their sessions' reaper and sandboxes."""
+    """The environments (built-ins, then `environments.folders`), the sandbox provider of their sessions
+    (its reaper run first: a crashed gateway's sandboxes), and the sessions' reaper."""
     with _startup_step():
         environments = load_environments(config.environments.builtin_package, config.environments.folders)
         for name, server in config.nemo_gym.servers.items():
@@ -271,17 +274,20 @@ async def _sessions(
                     f"nemo_gym.servers.{name}.environment: {server.environment!r} is not loaded "
                     f"({', '.join(sorted(environments)) or 'none'})"
                 )
-    sandboxes = None
-    if config.environments.sandbox is not None:
-        with _startup_step():
-            sandboxes = await SessionSandboxes.start(config.environments.sandbox)
-        stack.push_async_callback(sandboxes.close)  # after the sessions' own stop below: what is left
+        provider = None
+        if config.environments.sandbox is not None:
+            try:
+                provider = make_provider(config.environments.sandbox)
+            except SandboxError as exc:
+                raise LoadError(f"environments.sandbox: {exc}") from exc
+    if provider is not None:
+        await provider.reap()
     found = Sessions(
         environments,
         session_store_for(backend),
         SessionMetrics(metrics.registry),
         config.environments,
-        sandboxes=sandboxes,
+        sandboxes=SessionSandboxes(provider),
     )
     stack.push_async_callback(found.stop)
     found.start()
@@ -388,8 +394,13 @@ def install_middleware(
     admission: Admission,
     tenancy: Tenancy | None = None,
 ) -> None:
-    # Innermost first. POST /score skips the router (routes/score_asgi.py), inside every limit below.
-    app.add_middleware(ScoreFastPath)
+    # Innermost first. POST /score skips the router (hot_path/score_asgi.py), inside every limit below.
+    app.add_middleware(
+        ScoreFastPath,
+        route=score.declared_route(),
+        score_sample=score.score_sample,
+        result_json=score.result_json,
+    )
     # The body limits sit inside admission: a body that is too large or too slow (408)
     # unwinds the app, and the slot it held is released on the way out.
     app.add_middleware(

@@ -43,7 +43,7 @@ def gateway(
     from rewardfleet.services.common.open_files import raise_open_files_limit
     from rewardfleet.services.gateway.app import create_app
     from rewardfleet.services.gateway.config import format_validation_error
-    from rewardfleet.services.gateway.http_protocol import PROTOCOL
+    from rewardfleet.services.gateway.hot_path.http_protocol import PROTOCOL
     from rewardfleet.services.gateway.processes.args import (
         GatewayArgs,
         build_settings,

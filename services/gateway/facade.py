@@ -15,7 +15,7 @@ from rewardfleet.services.gateway.config import GatewayConfig
 from rewardfleet.services.gateway.core.registry import RewardFunction
 from rewardfleet.services.gateway.core.scoring import Scorer
 from rewardfleet.services.gateway.environments.sessions import Sessions
-from rewardfleet.services.gateway.groups.store import Groups
+from rewardfleet.services.gateway.groups.store_protocol import Groups
 from rewardfleet.services.gateway.limits.input_limits import SampleLimits
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.monitors.probes import JudgeProber

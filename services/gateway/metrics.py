@@ -15,7 +15,7 @@ from starlette.types import Scope
 
 from rewardfleet.reward_fns.contract import GUARD_NAMES
 from rewardfleet.services.common.body_limits import refusals_counter
-from rewardfleet.services.gateway.plain_metrics import (
+from rewardfleet.services.gateway.hot_path.plain_metrics import (
     CounterChild,
     HistogramChild,
     PlainCounter,
@@ -51,9 +51,9 @@ REJECTION_REASONS = {"Overloaded": "overload", "Draining": "draining"}
 
 class GatewayMetrics:
     """The gateway's metrics. What every request and every reward call updates (requests, request duration,
-    call duration and outcome, score histogram, drift sums) is counted in plain attributes (plain_metrics.py:
-    no lock, families built at scrape time; updated on the event-loop thread only); the rest, rare or
-    updated elsewhere, stays on client_python."""
+    call duration and outcome, score histogram, drift sums) is counted in plain attributes
+    (hot_path/plain_metrics.py: no lock, families built at scrape time; updated on the event-loop thread
+    only); the rest, rare or updated elsewhere, stays on client_python."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()

@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.support import free_port
+from bench.harness.processes import free_port
 
 
 @dataclass

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from bench.harness.processes import free_port
 from rewardfleet.services.client import (
     AsyncRewardClient,
     BadRequest,
@@ -20,7 +21,6 @@ from rewardfleet.services.client import (
     UnknownRewardFunction,
 )
 from tests.client.fake_gateway import FakeGateway, Reply, ok_reply
-from tests.support import free_port
 
 FAST = RetryPolicy(initial_backoff_s=0.01, max_backoff_s=0.05, max_attempts=6)
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.support import REPO_ROOT
+from bench.harness.processes import REPO_ROOT
 
 HEAVY = ("fastapi", "starlette", "uvicorn", "torch", "transformers", "rewardfleet.services.gateway")
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from bench.harness.waiting import eventually_async
 from rewardfleet.services.client._transport import ConnectionLost, Transport
-from tests.waiting import eventually_async
 
 Handler = Callable[[int, bytes, asyncio.StreamWriter], Awaitable[None]]
 

@@ -22,9 +22,9 @@ import httpx
 import pytest
 import yaml
 
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.waiting import eventually
 from tests.code_sandbox.support import sandbox_processes
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
-from tests.waiting import eventually
 
 SECRET = "rf-secret-4cf1a9"
 GOOD = "n = int(input())\nprint(n * 2)"

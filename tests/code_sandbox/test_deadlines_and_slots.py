@@ -9,10 +9,10 @@ import time
 
 import pytest
 
+from bench.harness.waiting import eventually_async
 from rewardfleet.reward_fns import code
 from rewardfleet.reward_fns._sandbox.slots import SlotPool, pool_for
 from tests.code_sandbox.support import sandbox_processes
-from tests.waiting import eventually_async
 
 LOOP_FOREVER = "import posix\nposix.fork()\nwhile True:\n    pass"
 CASES = {"inputs": ["1"], "outputs": ["1"]}

@@ -18,10 +18,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.harness.processes import REPO_ROOT, ChildProcess, free_port, rewardfleet_cmd
 from rewardfleet.reward_fns._sandbox.host_check import HostFacts, classify, host_facts
 from tests.deploy import seccomp_profile as sp
-from tests.gateway.conftest import gateway_cmd, write_config
-from tests.support import REPO_ROOT, ChildProcess, free_port, rewardfleet_cmd
+from tests.support.gateway import gateway_cmd, write_config
 
 CLONE_REFUSED = (
     "bwrap: No permissions to create new namespace, likely because the kernel does not allow "

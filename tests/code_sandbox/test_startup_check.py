@@ -7,8 +7,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tests.gateway.conftest import gateway_cmd, write_config
-from tests.support import REPO_ROOT, ChildProcess, free_port
+from bench.harness.processes import REPO_ROOT, ChildProcess, free_port
+from tests.support.gateway import gateway_cmd, write_config
 
 NO_SANDBOX = {"sandbox": {"python": "/nonexistent/bin/python3"}}
 FAILING_CHECK = (

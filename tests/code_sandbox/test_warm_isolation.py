@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
+from bench.harness.waiting import eventually_async
 from rewardfleet.reward_fns import code
 from rewardfleet.reward_fns._sandbox.settings import SandboxSettings
 from rewardfleet.reward_fns._sandbox.zygote_run import ZygoteRun, check_zygote
-from tests.waiting import eventually_async
 
 SANDBOX: dict[str, Any] = {"case_timeout_s": 5.0, "retry_case_timeout_s": 5.0, "retry_cases": 4, "slots": 1}
 SANDBOX["sample_timeout_s"] = 90.0

@@ -11,6 +11,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from bench.harness.processes import free_port
 from rewardfleet.services.common.router_http import (
     CONNECT_RETRY_PAUSE_S,
     RemoteCallError,
@@ -18,7 +19,6 @@ from rewardfleet.services.common.router_http import (
     post_json,
     resolve_address,
 )
-from tests.support import free_port
 
 
 class Recorder:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support import REPO_ROOT
+from bench.harness.processes import REPO_ROOT
 
 DEPLOY = REPO_ROOT / "deploy"
 DOCKER = REPO_ROOT / "docker"

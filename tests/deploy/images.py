@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.support import REPO_ROOT
-from tests.waiting import eventually
+from bench.harness.processes import REPO_ROOT
+from bench.harness.waiting import eventually
 
 CACHE = Path(os.environ.get("REWARDFLEET_IMAGE_CACHE", "/var/cache/rewardfleet"))
 BASE_ROOTFS = CACHE / "debootstrap-bookworm"

@@ -25,7 +25,7 @@ from typing import Any
 
 import pyseccomp as sc
 
-from tests.support import REPO_ROOT
+from bench.harness.processes import REPO_ROOT
 
 PROFILE = REPO_ROOT / "deploy" / "seccomp" / "gateway.json"
 

@@ -16,11 +16,11 @@ import httpx
 import pytest
 import yaml
 
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd, running
+from bench.harness.tiny_models import build_tiny_qwen2
+from bench.harness.waiting import eventually
 from tests.deploy.helpers import DEPLOY, K8S, tool
 from tests.deploy.test_k8s_autoscaling import adapter_rules, render_adapter_query
-from tests.support import ChildProcess, free_port, rewardfleet_cmd, running
-from tests.tiny_models import build_tiny_qwen2
-from tests.waiting import eventually
 
 NAMESPACE = "rewardfleet"
 GATEWAY_POD = "gateway-5d8f7c9b6-x2k4p"

@@ -23,12 +23,12 @@ import httpx
 import pytest
 import yaml
 
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd, running
+from bench.harness.router_process import RouterProcess
+from bench.harness.tiny_models import build_tiny_qwen2
+from bench.harness.waiting import eventually
 from rewardfleet.router.config import RouterConfig
 from tests.deploy.helpers import DASHBOARD, DEPLOY, tool
-from tests.router.router_process import RouterProcess
-from tests.support import ChildProcess, free_port, rewardfleet_cmd, running
-from tests.tiny_models import build_tiny_qwen2
-from tests.waiting import eventually
 
 RATE_INTERVAL = "20s"  # what Grafana's $__rate_interval becomes with a 1 s scrape interval (and some slack)
 SERVER_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from bench.harness.processes import REPO_ROOT
 from rewardfleet.services.cli import app
 from tests.deploy.helpers import DOCKER, tool
-from tests.support import REPO_ROOT
 
 DOCKERFILES = sorted(DOCKER.glob("*.Dockerfile"))
 
@@ -116,6 +116,6 @@ def test_gateway_default_command_is_a_real_cli() -> None:
 def test_dockerignore_keeps_context_small() -> None:
     for kept in ("pyproject.toml", "README.md", "services/cli.py", "router/config.py", "reward_fns/gsm8k.py"):
         assert dockerignore_keeps(kept), kept
-    for dropped in (".venv/bin/python", ".git/HEAD", "tests/support.py", "deploy/docker-compose.yml",
+    for dropped in (".venv/bin/python", ".git/HEAD", "tests/support/gateway.py", "deploy/docker-compose.yml",
                     "services/__pycache__/cli.cpython-311.pyc"):  # fmt: skip
         assert not dockerignore_keeps(dropped), dropped

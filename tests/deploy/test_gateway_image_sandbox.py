@@ -22,11 +22,11 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.harness.processes import free_port
+from bench.harness.waiting import eventually
 from tests.deploy import images as im
 from tests.deploy import seccomp_profile as sp
 from tests.deploy.helpers import DOCKER, tool
-from tests.support import free_port
-from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(1800)
 

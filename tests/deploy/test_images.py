@@ -25,11 +25,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.harness.processes import free_port
+from bench.harness.tiny_models import build_tiny_qwen2
+from bench.harness.waiting import eventually
 from tests.deploy import images as im
 from tests.deploy.helpers import DOCKER, tool
-from tests.support import free_port
-from tests.tiny_models import build_tiny_qwen2
-from tests.waiting import eventually
 
 # The three builds take minutes (pip downloads every dependency; vfs copies each layer): the first test, which
 # waits for them, needs more than the suite's 300 s default.

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.processes import REPO_ROOT
 from tests.deploy import seccomp_profile as sp
-from tests.support import REPO_ROOT
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="seccomp is Linux's")
 

@@ -19,9 +19,9 @@ import httpx
 import pytest
 import yaml
 
+from bench.harness.processes import ChildProcess, free_port
 from tests.deploy.helpers import COMPOSE_FILE, K8S
 from tests.sglang_conformance import sglang_source as sgl
-from tests.support import ChildProcess, free_port
 
 K8S_DEFAULT_TIMEOUT_S = 1  # timeoutSeconds when a probe does not set it
 

@@ -12,6 +12,3 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section("batch invariance (scores vs the same sample scored alone)")
         for comparison in REPORT:
             terminalreporter.write_line(comparison.line())
-
-
-from tests.model_server.conftest import log_dir, minilm_path  # noqa: E402,F401  (shared fixtures)

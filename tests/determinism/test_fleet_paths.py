@@ -30,11 +30,11 @@ import aiohttp
 import httpx
 import pytest
 
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.tiny_models import build_tiny_qwen2
+from bench.harness.waiting import eventually
 from tests.determinism.harness import REPORT, Comparison, alone, compare, mixed
 from tests.fleet.procs import cmdline, descendants
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
-from tests.tiny_models import build_tiny_qwen2
-from tests.waiting import eventually
 
 N_RM = 60
 N_JUDGE = 24  # each a sampled generation of up to 40 tokens, one forward per token and request

@@ -18,7 +18,7 @@ import pytest
 
 from rewardfleet.reward_fns.judge import compute_score
 from rewardfleet.reward_fns.judging.seed import ROUTING_KEY_HEADER, routing_headers, sample_seed
-from tests.model_server.conftest import RunningServer, start_server
+from tests.support.model_server import RunningServer, start_server
 
 MESSAGES = [{"role": "user", "content": "Is 2 + 2 = 4? Answer Verdict: correct or incorrect."}]
 
@@ -41,7 +41,7 @@ def test_seed_is_stable_and_in_sglang_range() -> None:
 
 @pytest.fixture(scope="module")
 def judge_server(tmp_path_factory: pytest.TempPathFactory, log_dir: Path) -> Iterator[RunningServer]:
-    from tests.tiny_models import build_tiny_qwen2
+    from bench.harness.tiny_models import build_tiny_qwen2
 
     path = build_tiny_qwen2(
         tmp_path_factory.mktemp("seed-judge") / "lm", "causal", seed=5, max_position_embeddings=2048

@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from tests.determinism.harness import REPORT, Comparison, alone, batches_over_one, compare, mixed
-from tests.model_server.conftest import RunningServer, start_server
+from tests.support.model_server import RunningServer, start_server
 
 SEEDS = (1, 2, 3)
 WORDS = [
@@ -67,9 +67,9 @@ def texts(n: int, seed: int = 0, longest: int = 60) -> list[str]:
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory, minilm_path: Path) -> dict[str, Path]:
-    from tests.tiny_clip import build_random_clip
-    from tests.tiny_models import build_tiny_qwen2
-    from tests.tiny_prm import build_tiny_qwen2_prm
+    from bench.harness.tiny_clip import build_random_clip
+    from bench.harness.tiny_models import build_tiny_qwen2
+    from bench.harness.tiny_prm import build_tiny_qwen2_prm
     from tests.tiny_reward_models import build_tiny_reward_model
 
     root = tmp_path_factory.mktemp("determinism-models")
@@ -186,7 +186,7 @@ def test_encoder(models: dict[str, Path], servers: Any, deterministic: bool) -> 
 
 @pytest.mark.parametrize("deterministic", MODES)
 def test_process_reward_model(models: dict[str, Path], servers: Any, deterministic: bool) -> None:
-    from tests.tiny_prm import STEP_TAG, step_tag_id
+    from bench.harness.tiny_prm import STEP_TAG, step_tag_id
 
     server = servers(models["prm"], deterministic, "--step-tag-id", str(step_tag_id(models["prm"])))
     rng = random.Random(5)
@@ -198,8 +198,8 @@ def test_process_reward_model(models: dict[str, Path], servers: Any, determinist
 
 @pytest.mark.parametrize("deterministic", MODES)
 def test_clip(models: dict[str, Path], servers: Any, deterministic: bool) -> None:
-    from tests.tiny_clip import WORDS as CLIP_WORDS
-    from tests.tiny_clip import png_data_url
+    from bench.harness.tiny_clip import WORDS as CLIP_WORDS
+    from bench.harness.tiny_clip import png_data_url
 
     server = servers(models["clip"], deterministic)
     rng = random.Random(7)

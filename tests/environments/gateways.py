@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import yaml
 
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
 
 ENVS = Path(__file__).parent / "envs"
 

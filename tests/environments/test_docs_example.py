@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
+from bench.harness.processes import REPO_ROOT
 from rewardfleet.services.gateway.environments.config import EnvironmentsConfig
 from rewardfleet.services.gateway.environments.errors import SessionLimitExceeded
 from rewardfleet.services.gateway.environments.loading import load_environments
 from rewardfleet.services.gateway.environments.memory_store import MemorySessionStore
 from rewardfleet.services.gateway.environments.metrics import SessionMetrics
 from rewardfleet.services.gateway.environments.sessions import Sessions
-from tests.support import REPO_ROOT
 
 
 async def test_the_documented_environment(tmp_path: Path) -> None:

@@ -17,11 +17,11 @@ import aiohttp
 import httpx
 import pytest
 
+from bench.harness.processes import free_port
+from bench.harness.waiting import eventually
 from rewardfleet.services.client import AsyncRewardClient, RewardClient, SessionNotFound, ToolCallError
 from tests.environments.gateways import gateway, metric
 from tests.environments.recorded import counter_rollouts
-from tests.support import free_port
-from tests.waiting import eventually
 
 COUNTER = "example_session_state_mgmt"
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
+from bench.harness.redis_server import RedisServer
 from rewardfleet.services.gateway.environments.config import EnvironmentsConfig
 from rewardfleet.services.gateway.environments.errors import (
     EnvironmentFailed,
@@ -28,9 +29,9 @@ from rewardfleet.services.gateway.environments.memory_store import MemorySession
 from rewardfleet.services.gateway.environments.metrics import SessionMetrics
 from rewardfleet.services.gateway.environments.redis_store import RedisSessionStore
 from rewardfleet.services.gateway.environments.sessions import Sessions
-from rewardfleet.services.gateway.environments.store import SessionStore
-from tests.gateway.state_store.conftest import make_backend, redis_server  # noqa: F401 (fixture)
-from tests.gateway.state_store.redis_server import RedisServer
+from rewardfleet.services.gateway.environments.store_protocol import SessionStore
+from rewardfleet.services.gateway.errors import StateStoreUnavailable
+from tests.support.state_store import make_backend
 
 ENVS = Path(__file__).parent / "envs"
 
@@ -136,6 +137,8 @@ async def test_bad_arguments_and_failures_leave_the_session_as_it_was(stores: li
     assert outcome.is_error and outcome.output == "the tool says no"
     with pytest.raises(EnvironmentFailed, match="a bug in the environment"):
         await sessions.call("t", opened.token, "crash", {})
+    with pytest.raises(EnvironmentFailed, match="JSON cannot hold"):
+        await sessions.call("t", opened.token, "nan", {})
     with pytest.raises(SessionLimitExceeded) as limit:
         await sessions.call("t", opened.token, "grow", {"chars": 10_000})
     assert limit.value.limit == "state_bytes"
@@ -228,3 +231,21 @@ async def test_stopping_closes_the_sessions_only_this_process_holds(stores: list
     else:  # in Redis: another process or replica serves them on
         assert closing.closed == [opened[0].id]  # type: ignore[attr-defined]
         assert await stores[1].open() == {("closing", "t"): 2}
+
+
+async def test_a_lost_redis_is_a_typed_503_never_a_lost_or_silent_call(tmp_path: Path) -> None:
+    server = RedisServer(tmp_path).start()
+    backend = make_backend(server.url, "lost:")
+    await backend.start()
+    try:
+        sessions = make_sessions(RedisSessionStore(backend.store), Clock())
+        opened = await sessions.open("t", "probe", {})
+        server.kill()
+        with pytest.raises(StateStoreUnavailable) as caught:
+            await sessions.call("t", opened.token, "add", {"n": 1})
+        assert caught.value.status_code == 503
+        with pytest.raises(StateStoreUnavailable):
+            await sessions.open("t", "probe", {})
+    finally:
+        await backend.close()
+        server.stop()

@@ -10,13 +10,14 @@ import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
+import aiohttp
 import httpx
 import pytest
 import redis
 
+from bench.harness.redis_server import RedisServer
+from bench.harness.waiting import eventually
 from tests.environments.gateways import gateway, metric
-from tests.gateway.state_store.redis_server import RedisServer
-from tests.waiting import eventually
 
 ALPHA, BETA = "alpha-key-0123456789abcdef", "beta-key-0123456789abcdef0"
 
@@ -58,13 +59,14 @@ def test_a_session_is_served_by_both_processes(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[str], redis.Redis]]:
+def two_gateways(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[str], redis.Redis]]:
     """Two gateways sharing one redis-server (tenants alpha, with sessions_open 3, and beta); and a client of
     that Redis to count what is left in it."""
     tmp = tmp_path_factory.mktemp("replicas")
     server = RedisServer(tmp).start()
     config = {
         "state": {"state_url": server.url, "state_key_prefix": "envfleet:"},
+        "nemo_gym": {"servers": {"counter": {"environment": "example_session_state_mgmt"}}},
         "tenants": {
             "alpha": {"api_keys": [ALPHA], "quotas": {"sessions_open": 3}},
             "beta": {"api_keys": [BETA], "admin": True},  # admin: may read /metrics
@@ -86,9 +88,9 @@ def session_keys(client: redis.Redis) -> list[bytes]:
 
 
 def test_a_session_opened_on_one_replica_is_served_and_verified_on_the_other(
-    replicas: tuple[list[str], redis.Redis],
+    two_gateways: tuple[list[str], redis.Redis],
 ) -> None:
-    (a, b), client = replicas
+    (a, b), client = two_gateways
     token = post(a, "/sessions/open", {"env": "probe", "task": {"start": 1}}, BETA).json()["token"]
     assert (
         post(b, "/sessions/call", {"token": token, "tool": "add", "arguments": {"n": 2}}, BETA).json()[
@@ -111,8 +113,29 @@ def test_a_session_opened_on_one_replica_is_served_and_verified_on_the_other(
     assert session_keys(client) == []
 
 
-def test_a_tenant_cannot_reach_another_tenants_session(replicas: tuple[list[str], redis.Redis]) -> None:
-    (a, b), _ = replicas
+async def test_nemo_gym_rollout_across_replicas_through_a_path_key(
+    two_gateways: tuple[list[str], redis.Redis],
+) -> None:
+    """NeMo Gym's agents send no headers: with tenants they carry the key in the path (`/k/<key>/...`)."""
+    (a, b), _ = two_gateways
+    prefix = f"/k/{BETA}/nemo_gym/counter"
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http:
+        async with http.post(f"{a}{prefix}/seed_session", json={"initial_count": 2}) as resp:
+            assert resp.status == 200, await resp.text()
+            cookies = resp.cookies
+        async with http.post(f"{b}{prefix}/increment_counter", json={"count": 5}, cookies=cookies) as resp:
+            assert await resp.json() == {"success": True}
+            cookies = resp.cookies
+        async with http.post(f"{a}{prefix}/verify", json={"expected_count": 7}, cookies=cookies) as resp:
+            assert (await resp.json())["reward"] == 1.0
+        async with http.post(
+            f"{b}/k/{ALPHA}/nemo_gym/counter/get_counter_value", json={}, cookies=cookies
+        ) as resp:
+            assert resp.status == 404  # the same cookie, another tenant's key
+
+
+def test_a_tenant_cannot_reach_another_tenants_session(two_gateways: tuple[list[str], redis.Redis]) -> None:
+    (a, b), _ = two_gateways
     token = post(a, "/sessions/open", {"env": "probe", "task": {"start": 1}}, BETA).json()["token"]
     unknown = post(b, "/sessions/state", {"token": "A" * 43}, ALPHA)
     assert unknown.status_code == 404
@@ -129,9 +152,9 @@ def test_a_tenant_cannot_reach_another_tenants_session(replicas: tuple[list[str]
 
 
 async def test_a_flood_of_sessions_stops_at_the_tenants_quota(
-    replicas: tuple[list[str], redis.Redis],
+    two_gateways: tuple[list[str], redis.Redis],
 ) -> None:
-    (a, b), _ = replicas
+    (a, b), _ = two_gateways
     async with httpx.AsyncClient(headers=auth(ALPHA), timeout=30) as http:
         answers = await asyncio.gather(
             *[http.post(f"{(a, b)[i % 2]}/sessions/open", json={"env": "probe"}) for i in range(24)]
@@ -153,8 +176,8 @@ async def test_a_flood_of_sessions_stops_at_the_tenants_quota(
     assert post(a, "/sessions/open", {"env": "probe"}, ALPHA).status_code == 200  # closing freed the quota
 
 
-def test_expiry_frees_the_state_in_redis(replicas: tuple[list[str], redis.Redis]) -> None:
-    (a, b), client = replicas
+def test_expiry_frees_the_state_in_redis(two_gateways: tuple[list[str], redis.Redis]) -> None:
+    (a, b), client = two_gateways
     before = set(session_keys(client))
     for url in (a, b):
         assert post(url, "/sessions/open", {"env": "ephemeral"}, BETA).status_code == 200

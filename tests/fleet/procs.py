@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from tests.waiting import eventually
+from bench.harness.waiting import eventually
 
 
 def _ppids() -> dict[int, int]:

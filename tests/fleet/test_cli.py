@@ -6,8 +6,8 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+from bench.harness.processes import rewardfleet_cmd
 from rewardfleet.services.fleet.config import DEFAULT_CONFIG_PATH
-from tests.support import rewardfleet_cmd
 
 SECRETS = (
     "sk-gateway-key-1-a8f03c",

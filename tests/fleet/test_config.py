@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.processes import rewardfleet_cmd
 from rewardfleet.services.fleet.config import FleetConfigError, load_fleet_config
 from rewardfleet.services.fleet.plan import plan_fleet, sglang_command
-from tests.support import rewardfleet_cmd
 
 
 def _load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]

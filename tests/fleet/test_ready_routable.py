@@ -13,10 +13,10 @@ from pathlib import Path
 
 import httpx
 
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.tiny_models import build_tiny_qwen2
+from bench.harness.waiting import eventually
 from rewardfleet.services.fleet.routable import router_workers
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
-from tests.tiny_models import build_tiny_qwen2
-from tests.waiting import eventually
 
 
 def _probes(port: int, outcome: str) -> float:

@@ -11,12 +11,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.harness.processes import free_port
+from bench.harness.waiting import eventually_async
 from rewardfleet.router import RouterConfig
 from rewardfleet.services.fleet.plan import router_child_spec
 from rewardfleet.services.fleet.supervisor import Backoff, ChildFailed, ChildSpec, ChildState, Supervisor
-from tests.router.conftest import FAST_HEALTH, ReplicaFactory, pid_exists
-from tests.support import free_port
-from tests.waiting import eventually_async
+from tests.support.router import FAST_HEALTH, ReplicaFactory, pid_exists
 
 
 def test_backoff_grows_and_is_capped() -> None:

@@ -21,10 +21,10 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.tiny_models import build_tiny_qwen2
+from bench.harness.waiting import eventually
 from tests.fleet.procs import cmdline, descendants, wait_gone
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
-from tests.tiny_models import build_tiny_qwen2
-from tests.waiting import eventually
 
 USER_FN = '''
 import aiohttp

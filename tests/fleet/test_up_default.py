@@ -10,9 +10,9 @@ from pathlib import Path
 
 import httpx
 
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.waiting import eventually
 from tests.fleet.procs import cmdline, descendants, wait_gone
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
-from tests.waiting import eventually
 
 
 def test_default_fleet_scores_and_stops_cleanly(tmp_path: Path) -> None:

@@ -10,10 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.waiting import eventually
 from rewardfleet.services.fleet.config import load_fleet_config
 from rewardfleet.services.fleet.probe_key import probe_key
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
-from tests.waiting import eventually
 
 FNS = Path(__file__).parents[1] / "gateway" / "tenants" / "fns"
 TEAM_KEY = "team-key-0123456789abcdef"

@@ -1,5 +1,5 @@
-"""Gateway test plumbing: a real `rewardfleet gateway` process on 127.0.0.1 with the reward files of
-`reward_files/` copied to a temp folder, and a stand-in router that answers `GET /health`."""
+"""Gateway test fixtures: the main gateway (`gw`) over a temp copy of `reward_files/`, and a stand-in router
+that answers `GET /health`."""
 
 from __future__ import annotations
 
@@ -7,54 +7,13 @@ import http.server
 import shutil
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-import yaml
 
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
-
-REWARD_FILES = Path(__file__).parent / "reward_files"
-
-
-def gateway_cmd(*args: str) -> list[str]:
-    """`rewardfleet gateway ...` (`python -m rewardfleet.services.gateway` is the same: test_startup.py)."""
-    return rewardfleet_cmd("gateway", *args)
-
-
-@dataclass
-class Gateway:
-    proc: ChildProcess
-    url: str
-    port: int
-    folder: Path
-
-    def score(self, **body: Any) -> httpx.Response:
-        return httpx.post(f"{self.url}/score", json=body, timeout=30)
-
-
-def write_config(path: Path, config: dict[str, Any]) -> Path:
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
-def start_gateway(tmp: Path, config: dict[str, Any], folder: Path | None, ready: bool = True) -> Gateway:
-    port = free_port()
-    cfg = write_config(tmp / "gateway.yaml", config)
-    args = ["--port", str(port), "--config", str(cfg)]
-    if folder is not None:
-        args += ["--reward-fns", str(folder)]
-    proc = ChildProcess(gateway_cmd(*args), tmp / "gateway.log")
-    url = f"http://127.0.0.1:{port}"
-    try:
-        proc.wait_http(f"{url}/health", timeout_s=90)
-    except BaseException:
-        proc.stop()
-        raise
-    return Gateway(proc, url, port, folder or tmp)
+from bench.harness.processes import ChildProcess, free_port
+from tests.support.gateway import REWARD_FILES, Gateway, gateway_cmd, write_config
 
 
 class _HealthHandler(http.server.BaseHTTPRequestHandler):

@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.support import free_port, wait_until_in_flight
+from bench.harness.processes import free_port, wait_until_in_flight
+from tests.support.gateway import Gateway, start_gateway
 
 FILES = Path(__file__).parent / "advanced_files"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
 
 FILES = {
     "my_helpers.py": """

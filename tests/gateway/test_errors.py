@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.gateway.conftest import Gateway
+from tests.support.gateway import Gateway
 
 
 def _error(resp: httpx.Response, status: int) -> dict:

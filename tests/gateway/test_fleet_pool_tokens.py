@@ -11,9 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.model_server.conftest import RunningServer, start_server
-from tests.tiny_models import build_tiny_llama
+from bench.harness.tiny_models import build_tiny_llama
+from tests.support.gateway import Gateway, start_gateway
+from tests.support.model_server import RunningServer, start_server
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.gateway.conftest import Gateway, gateway_cmd, start_gateway, write_config
-from tests.model_server.conftest import RunningServer, start_server
-from tests.support import REPO_ROOT, free_port
-from tests.tiny_models import build_tiny_llama
+from bench.harness.processes import REPO_ROOT, free_port
+from bench.harness.tiny_models import build_tiny_llama
+from tests.support.gateway import Gateway, gateway_cmd, start_gateway, write_config
+from tests.support.model_server import RunningServer, start_server
 
 QUESTION = {"question": "What is 2 + 2?"}
 

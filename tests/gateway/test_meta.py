@@ -8,7 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from rewardfleet.services.gateway.config import FunctionConfig
 from rewardfleet.services.gateway.core.versioning import digest, function_version
 from rewardfleet.services.gateway.execution.dropin import folder_digest
-from tests.gateway.conftest import Gateway
+from tests.support.gateway import Gateway
 
 
 def test_batch_keeps_order_and_runs_concurrently(gw: Gateway) -> None:

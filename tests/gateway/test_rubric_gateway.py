@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.gateway.conftest import Gateway, start_gateway
+from bench.harness.processes import ChildProcess, free_port
 from tests.reward_fns.test_rubric import RUBRIC
-from tests.support import ChildProcess, free_port
+from tests.support.gateway import Gateway, start_gateway
 
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     tmp = tmp_path_factory.mktemp("rubric-gw")
     port = free_port()
-    judge = ChildProcess([sys.executable, "-m", "tests.reward_fns.rubric_standin", "--port", str(port)],
+    judge = ChildProcess([sys.executable, "-m", "bench.harness.rubric_standin", "--port", str(port)],
                          tmp / "standin.log")  # fmt: skip
     try:
         judge.wait_http(f"http://127.0.0.1:{port}/health", timeout_s=30)

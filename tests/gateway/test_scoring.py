@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.conftest import Gateway
-from tests.waiting import eventually
+from bench.harness.waiting import eventually
+from tests.support.gateway import Gateway
 
 
 def _ok(resp: httpx.Response) -> dict:

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.gateway.conftest import Gateway, gateway_cmd, start_gateway, write_config
-from tests.support import REPO_ROOT, free_port
+from bench.harness.processes import REPO_ROOT, free_port
+from tests.support.gateway import Gateway, gateway_cmd, start_gateway, write_config
 
 BROKEN_IMPORT = (
     "import does_not_exist_anywhere\n\n"

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.conftest import Gateway
+from tests.support.gateway import Gateway
 
 ADD = {
     "type": "function",

@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.harness.processes import wait_until_in_flight
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy, UnknownRewardFunction
 from rewardfleet.services.integrations import verl_reward
 from rewardfleet.services.integrations.trl import make_async_reward_func, make_reward_func
-from tests.integrations.conftest import LiveGateway
-from tests.support import wait_until_in_flight
+from tests.support.live_gateway import LiveGateway
 
 IM_PROMPT = (
     "<|im_start|>system\nBe brief.<|im_end|>\n"

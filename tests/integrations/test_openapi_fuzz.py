@@ -18,7 +18,7 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
 from rewardfleet.services.gateway.errors import RewardFunctionFailed, RewardFunctionTimeout
-from tests.integrations.conftest import LiveGateway
+from tests.support.live_gateway import LiveGateway
 
 DOCUMENTED_FAILURES = {500: RewardFunctionFailed.type, 504: RewardFunctionTimeout.type}
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from rewardfleet.services.gateway.core import failure_log
-from tests.integrations.conftest import LiveGateway
 from tests.integrations.openrlhf_source import SamplingParams, VLLMStandIn, import_agent_module
+from tests.support.live_gateway import LiveGateway
 
 QUESTION = (
     "Natalia sold clips to 48 of her friends in April, and then she sold half as many in May. How many?"

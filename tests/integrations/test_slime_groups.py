@@ -18,7 +18,7 @@ import pytest
 
 from rewardfleet.reward_fns.groups.rank_normalise import compute_group_score
 from rewardfleet.services.integrations import slime
-from tests.integrations.conftest import LiveGateway
+from tests.support.live_gateway import LiveGateway
 
 
 @dataclass

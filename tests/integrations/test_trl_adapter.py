@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from bench.harness.processes import free_port
 from rewardfleet.services.client import BadRequest, GatewayUnavailable, RetryPolicy
 from rewardfleet.services.integrations.trl import SampleMapper, make_async_reward_func, make_reward_func
 from tests.client.fake_gateway import FakeGateway, Reply, ok_reply
-from tests.support import free_port
 
 FAST = RetryPolicy(initial_backoff_s=0.01, max_backoff_s=0.02, max_attempts=3)
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from rewardfleet.services.integrations.trl_components import make_component_reward_funcs
-from tests.gateway.conftest import Gateway, start_gateway
+from tests.support.gateway import Gateway, start_gateway
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pytest
 
 from rewardfleet.reward_fns.groups.rank_normalise import compute_group_score
 from rewardfleet.services.integrations.trl import make_reward_func
-from tests.integrations.conftest import LiveGateway
+from tests.support.live_gateway import LiveGateway
 
 
 def charsum(text: str) -> float:

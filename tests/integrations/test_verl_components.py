@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rewardfleet.services.integrations import verl_batch, verl_reward
-from tests.gateway.conftest import Gateway, start_gateway
+from tests.support.gateway import Gateway, start_gateway
 
 KEYS = ["exact_match", "format_check"]
 

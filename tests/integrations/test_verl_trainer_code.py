@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from tests.support import REPO_ROOT
+from bench.harness.processes import REPO_ROOT
 
 ANTLR_FOR_VERL = REPO_ROOT / ".venv" / "antlr4-4.9"
 

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 import torch
 
+from bench.harness.tiny_models import build_tiny_qwen2
 from rewardfleet.services.client import AsyncRewardClient, GatewayHTTPError
 from rewardfleet.services.integrations import verl_batch
 from rewardfleet.services.integrations.verl_reward import RewardFunctionFailed
-from tests.integrations.conftest import LiveGateway
-from tests.tiny_models import build_tiny_qwen2
+from tests.support.live_gateway import LiveGateway
 
 ANSWERS = ["7", "8", "9", "10", "11", "12"]
 TRUTHS = ["7", "0", "9", "0", "11", "0"]  # samples 0, 2, 4 are right

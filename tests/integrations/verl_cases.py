@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.integrations.conftest import LiveGateway
+from bench.harness.processes import REPO_ROOT
 from tests.integrations.verl_harness import (
     compose_trainer_config,
     documented_overrides,
@@ -30,7 +30,7 @@ from tests.integrations.verl_harness import (
     rollout_batch,
     write_parquet,
 )
-from tests.support import REPO_ROOT
+from tests.support.live_gateway import LiveGateway
 
 GSM8K_SUFFIX = ' Let\'s think step by step and output the final answer after "####".'
 # (data_source, question, ground truth, response): gsm8k rows first, math_dapo rows last, so each of the two

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.support import REPO_ROOT
+from bench.harness.processes import REPO_ROOT
 
 DOCS = REPO_ROOT / "docs" / "client.md"
 

@@ -13,7 +13,7 @@ import pytest
 
 from rewardfleet.services.model_server.app import OPEN_PREFIXES
 from tests.deploy.sglang_flags import SGLANG_VERSION
-from tests.model_server.conftest import RunningServer, start_server
+from tests.support.model_server import RunningServer, start_server
 
 KEY = "sk-test-0123456789"
 

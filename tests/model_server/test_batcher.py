@@ -8,8 +8,8 @@ import time
 
 import pytest
 
+from bench.harness.waiting import eventually_async
 from rewardfleet.services.model_server.batcher import Batcher, BatcherStopped, BatchStats, QueueFull
-from tests.waiting import eventually_async
 
 
 async def entered(event: threading.Event) -> None:

@@ -1,6 +1,7 @@
-"""An image reward model pool end to end: a tiny CLIP (`tests/tiny_clip.py`, weights set so the caption naming
-an image's colour must score highest) on a real CPU model server, behind the real sglang-router, scored by the
-built-in `image_text_score` through a real gateway. One server, router and gateway for the module."""
+"""An image reward model pool end to end: a tiny CLIP (`bench/harness/tiny_clip.py`, weights set so the
+caption naming an image's colour must score highest) on a real CPU model server, behind the real
+sglang-router, scored by the built-in `image_text_score` through a real gateway. One server, router and
+gateway for the module."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.model_server.conftest import RunningServer, start_server
+from bench.harness.tiny_clip import build_tiny_clip, png_data_url
 from tests.model_server.test_router import start_router
-from tests.tiny_clip import build_tiny_clip, png_data_url
+from tests.support.gateway import Gateway, start_gateway
+from tests.support.model_server import RunningServer, start_server
 
 RED, BLUE = (255, 0, 0), (0, 0, 255)
 MAX_PIXELS = 64 * 64

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from bench.harness.waiting import eventually_async
 from rewardfleet.services.model_server.batcher import BatcherStopped, BatchStats
 from rewardfleet.services.model_server.continuous import ContinuousBatcher
-from tests.waiting import eventually_async
 
 
 class ScriptedBatch:

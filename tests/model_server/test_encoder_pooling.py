@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from rewardfleet.services.model_server.runners.encoder import SGLANG_ENCODER_POOLING, encoder_pooling
-from tests.model_server.conftest import RunningServer, start_server
 from tests.model_server.test_encoder_server import cosine, reference_embeddings
 from tests.sglang_conformance import sglang_source as sgl
+from tests.support.model_server import RunningServer, start_server
 
 PAIRS = [
     ("A man is eating food.", "A man is eating a piece of bread."),

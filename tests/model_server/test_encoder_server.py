@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.model_server.conftest import RunningServer, start_server
+from tests.support.model_server import RunningServer, start_server
 
 SENTENCES = [
     "A man is eating food.",

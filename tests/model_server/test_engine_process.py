@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.model_server.conftest import RunningServer, start_server
-from tests.waiting import eventually
+from bench.harness.waiting import eventually
+from tests.support.model_server import RunningServer, start_server
 
 TEXTS = ["The answer is 42.", "Paris is the capital of France.", "x" * 50]
 

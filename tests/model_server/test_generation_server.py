@@ -8,8 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.model_server.conftest import RunningServer
-from tests.waiting import eventually_async
+from bench.harness.waiting import eventually_async
+from tests.support.model_server import RunningServer
 
 PROMPTS = ["hi", "The judge says", "x y z", "a longer prompt about grading answers " * 4]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import rewardfleet_cmd
+from bench.harness.processes import rewardfleet_cmd
 
 NOBODY = 65534
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.model_server.conftest import RunningServer, start_server
-from tests.support import REPO_ROOT, free_port, rewardfleet_cmd
+from bench.harness.processes import REPO_ROOT, free_port, rewardfleet_cmd
+from tests.support.model_server import RunningServer, start_server
 
 
 @pytest.fixture(scope="module")

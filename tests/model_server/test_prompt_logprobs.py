@@ -14,13 +14,13 @@ import aiohttp
 import httpx
 import pytest
 
+from bench.harness.processes import free_port
+from bench.harness.router_process import RouterProcess
+from bench.harness.tiny_models import build_tiny_qwen2
 from rewardfleet.reward_fns import likelihood
 from rewardfleet.router import RouterConfig
-from tests.model_server.conftest import RunningServer, start_server
-from tests.router.router_process import RouterProcess
 from tests.sglang_conformance import sglang_source as sgl
-from tests.support import free_port
-from tests.tiny_models import build_tiny_qwen2
+from tests.support.model_server import RunningServer, start_server
 
 
 @pytest.fixture(scope="module")

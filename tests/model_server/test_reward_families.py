@@ -26,9 +26,9 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.harness.processes import REPO_ROOT, free_port, rewardfleet_cmd
 from rewardfleet.services.model_server.runners.families import SUPPORTED
-from tests.model_server.conftest import RunningServer, start_server
-from tests.support import REPO_ROOT, free_port, rewardfleet_cmd
+from tests.support.model_server import RunningServer, start_server
 from tests.tiny_reward_models import ARCHITECTURES, CROSS_ENCODERS, build_tiny_reward_model
 
 TEXTS = [

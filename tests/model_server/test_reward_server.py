@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.model_server.conftest import RunningServer
+from tests.support.model_server import RunningServer
 
 TEXTS = [
     "hello world",

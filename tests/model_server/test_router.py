@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.model_server.conftest import RunningServer
-from tests.support import ChildProcess, free_port
+from bench.harness.processes import ChildProcess, free_port
+from tests.support.model_server import RunningServer
 
 ROUTER_BIN = Path(sys.executable).parent / "sglang-router"
 

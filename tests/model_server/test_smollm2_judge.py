@@ -18,14 +18,14 @@ import httpx
 import numpy as np
 import pytest
 
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.waiting import eventually_async
 from rewardfleet.reward_fns import judge
 from rewardfleet.reward_fns.judging.verdicts import parse_verdict
 from rewardfleet.services.common.gguf_cache import cache_dir
 from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2, Checkpoint, resolve_builtin
 from rewardfleet.services.model_server.runners.gguf_checkpoint import KIND, loadable
-from tests.model_server.conftest import SERVER_ENV, RunningServer
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
-from tests.waiting import eventually_async
+from tests.support.model_server import SERVER_ENV, RunningServer
 
 # Generation on a 2-core machine shared with other work is slow: allow more than the suite's default.
 pytestmark = pytest.mark.timeout(900)

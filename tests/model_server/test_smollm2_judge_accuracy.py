@@ -12,11 +12,11 @@ import aiohttp
 import pytest
 import yaml
 
+from bench.harness.judge_cases import JudgeCase, judge_cases, small_subset
+from bench.harness.processes import REPO_ROOT
 from rewardfleet.reward_fns import judge
 from rewardfleet.reward_fns.judging.answer_match import decide
-from tests.model_server.conftest import RunningServer
-from tests.reward_fns.judge_cases import JudgeCase, judge_cases, small_subset
-from tests.support import REPO_ROOT
+from tests.support.model_server import RunningServer
 
 pytestmark = pytest.mark.timeout(900)
 

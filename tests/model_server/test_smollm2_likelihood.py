@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bench.likelihood_ranking import ranking, smollm2_tokenizer
-from tests.model_server.conftest import RunningServer
+from tests.support.model_server import RunningServer
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -10,7 +10,7 @@ import statistics
 import pytest
 
 from bench.rubric_judge import run
-from tests.model_server.conftest import RunningServer
+from tests.support.model_server import RunningServer
 
 pytestmark = pytest.mark.timeout(1500)
 

@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from rewardfleet.reward_fns import step_judge
-from tests.model_server.conftest import RunningServer
+from tests.support.model_server import RunningServer
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.gateway.conftest import gateway_cmd, write_config
-from tests.support import REPO_ROOT, free_port
+from bench.harness.processes import REPO_ROOT, free_port
+from tests.support.gateway import gateway_cmd, write_config
 
 ROUTERS = {"routers": {"judge": "127.0.0.1:9"}, "workers": 1}
 

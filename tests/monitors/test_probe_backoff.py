@@ -18,12 +18,12 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.harness.processes import free_port, running
+from bench.harness.waiting import eventually
 from rewardfleet.services.fleet.config import PoolConfig
 from rewardfleet.services.fleet.default_probes import probe_max_tokens
 from rewardfleet.services.gateway.monitors.probes import MASTER_KEYS
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.support import free_port, running
-from tests.waiting import eventually
+from tests.support.gateway import Gateway, start_gateway
 
 pytestmark = pytest.mark.timeout(300)
 

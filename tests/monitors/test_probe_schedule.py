@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from bench.harness.waiting import eventually_async
 from rewardfleet.services.gateway.monitors.config import JudgeProbesConfig
 from rewardfleet.services.gateway.monitors.probes import JudgeProber
 from tests.clock import FakeClock
 from tests.gateway.units import async_function, scorer
-from tests.waiting import eventually_async
 
 INTERVAL_S, RETRY_S, RENEW_S = 600.0, 10.0, 3.0
 

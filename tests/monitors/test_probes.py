@@ -21,14 +21,14 @@ import pytest
 import yaml
 from rich.console import Console
 
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd, running
+from bench.harness.waiting import eventually
 from rewardfleet.services.fleet.status import status_table
 from rewardfleet.services.gateway.monitors.probes import MASTER_KEYS, REFERENCE_QUESTIONS
 from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2
 from tests.deploy.helpers import DEPLOY, tool
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.model_server.conftest import SERVER_ENV
-from tests.support import ChildProcess, free_port, rewardfleet_cmd, running
-from tests.waiting import eventually
+from tests.support.gateway import Gateway, start_gateway
+from tests.support.model_server import SERVER_ENV
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -17,10 +17,10 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.harness.processes import free_port, running
+from bench.harness.waiting import eventually
 from rewardfleet.services.gateway.monitors.shadow import agreement_stats
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.support import free_port, running
-from tests.waiting import eventually
+from tests.support.gateway import Gateway, start_gateway
 
 N = 40
 JUDGE = "rewardfleet.reward_fns.judge:compute_score"

@@ -13,9 +13,7 @@ import pytest
 
 from rewardfleet.reward_fns import similarity
 from rewardfleet.reward_fns._similarity_baseline import UNRELATED
-from tests.model_server.conftest import RunningServer, log_dir, minilm_path, start_server
-
-__all__ = ["log_dir", "minilm_path"]  # fixtures
+from tests.support.model_server import RunningServer, start_server
 
 PARAPHRASES = [
     ("A man is eating food.", "A man is eating a piece of bread."),

@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.support import ChildProcess, free_port
+from bench.harness.processes import ChildProcess, free_port
+from tests.support.gateway import Gateway, start_gateway
 
 KEY = "sk-standin-spend-0123456789"
 INPUT_USD, OUTPUT_USD, CAP_USD = 1000.0, 2000.0, 0.5

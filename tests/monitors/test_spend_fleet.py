@@ -14,11 +14,11 @@ import httpx
 import pytest
 from rich.console import Console
 
+from bench.harness.redis_server import RedisServer
+from bench.harness.tiny_models import build_tiny_llama
 from rewardfleet.services.fleet.status import status_table
 from tests.gateway.state_store.fleet import Fleet
-from tests.gateway.state_store.redis_server import RedisServer
-from tests.model_server.conftest import RunningServer, start_server
-from tests.tiny_models import build_tiny_llama
+from tests.support.model_server import RunningServer, start_server
 
 INPUT_USD, OUTPUT_USD = 10.0, 40.0  # per million tokens: a call costs about $0.005 here
 POOL_CAP_USD, FN_CAP_USD = 0.03, 0.02

@@ -7,6 +7,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from rewardfleet.services.gateway.errors import BudgetExhausted
+from rewardfleet.services.gateway.spend.choose_store import spend_ledger_for
 from rewardfleet.services.gateway.spend.config import PoolPrice
 from rewardfleet.services.gateway.spend.meter import (
     MemorySpendLedger,
@@ -14,7 +15,6 @@ from rewardfleet.services.gateway.spend.meter import (
     SpendMeter,
     cost_nano_usd,
 )
-from rewardfleet.services.gateway.spend.stores import spend_ledger_for
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 
 # 1000 prompt tokens at $1/M + 500 completion tokens at $2/M = $0.002 per call.

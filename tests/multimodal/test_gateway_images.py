@@ -16,11 +16,11 @@ import httpx
 import pytest
 from PIL import Image
 
+from bench.harness.processes import REPO_ROOT
 from rewardfleet.services.integrations import verl_reward
-from tests.gateway.conftest import Gateway, start_gateway
 from tests.integrations.test_verl_trainer_code import ANTLR_FOR_VERL
 from tests.multimodal.images import bomb_png, data_url, png_bytes, png_url
-from tests.support import REPO_ROOT
+from tests.support.gateway import Gateway, start_gateway
 
 FNS = Path(__file__).parent / "image_fns"
 

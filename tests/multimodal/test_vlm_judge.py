@@ -13,15 +13,15 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.harness.processes import free_port
+from bench.harness.router_process import RouterProcess
+from bench.harness.tiny_models import build_tiny_qwen2_vl
 from rewardfleet.router import RouterConfig
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.model_server.conftest import RunningServer, start_server
 from tests.multimodal.images import data_url, png_bytes, png_url
-from tests.router.conftest import FAST_HEALTH
-from tests.router.router_process import RouterProcess
 from tests.sglang_conformance import sglang_source as sgl
-from tests.support import free_port
-from tests.tiny_models import build_tiny_qwen2_vl
+from tests.support.gateway import Gateway, start_gateway
+from tests.support.model_server import RunningServer, start_server
+from tests.support.router import FAST_HEALTH
 
 
 @dataclass

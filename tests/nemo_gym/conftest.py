@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.support import free_port
+from bench.harness.processes import free_port
+from tests.support.gateway import Gateway, start_gateway
 
 REWARD_FILES = Path(__file__).parent / "reward_files"
 SERVERS = {

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from tests.gateway.conftest import Gateway
+from tests.support.gateway import Gateway
 
 CATASTROPHIC = "^(a+)+$"
 SLOW_TEXT = "a" * 40 + "b"

@@ -15,12 +15,12 @@ import httpx
 import pytest
 import yaml
 
+from bench.harness.processes import REPO_ROOT, free_port
 from rewardfleet.services.fleet.config import load_fleet_config
-from tests.gateway.conftest import Gateway, start_gateway
 from tests.integrations.test_verl_trainer_code import ANTLR_FOR_VERL
 from tests.nemo_gym.nemo_gym_source import wheel_path
 from tests.nemo_gym.test_parity import CASES, _bodies
-from tests.support import REPO_ROOT, free_port
+from tests.support.gateway import Gateway, start_gateway
 
 DEPLOY = REPO_ROOT / "deploy" / "nemo_gym"
 

@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.conftest import Gateway
 from tests.nemo_gym.nemo_gym_source import jsonl, prompt_text, wheel_path
+from tests.support.gateway import Gateway
 
 DATA = "resources_servers/{server}/data/{name}"
 

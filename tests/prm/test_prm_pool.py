@@ -2,7 +2,8 @@
 sglang-router, and the `prm` built-in through a real gateway.
 
 One PRM server, one router and one gateway for the module. The served PRM has a random (seeded) score head;
-every expected step reward is computed by `tests.tiny_prm.reference_step_logits`, a separate unpadded forward
+every expected step reward is computed by `bench.harness.tiny_prm.reference_step_logits`, a separate
+unpadded forward
 written out from the checkpoint's tensors, so batching, padding, step-tag positions and the activation are all
 checked. The closed-form head (every step exactly sigmoid(positive_logit)) is checked in
 test_prm_runner.py.
@@ -19,12 +20,12 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.harness.processes import free_port
+from bench.harness.router_process import RouterProcess
+from bench.harness.tiny_prm import STEP_TAG, build_tiny_qwen2_prm, reference_step_logits, step_tag_id
 from rewardfleet.router import RouterConfig
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.model_server.conftest import RunningServer, start_server
-from tests.router.router_process import RouterProcess
-from tests.support import free_port
-from tests.tiny_prm import STEP_TAG, build_tiny_qwen2_prm, reference_step_logits, step_tag_id
+from tests.support.gateway import Gateway, start_gateway
+from tests.support.model_server import RunningServer, start_server
 
 
 def _softmax(row: list[float]) -> list[float]:

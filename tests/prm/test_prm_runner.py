@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from bench.harness.tiny_models import build_tiny_llama
+from bench.harness.tiny_prm import STEP_TAG, build_tiny_qwen2_prm, step_tag_id
 from rewardfleet.services.model_server.config import ModelServerSettings
 from rewardfleet.services.model_server.routes.pooling import activate
 from rewardfleet.services.model_server.runners.loader import load_runner, model_kind
 from rewardfleet.services.model_server.runners.prm import StepInput, StepRows
-from tests.tiny_models import build_tiny_llama
-from tests.tiny_prm import STEP_TAG, build_tiny_qwen2_prm, step_tag_id
 
 TEXTS = [f"a{STEP_TAG}", f"hello world{STEP_TAG}good{STEP_TAG}", f"x{STEP_TAG}y{STEP_TAG}z{STEP_TAG}the end"]
 

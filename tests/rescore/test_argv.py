@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import typer
 
+from bench.harness.processes import REPO_ROOT
 from rewardfleet.services.cli import app
 from rewardfleet.services.rescore import argv
 from rewardfleet.services.rescore.command import ScoreArgs
-from tests.support import REPO_ROOT
 
 
 def _typer_command() -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.rescore.conftest import read_jsonl, run_score, write_jsonl
+from tests.support.rescore import read_jsonl, run_score, write_jsonl
 
 
 def test_components_are_written_and_compared(tmp_path: Path) -> None:

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.rescore.conftest import (
+from bench.harness.processes import ChildProcess
+from bench.harness.waiting import eventually
+from tests.support.rescore import (
     REWARD_FILES,
     Gateway,
     read_jsonl,
@@ -18,8 +20,6 @@ from tests.rescore.conftest import (
     start_gateway,
     write_jsonl,
 )
-from tests.support import ChildProcess
-from tests.waiting import eventually
 
 
 def _slow_rows(n: int) -> list[dict[str, object]]:
@@ -212,7 +212,7 @@ def test_in_process_gateway_runs_the_given_fleet_config(tmp_path: Path) -> None:
 
 
 def test_no_gateway_at_url_and_output_over_input_are_refused(tmp_path: Path) -> None:
-    from tests.support import free_port
+    from bench.harness.processes import free_port
 
     src = write_jsonl(tmp_path / "in.jsonl", _slow_rows(2))
     gone = run_score(src, "-o", tmp_path / "out.jsonl", "--url", f"http://127.0.0.1:{free_port()}")

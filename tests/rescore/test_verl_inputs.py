@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.processes import REPO_ROOT
 from rewardfleet.services.rescore.inputs import ReadOptions, read_items
-from tests.rescore.conftest import Gateway, read_jsonl, run_score
-from tests.support import REPO_ROOT
+from tests.support.rescore import Gateway, read_jsonl, run_score
 
 ANTLR_FOR_VERL = REPO_ROOT / ".venv" / "antlr4-4.9"
 CASES = [

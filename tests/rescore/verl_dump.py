@@ -18,7 +18,7 @@ import torch
 from verl import DataProto
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
-from tests.tiny_models import _build_qwen2_tokenizer
+from bench.harness.tiny_models import _build_qwen2_tokenizer
 
 
 def main(cases_path: str, out_dir: str, step: int) -> None:

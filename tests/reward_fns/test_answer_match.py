@@ -7,6 +7,7 @@ from fractions import Fraction
 
 import pytest
 
+from bench.harness.judge_cases import answer_match_cases, judge_cases
 from rewardfleet.reward_fns.judging.answer_match import (
     decide,
     marked_answer,
@@ -15,7 +16,6 @@ from rewardfleet.reward_fns.judging.answer_match import (
     reference_number,
 )
 from rewardfleet.reward_fns.judging.reading import words_to_digits
-from tests.reward_fns.judge_cases import answer_match_cases, judge_cases
 
 
 @pytest.mark.parametrize(

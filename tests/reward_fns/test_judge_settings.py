@@ -8,6 +8,7 @@ import inspect
 import pytest
 import yaml
 
+from bench.harness.processes import REPO_ROOT
 from rewardfleet.reward_fns import judge, rule_then_judge
 from rewardfleet.reward_fns.judging.settings import (
     GenerationSettings,
@@ -16,7 +17,6 @@ from rewardfleet.reward_fns.judging.settings import (
     VerdictSettings,
     settings_from,
 )
-from tests.support import REPO_ROOT
 
 
 def test_a_mapping_is_laid_over_the_defaults_or_a_base() -> None:

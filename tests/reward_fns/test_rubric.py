@@ -14,6 +14,8 @@ import aiohttp
 import httpx
 import pytest
 
+from bench.harness.processes import ChildProcess, free_port
+from bench.harness.rubric_standin import judge as standin_judge
 from rewardfleet.reward_fns import rubric
 from rewardfleet.reward_fns._rubric_prompt import parse_rubric_reply, rubric_messages, rubric_regex
 from rewardfleet.reward_fns._rubric_spec import (
@@ -24,8 +26,6 @@ from rewardfleet.reward_fns._rubric_spec import (
     rubric_score,
 )
 from rewardfleet.reward_fns.judge import JudgeConfigError
-from tests.reward_fns.rubric_standin import judge as standin_judge
-from tests.support import ChildProcess, free_port
 
 RUBRIC = [
     {
@@ -100,7 +100,7 @@ def test_the_grammar_and_the_parser_agree() -> None:
 @pytest.fixture(scope="module")
 def standin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
-    cmd = [sys.executable, "-m", "tests.reward_fns.rubric_standin", "--port", str(port)]
+    cmd = [sys.executable, "-m", "bench.harness.rubric_standin", "--port", str(port)]
     child = ChildProcess(cmd, tmp_path_factory.mktemp("standin") / "standin.log")
     try:
         child.wait_http(f"http://127.0.0.1:{port}/health", timeout_s=30)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rewardfleet.services.client import AsyncRewardClient
-from tests.gateway.conftest import Gateway, start_gateway
+from tests.support.gateway import Gateway, start_gateway
 
 
 @pytest.fixture(scope="module")

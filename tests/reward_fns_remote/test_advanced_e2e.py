@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.reward_fns_remote.conftest import Fleet
+from tests.support.gateway import Gateway, start_gateway
+from tests.support.remote_fleet import Fleet
 
 FILES = Path(__file__).parent.parent / "gateway" / "advanced_files"
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from transformers import AutoTokenizer
 
+from bench.harness.tiny_models import build_tiny_llama, build_tiny_qwen2
 from rewardfleet.reward_fns.reward_model import RewardModelInputError, build_disrm_input, compute_score
-from tests.tiny_models import build_tiny_llama, build_tiny_qwen2
 
 # Llama-2 style, without the BOS (this file's own, so the tests do not depend on the builder's template).
 PLAIN_TEMPLATE = (

@@ -16,9 +16,9 @@ import pytest
 from aiohttp import web
 from transformers import AutoTokenizer
 
+from bench.harness.processes import free_port, running
+from bench.harness.tiny_models import build_tiny_llama, build_tiny_qwen2
 from rewardfleet.reward_fns import judge
-from tests.support import free_port, running
-from tests.tiny_models import build_tiny_llama, build_tiny_qwen2
 
 EXTRA = {"question": "What is 6*7?"}
 
@@ -97,8 +97,8 @@ async def test_probability_mode_errors(score_server: Any, tokenizer: Any) -> Non
 
 async def test_router_does_not_proxy_v1_score(tmp_path: Any) -> None:
     """Why probability mode needs `score_server_address`: sglang-router answers 404 for /v1/score."""
+    from bench.harness.router_process import RouterProcess
     from rewardfleet.router import RouterConfig
-    from tests.router.router_process import RouterProcess
 
     cfg = RouterConfig(port=free_port(), prometheus_port=free_port(), worker_urls=[])
     with RouterProcess(cfg, tmp_path / "router.log") as proc:

@@ -12,8 +12,8 @@ import aiohttp
 import pytest
 
 from rewardfleet.services.common.router_http import RemoteCallError, post_json, server_message
-from tests.reward_fns_remote.conftest import Fleet
 from tests.sglang_conformance import sglang_source as sgl
+from tests.support.remote_fleet import Fleet
 
 
 async def _refusal(

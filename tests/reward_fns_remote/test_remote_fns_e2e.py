@@ -12,14 +12,14 @@ import aiohttp
 import pytest
 from transformers import AutoTokenizer
 
+from bench.harness.processes import free_port
+from bench.harness.tiny_models import build_tiny_qwen2
+from bench.harness.waiting import eventually_async
 from rewardfleet.reward_fns import judge, reward_model, rule_then_judge, similarity
 from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.reward_fns.reward_model import build_disrm_input
-from tests.reward_fns_remote.conftest import Fleet
 from tests.sglang_standin import standin_embedding, standin_reward
-from tests.support import free_port
-from tests.tiny_models import build_tiny_qwen2
-from tests.waiting import eventually_async
+from tests.support.remote_fleet import Fleet
 
 
 def reply(text: str) -> dict[str, str]:

@@ -16,7 +16,7 @@ from rewardfleet.reward_fns.judging.endpoint import JudgeEndpoint, ask_judge
 from rewardfleet.reward_fns.judging.seed import ROUTING_KEY_HEADER
 from rewardfleet.router.command import build_command
 from rewardfleet.router.config import RouterConfig
-from tests.router.conftest import ReplicaFactory, RouterFactory
+from tests.support.router import ReplicaFactory, RouterFactory
 
 BODY = {"text": "hi", "sampling_params": {"max_new_tokens": 2}}
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.harness.tiny_models import build_tiny_qwen2
 from rewardfleet.services.fleet.config import FleetConfig
-from tests.model_server.conftest import start_server
-from tests.router.conftest import ReplicaFactory, RouterFactory
-from tests.tiny_models import build_tiny_qwen2
+from tests.support.model_server import start_server
+from tests.support.router import ReplicaFactory, RouterFactory
 
 
 def test_router_reads_the_cpu_servers_load_and_not_sglangs(

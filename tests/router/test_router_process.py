@@ -8,10 +8,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.router.conftest import Replica, ReplicaFactory, RouterFactory, pid_exists
-from tests.router.router_process import RouterProcess
+from bench.harness.router_process import RouterProcess
+from bench.harness.waiting import eventually
 from tests.sglang_standin import standin_embedding, standin_reward
-from tests.waiting import eventually
+from tests.support.router import Replica, ReplicaFactory, RouterFactory, pid_exists
 
 
 def _post(router: RouterProcess, path: str, body: dict[str, Any]) -> httpx.Response:

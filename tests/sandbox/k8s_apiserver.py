@@ -22,9 +22,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from bench.harness.processes import free_port
 from rewardfleet.services.sandbox import SandboxSpec
 from rewardfleet.services.sandbox.local import LocalProvider, LocalSandbox
-from tests.support import free_port
 
 STDIN, STDOUT, STDERR, ERROR, CLOSE = 0, 1, 2, 3, 255
 

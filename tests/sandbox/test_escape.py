@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.sandbox_rootfs import host_processes_with
 from rewardfleet.services.sandbox import Resources, SandboxNotFound, SandboxSpec, VerifierMounts
 from rewardfleet.services.sandbox.local import LocalProvider
-from tests.sandbox.conftest import needs_local
-from tests.sandbox.rootfs import host_processes_with
+from tests.support.sandbox import needs_local
 
 pytestmark = needs_local
 

@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from rewardfleet.services.sandbox import ImageError, ImageNotFound, ImageUnsafe, SandboxSpec
-from rewardfleet.services.sandbox.images import ImageStore
-from rewardfleet.services.sandbox.local import LocalProvider
-from tests.sandbox.conftest import needs_local
-from tests.sandbox.layouts import (
+from bench.harness.image_layouts import (
     Entry,
     layer_from_entries,
     layer_from_folder,
     write_docker_archive,
     write_oci_layout,
 )
+from rewardfleet.services.sandbox import ImageError, ImageNotFound, ImageUnsafe, SandboxSpec
+from rewardfleet.services.sandbox.images import ImageStore
+from rewardfleet.services.sandbox.local import LocalProvider
+from tests.support.sandbox import needs_local
 
 BASE = [
     Entry("etc", "dir", mode=0o755),

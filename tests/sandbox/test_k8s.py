@@ -22,8 +22,8 @@ from rewardfleet.services.sandbox import (
 )
 from rewardfleet.services.sandbox.k8s import KubernetesProvider
 from rewardfleet.services.sandbox.local import LocalProvider
-from tests.sandbox.conftest import needs_local
 from tests.sandbox.k8s_apiserver import FakeApiServer, serving
+from tests.support.sandbox import needs_local
 
 pytestmark = needs_local
 TASK_IMAGE = "registry.example/task:1"

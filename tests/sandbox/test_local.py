@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.sandbox_rootfs import host_processes_with
 from rewardfleet.services.sandbox import (
     FileTooLarge,
     Resources,
@@ -22,8 +23,7 @@ from rewardfleet.services.sandbox import (
 )
 from rewardfleet.services.sandbox.local import LocalProvider
 from rewardfleet.services.sandbox.mounts import mounts_under, unmount_layer
-from tests.sandbox.conftest import needs_local
-from tests.sandbox.rootfs import host_processes_with
+from tests.support.sandbox import needs_local
 
 pytestmark = needs_local
 

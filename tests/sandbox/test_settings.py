@@ -13,8 +13,8 @@ from rewardfleet.services.sandbox import SandboxSpec
 from rewardfleet.services.sandbox.k8s import KubernetesProvider
 from rewardfleet.services.sandbox.local import LocalProvider
 from rewardfleet.services.sandbox.settings import SandboxSettings, make_provider
-from tests.sandbox.conftest import needs_local
 from tests.sandbox.k8s_apiserver import FakeApiServer, serving
+from tests.support.sandbox import needs_local
 
 SETTINGS: TypeAdapter[Any] = TypeAdapter(SandboxSettings)
 

@@ -18,10 +18,10 @@ import httpx
 import pytest
 import yaml
 
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.tiny_models import build_tiny_llama
+from bench.harness.waiting import eventually
 from rewardfleet.services.common.api_keys import MIN_API_KEY_CHARS
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
-from tests.tiny_models import build_tiny_llama
-from tests.waiting import eventually
 
 GOOD = "k" * MIN_API_KEY_CHARS
 SHORT = "k" * (MIN_API_KEY_CHARS - 1)

@@ -11,19 +11,19 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from rewardfleet.services.gateway.cache.stores import results_for
+from bench.harness.redis_server import RedisServer
+from rewardfleet.services.gateway.cache.choose_store import results_for
 from rewardfleet.services.gateway.core.dispatch import Dispatcher
+from rewardfleet.services.gateway.groups.choose_store import group_scorer_for
 from rewardfleet.services.gateway.groups.config import GroupsConfig
 from rewardfleet.services.gateway.groups.scorer import GroupScorer, load_group_functions
-from rewardfleet.services.gateway.groups.stores import group_scorer_for
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from rewardfleet.services.gateway.state_store.memory import MemoryBackend
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
-from tests.gateway.state_store.conftest import make_backend
 from tests.gateway.state_store.helpers import CountingCompute, request, result
-from tests.gateway.state_store.redis_server import RedisServer
 from tests.gateway.units import async_function
+from tests.support.state_store import make_backend
 
 UID = "uid-" + "U" * 200
 GROUP_ID = "gid-" + "G" * 200

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.conftest import Gateway, start_gateway
+from tests.support.gateway import Gateway, start_gateway
 
 FNS = Path(__file__).parent / "bounds_fns"
 LIMITS = {

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.conftest import Gateway, start_gateway
+from tests.support.gateway import Gateway, start_gateway
 
 ATTACK_FILES = Path(__file__).parent / "attack_files"
 SAMPLE = {"data_source": "d", "solution_str": "the answer is 42", "ground_truth": "42"}

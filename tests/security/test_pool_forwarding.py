@@ -26,8 +26,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.conftest import gateway_cmd, write_config
-from tests.support import ChildProcess, free_port
+from bench.harness.processes import ChildProcess, free_port
+from tests.support.gateway import gateway_cmd, write_config
 
 ATTACK_FILES = Path(__file__).parent / "attack_files"
 PROVIDER_KEY = "sk-provider-0123456789abcdef"

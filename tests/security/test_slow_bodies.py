@@ -20,10 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.reliability.conftest import gateway_factory  # noqa: F401 - fixture
-from tests.model_server.conftest import RunningServer, start_server
-from tests.support import wait_until_in_flight
-from tests.tiny_models import build_tiny_llama
+from bench.harness.processes import wait_until_in_flight
+from bench.harness.tiny_models import build_tiny_llama
+from tests.support.model_server import RunningServer, start_server
 
 BODY_READ_TIMEOUT_S = 1.0
 # The longest a test waits for the server's answer. Without a body read timeout no answer ever comes, and the
@@ -100,7 +99,7 @@ def _metric(text: str, name: str, reason: str) -> float:
 
 
 @pytest.fixture
-def one_slot_gateway(gateway_factory: Any) -> Any:  # noqa: F811 - the imported fixture
+def one_slot_gateway(gateway_factory: Any) -> Any:
     return gateway_factory(
         {
             "default_reward_fn": "quick",
@@ -138,7 +137,7 @@ def test_gateway_answers_408_and_frees_the_slot(one_slot_gateway: Any, kind: str
     assert 'rewardfleet_gateway_requests_total{route="/score",status="408"} 1.0' in metrics
 
 
-def test_gateway_body_over_the_size_limit_while_trickling_is_413(gateway_factory: Any) -> None:  # noqa: F811
+def test_gateway_body_over_the_size_limit_while_trickling_is_413(gateway_factory: Any) -> None:
     """The two limits share one reader: a chunked body that passes max_body_bytes in time is 413, not 408."""
     gw = gateway_factory({"default_reward_fn": "quick", "max_body_bytes": 4096, "body_read_timeout_s": 30})
     attack = SlowBody(gw.port, "/score", "chunked_endless")

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.conftest import Gateway, start_gateway
+from tests.support.gateway import Gateway, start_gateway
 
 ATTACK_FILES = Path(__file__).parent / "attack_files"
 KINDS = ["SystemExit", "SystemExit3", "KeyboardInterrupt", "GeneratorExit", "Custom"]

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.model_server.conftest import RunningServer, start_server
-from tests.support import ChildProcess, free_port
-from tests.tiny_models import build_tiny_qwen2
+from bench.harness.processes import ChildProcess, free_port
+from bench.harness.tiny_models import build_tiny_qwen2
+from tests.support.model_server import RunningServer, start_server
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.model_server.conftest import RunningServer
 from tests.sglang_conformance import sglang_source as sgl
+from tests.support.model_server import RunningServer
 
 BACKENDS = ("cpu", "standin")
 

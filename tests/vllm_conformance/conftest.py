@@ -18,22 +18,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.model_server.conftest import RunningServer, start_server
-from tests.support import REPO_ROOT, ChildProcess, free_port
-from tests.tiny_prm import build_tiny_qwen2_prm, step_tag_id
-
-VLLM_VERSION = "0.33.0"
-VLLM_DIR = REPO_ROOT / ".venv" / f"vllm-{VLLM_VERSION}"
-SERVED_NAME = "tiny-prm"
-
-
-def vllm_dir() -> Path:
-    if (VLLM_DIR / "vllm").is_dir():
-        return VLLM_DIR
-    why = f"vLLM {VLLM_VERSION} is not installed in {VLLM_DIR} (.ci/setup installs it)"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(why + "; under CI these tests must run, not skip")
-    pytest.skip(why)
+from bench.harness.processes import REPO_ROOT, ChildProcess, free_port
+from bench.harness.tiny_prm import build_tiny_qwen2_prm, step_tag_id
+from tests.support.model_server import RunningServer, start_server
+from tests.support.vllm import SERVED_NAME, VLLM_VERSION, vllm_dir
 
 
 @pytest.fixture(scope="session")

@@ -9,10 +9,10 @@ from typing import Any, get_args
 import httpx
 import pytest
 
+from bench.harness.tiny_prm import STEP_TAG
 from rewardfleet.services.model_server.routes.pooling import _inputs
 from rewardfleet.services.model_server.schemas import PoolingRequest, PoolingTask
-from tests.model_server.conftest import RunningServer
-from tests.tiny_prm import STEP_TAG
+from tests.support.model_server import RunningServer
 
 COMPLETION = "PoolingCompletionRequest"
 CHAT_REQUEST = "PoolingChatRequest"

@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.model_server.conftest import RunningServer
-from tests.vllm_conformance.conftest import SERVED_NAME
+from tests.support.model_server import RunningServer
+from tests.support.vllm import SERVED_NAME
 from tests.vllm_conformance.test_requests import ACCEPTED
 
 VLLM_ID = re.compile(r"pooling-[0-9a-f]{16}")

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.harness.processes import REPO_ROOT
 from rewardfleet.services.model_server.config import ModelServerSettings
 from rewardfleet.services.model_server.runners.families import PROCESS_REWARD_FAMILIES
-from tests.support import REPO_ROOT
 
 
 def test_prm_families_and_default_step_tags_are_vllms(vllm_facts: dict[str, Any]) -> None:

@@ -6,9 +6,7 @@ environments:
   tool_timeout_s: 60            # one tool call, seed, verify or close
   reap_interval_s: 5            # how often expired sessions are freed (and the open gauge re-read)
   lock_wait_s: 30               # how long a call waits for another call of its session to finish
-  sandbox:                      # the sessions' sandboxes (services/sandbox/settings.py); default: none
-    provider: local
-    root: /var/lib/rewardfleet/sandboxes
+  sandbox: {provider: local, root: /var/lib/rewardfleet/sandboxes}   # for environments with a sandbox_spec
 """
 
 from __future__ import annotations
@@ -35,9 +33,10 @@ class EnvironmentsConfig(BaseModel):
     lock_wait_s: float = Field(
         default=30.0, gt=0, description="Longest wait of a call for the session's previous call to end."
     )
+
     sandbox: SandboxSettings | None = Field(
         default=None,
-        description="The sessions' sandbox provider; null: an environment with a sandbox cannot seed.",
+        description="The provider of sessions' sandboxes (services/sandbox); None: no sandboxes.",
     )
 
     @field_validator("folders")

@@ -21,7 +21,7 @@ class _Entry:
 
 
 class MemorySessionStore:
-    """Implements `SessionStore` (store.py) with dicts; the lock is an asyncio.Lock per session in use."""
+    """Implements `SessionStore` (store_protocol.py) with dicts; an asyncio.Lock per session in use."""
 
     volatile = True  # its sessions end with the process
 

@@ -51,6 +51,7 @@ class SessionRecord:
     last_active_at: float = 0.0
     expires_at: float = 0.0
     version: int = 0
+    sandbox_id: str | None = None
 
     def to_json(self) -> str:
         return dump_json({name: getattr(self, name) for name in _FIELDS})

@@ -11,6 +11,7 @@ expiry: should every gateway stop, Redis still frees it.
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -19,7 +20,10 @@ from typing import Any
 
 from rewardfleet.services.gateway.environments.errors import SessionBusy
 from rewardfleet.services.gateway.environments.records import SessionRecord
+from rewardfleet.services.gateway.errors import StateStoreUnavailable
 from rewardfleet.services.gateway.state_store.redis_client import RedisStore
+
+logger = logging.getLogger(__name__)
 
 SAFETY_TTL_S = 3600.0
 
@@ -108,7 +112,7 @@ def _ms(seconds: float) -> int:
 
 
 class RedisSessionStore:
-    """Implements `SessionStore` (store.py) over the gateway's shared `RedisStore`."""
+    """Implements `SessionStore` (store_protocol.py) over the gateway's shared `RedisStore`."""
 
     volatile = False  # its sessions outlive this process: any other process or replica serves them
 
@@ -180,7 +184,10 @@ class RedisSessionStore:
             record = SessionRecord.from_json(text) if text else None
             yield record if record is not None and record.expires_at > now else None
         finally:
-            await asyncio.shield(self._run("env_session_unlock", self._unlock, [lock], [owner]))
+            try:
+                await asyncio.shield(self._run("env_session_unlock", self._unlock, [lock], [owner]))
+            except StateStoreUnavailable as exc:  # the call's answer stands; the lease frees the lock
+                logger.warning("session lock not released (its lease will free it): %s", exc.message)
 
     async def save(self, key: str, record: SessionRecord, expected: int) -> bool:
         keys = [self.session_prefix + key, self.tenant_prefix + record.tenant, self.expiry_key]

@@ -28,7 +28,6 @@ from pydantic import ValidationError
 from rewardfleet.services.environments import (
     Environment,
     Session,
-    SessionLimits,
     ToolError,
     ToolSpec,
     Verdict,
@@ -37,7 +36,6 @@ from rewardfleet.services.gateway.environments.config import EnvironmentsConfig
 from rewardfleet.services.gateway.environments.errors import (
     EnvironmentFailed,
     EnvironmentTimeout,
-    SessionLimitExceeded,
     SessionNotFound,
     SessionQuotaExceeded,
     TaskInvalid,
@@ -46,16 +44,16 @@ from rewardfleet.services.gateway.environments.errors import (
     UnknownTool,
     VerifyBodyInvalid,
 )
+from rewardfleet.services.gateway.environments.limits import check_call, check_json, check_state, expiry
 from rewardfleet.services.gateway.environments.metrics import SessionMetrics, tenant_label
 from rewardfleet.services.gateway.environments.records import (
     SessionRecord,
-    dump_json,
     new_id,
     new_token,
     token_key,
 )
 from rewardfleet.services.gateway.environments.sandboxes import SessionSandboxes
-from rewardfleet.services.gateway.environments.store import SessionStore
+from rewardfleet.services.gateway.environments.store_protocol import SessionStore
 from rewardfleet.services.gateway.errors import GatewayError
 
 logger = logging.getLogger(__name__)
@@ -96,11 +94,11 @@ class Sessions:
         sandboxes: SessionSandboxes | None = None,
     ) -> None:
         self._envs = dict(environments)
+        self.sandboxes = sandboxes or SessionSandboxes(None)
         self.store = store
         self.metrics = metrics
         self.config = config
         self.clock = clock
-        self.sandboxes = sandboxes
         self.quota: Callable[[str], int | None] = lambda tenant: None
         self.on_refused: Callable[[str], None] = lambda tenant: None
         self.current_tenant: Callable[[], str] = lambda: ""
@@ -142,23 +140,24 @@ class Sessions:
             task=parsed.model_dump(mode="json"),
             opened_at=now,
             last_active_at=now,
-            expires_at=_expiry(environment.limits, now, now),
+            expires_at=expiry(environment.limits, now, now),
         )
-        session = self._session(record)
+        session = self._session(record, environment)
+        stored = False
         try:
             try:
                 await self._run(environment.seed(session, parsed), env, "seed", TaskInvalid)
             except ToolError as exc:
                 raise TaskInvalid("task", [{"loc": (), "msg": exc.message}]) from None
             record.state = session.state
-            self._check_state(environment.limits, record)
-        except BaseException:
-            await self._stop_sandbox(session)  # a sandbox the failed seed made is nobody's
-            raise
-        token = new_token()
-        if not await self.store.create(_key(token), record, limit):
-            await self._close_quietly(environment, session)
-            raise self._refuse(tenant, limit or 0)
+            check_state(environment.limits, record)
+            token = new_token()
+            stored = await self.store.create(_key(token), record, limit)
+            if not stored:
+                raise self._refuse(tenant, limit or 0)
+        finally:
+            if not stored:  # what seed made outside the state (a sandbox) is freed with the session
+                await self._free(record)
         self.metrics.created.labels(env, tenant_label(tenant)).inc()
         if self.store.volatile:  # a Redis store's count is re-read at each sweep, not on every open
             await self._refresh_open()
@@ -171,7 +170,7 @@ class Sessions:
             if definition is None:
                 tools = ", ".join(type(environment).tool_definitions) or "none"
                 raise UnknownTool(f"environment {record.env!r} has no tool {tool[:64]!r} (tools: {tools})")
-            outcome = "invalid"
+            outcome, had_sandbox = "invalid", record.sandbox_id
             try:
                 if not isinstance(arguments, Mapping):
                     raise ToolArgumentsInvalid(tool, _not_a_mapping("the arguments"))
@@ -181,9 +180,9 @@ class Sessions:
                     raise ToolArgumentsInvalid(tool, exc.errors(include_url=False)) from None
                 now = self.clock()
                 outcome = "limit"
-                self._check_call(environment.limits, record, now)
+                check_call(environment.limits, record, now)
                 outcome = "failed"
-                session = self._session(record)
+                session = self._session(record, environment)
                 session.state = copy.deepcopy(record.state)  # a ToolError leaves the saved state as it was
                 try:
                     output = await self._run(
@@ -195,15 +194,16 @@ class Sessions:
                 except EnvironmentTimeout:
                     outcome = "timeout"
                     raise
+                check_json(output, record.env, tool)
                 expected = record.version
                 record.tool_calls += 1
                 record.version += 1
                 record.last_active_at = now
-                record.expires_at = _expiry(environment.limits, record.opened_at, now)
+                record.expires_at = expiry(environment.limits, record.opened_at, now)
                 if not is_error:
                     record.state = session.state
                     outcome = "limit"
-                    self._check_state(environment.limits, record)
+                    check_state(environment.limits, record)
                 if not await self.store.save(key, record, expected):
                     outcome = "failed"
                     raise SessionNotFound()  # expired and freed while the tool ran
@@ -211,6 +211,8 @@ class Sessions:
                 return ToolOutcome(output, is_error)
             finally:
                 self.metrics.tool_calls.labels(record.env, tool, outcome).inc()
+                if outcome not in ("ok", "tool_error") and record.sandbox_id != had_sandbox:
+                    await self.sandboxes.stop(record.sandbox_id)  # made by this call, and saved nowhere
 
     async def verify(self, tenant: str, token: str, body: Mapping[str, Any]) -> Verdict:
         if not isinstance(body, Mapping):
@@ -218,10 +220,14 @@ class Sessions:
         async with self._locked(_key(token), tenant) as (_, record):
             environment = self.environment(record.env)
             verdict = await self._run(
-                environment.verify(self._session(record), dict(body)), record.env, "verify", VerifyBodyInvalid
+                environment.verify(self._session(record, environment), dict(body)),
+                record.env,
+                "verify",
+                VerifyBodyInvalid,
             )
         if not isinstance(verdict, Verdict):
             raise EnvironmentFailed(f"{record.env}.verify returned {type(verdict).__name__}, not a Verdict")
+        check_json(verdict.extras, record.env, "verify")
         return verdict
 
     async def state(self, tenant: str, token: str) -> dict[str, Any]:
@@ -235,9 +241,7 @@ class Sessions:
         if record is None:
             raise SessionNotFound()
         expired = record.expires_at <= self.clock()
-        environment = self._envs.get(record.env)
-        if environment is not None:
-            await self._close_quietly(environment, self._session(record))
+        await self._free(record)
         counter = self.metrics.expired if expired else self.metrics.closed
         counter.labels(record.env, tenant_label(record.tenant)).inc()
         if self.store.volatile:
@@ -253,9 +257,7 @@ class Sessions:
         while True:
             records = await self.store.reap(self.clock(), REAP_BATCH)
             for record in records:
-                environment = self._envs.get(record.env)
-                if environment is not None:
-                    await self._close_quietly(environment, self._session(record))
+                await self._free(record)
                 self.metrics.expired.labels(record.env, tenant_label(record.tenant)).inc()
             freed += len(records)
             if len(records) < REAP_BATCH:
@@ -274,9 +276,7 @@ class Sessions:
             self._reaper = None
         if self.store.volatile:  # nobody else could serve them: closed now, so close() frees what they hold
             for record in await self.store.reap(float("inf"), 1 << 62):
-                environment = self._envs.get(record.env)
-                if environment is not None:
-                    await self._close_quietly(environment, self._session(record))
+                await self._free(record)
         await self.store.close()
 
     async def _reap_forever(self) -> None:
@@ -309,18 +309,14 @@ class Sessions:
                 raise SessionNotFound()
             yield key, record
 
-    def _session(self, record: SessionRecord) -> Session:
-        environment = self._envs.get(record.env)
-        opener = None
-        if self.sandboxes is not None and environment is not None:
-            opener = self.sandboxes.opener(environment, record.task, owner=record.id)
+    def _session(self, record: SessionRecord, environment: Environment) -> Session:
         return Session(
             id=record.id,
             tenant=record.tenant,
             env=record.env,
             state=record.state,
             tool_calls=record.tool_calls,
-            sandbox_opener=opener,
+            sandbox_opener=self.sandboxes.opener(environment, record),
         )
 
     async def _run(
@@ -347,51 +343,17 @@ class Sessions:
             logger.exception("environment %s: %s failed", env, what)
             raise EnvironmentFailed(f"{env}.{what} failed: {type(exc).__name__}: {exc}") from None
 
-    def _check_call(self, limits: SessionLimits, record: SessionRecord, now: float) -> None:
-        if record.tool_calls >= limits.tool_calls:
-            raise SessionLimitExceeded(
-                "tool_calls",
-                limits.tool_calls,
-                f"the session made its {limits.tool_calls} tool calls (limit)",
-            )
-        if now - record.opened_at > limits.wall_time_s:
-            raise SessionLimitExceeded(
-                "wall_time_s",
-                limits.wall_time_s,
-                f"the session is past its wall time of {limits.wall_time_s:g}s",
-            )
-
-    def _check_state(self, limits: SessionLimits, record: SessionRecord) -> None:
-        try:
-            size = len(dump_json(record.state).encode())
-        except (
-            TypeError,
-            ValueError,
-        ) as exc:  # a set, NaN, an int past 4300 digits: the state stays as it was
-            raise SessionLimitExceeded(
-                "state_json", 0, f"the new state cannot be stored as JSON ({exc}); it was not saved"
-            ) from None
-        if size > limits.state_bytes:
-            raise SessionLimitExceeded(
-                "state_bytes",
-                limits.state_bytes,
-                f"the state would be {size} bytes; the limit is {limits.state_bytes}",
-            )
-
-    async def _close_quietly(self, environment: Environment, session: Session) -> None:
-        try:
-            await self._run(environment.close(session), session.env, "close")
-        except Exception as exc:  # the session is gone either way; what close could not free is logged
-            logger.warning("environment %s: close of session %s failed: %s", session.env, session.id, exc)
-        await self._stop_sandbox(session)
-
-    async def _stop_sandbox(self, session: Session) -> None:
-        if self.sandboxes is None:
-            return
-        try:
-            await self.sandboxes.stop(session.state)
-        except Exception as exc:  # the reaper stops it at its ttl
-            logger.warning("%s: session %s's sandbox not stopped: %s", session.env, session.id, exc)
+    async def _free(self, record: SessionRecord) -> None:
+        """Runs the environment's close, then stops the session's sandbox; failures are logged (the session
+        is gone either way)."""
+        environment = self._envs.get(record.env)
+        if environment is not None:
+            session = self._session(record, environment)
+            try:
+                await self._run(environment.close(session), record.env, "close")
+            except Exception as exc:
+                logger.warning("environment %s: close of session %s failed: %s", record.env, record.id, exc)
+        await self.sandboxes.stop(record.sandbox_id)
 
     async def _refresh_open(self) -> None:
         try:
@@ -406,8 +368,3 @@ def _key(token: str) -> str:
     if key is None:
         raise SessionNotFound()
     return key
-
-
-def _expiry(limits: SessionLimits, opened_at: float, active_at: float) -> float:
-    """`ttl_s` after the last call, never more than `ttl_s` past the wall time."""
-    return min(active_at, opened_at + limits.wall_time_s) + limits.ttl_s

@@ -1,4 +1,4 @@
-"""`MemoryGroupStore`: the `GroupStore` (groups/store.py) of one process, the default.
+"""`MemoryGroupStore`: the `GroupStore` (groups/store_protocol.py) of one process, the default.
 
 The same state machine as the Redis scripts (state_store/redis_scripts.py GROUP_*), on the event loop's clock:
 a group is open until `size` members reported (then completing, for its completer's lease) or its deadline;
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rewardfleet.services.gateway.groups.config import GroupsConfig
-from rewardfleet.services.gateway.groups.store import GroupId, Reported
+from rewardfleet.services.gateway.groups.store_protocol import GroupId, Reported
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 
 OPEN_SLACK_S = 10.0  # an open group counts against max_open_groups until this long past its deadline

@@ -1,4 +1,4 @@
-"""`RedisGroupStore`: the fleet-wide `GroupStore` (groups/store.py) under the one `GroupScorer`
+"""`RedisGroupStore`: the fleet-wide `GroupStore` (groups/store_protocol.py) under the one `GroupScorer`
 (groups/scorer.py), so the members of one `group_id` may arrive at any replica.
 
 A member's arrival runs `GROUP_JOIN`, which opens the group (bounded fleet-wide by `max_open_groups`, its
@@ -38,7 +38,7 @@ from rewardfleet.services.gateway.state_store.redis_scripts import (
     GROUP_REPORT,
 )
 
-GroupId = str  # group_key(group_id) of groups/store.py: a digest, never the client's text
+GroupId = str  # group_key(group_id) of groups/store_protocol.py: a digest, never the client's text
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class _Keys:
 
 
 class RedisGroupStore:
-    """Implements `GroupStore` (groups/store.py) with the GROUP_* scripts and the store's notifier;
+    """Implements `GroupStore` (groups/store_protocol.py) with the GROUP_* scripts and the store's notifier;
     `keep_s` bounds how long an answered group stays readable."""
 
     def __init__(self, store: RedisStore, config: GroupsConfig, keep_s: float) -> None:

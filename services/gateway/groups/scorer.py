@@ -3,9 +3,9 @@
 Each member is scored as it arrives; once `group_size` members are in and scored, the group function runs
 once and every waiting request gets its final score. A group still incomplete `timeout_s` after its first
 member is partial (scored over the members present, or `group_timeout`); a retry gets the same answer, late
-members are not scored, and at most `max_open_groups` are open (503 beyond). The logic is here, the state in
-a `GroupStore` (groups/store.py: in process, or on Redis with `state_url`). Behaviour and the completer
-design: docs/advanced_rewards.md ("Group-wise scoring", "How a group completes").
+members are not scored, and at most `max_open_groups` are open (503 beyond). The logic is here, the state
+in a `GroupStore` (groups/store_protocol.py: in process, or on Redis with `state_url`). Behaviour and the
+completer design: docs/advanced_rewards.md ("Group-wise scoring", "How a group completes").
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from rewardfleet.services.gateway.execution.loader import load_module, resolve
 from rewardfleet.services.gateway.execution.results import as_score
 from rewardfleet.services.gateway.groups.config import GroupFunctionConfig, GroupsConfig
 from rewardfleet.services.gateway.groups.memory_store import MemoryGroupStore, Timer
-from rewardfleet.services.gateway.groups.store import GroupStore, Waiter, group_key
+from rewardfleet.services.gateway.groups.store_protocol import GroupStore, Waiter, group_key
 from rewardfleet.services.gateway.schemas import ErrorInfo, ScoreRequest, ScoreResult, Timings
 
 logger = logging.getLogger(__name__)
@@ -196,7 +196,7 @@ def _presence(spec: GroupSpec, present: list[str], partial: bool) -> dict[str, A
 
 
 class GroupScorer:
-    """The group logic over a `GroupStore` (groups/store.py): in-process by default, or fleet-wide
+    """The group logic over a `GroupStore` (groups/store_protocol.py): in-process by default, or fleet-wide
     (groups/redis_store.py), with the same answers."""
 
     def __init__(

@@ -20,7 +20,7 @@ from pathlib import Path
 import uvicorn
 
 from rewardfleet.services.common.cpus import usable_cpus
-from rewardfleet.services.gateway.http_protocol import PROTOCOL
+from rewardfleet.services.gateway.hot_path.http_protocol import PROTOCOL
 from rewardfleet.services.gateway.processes.args import GatewayArgs
 from rewardfleet.services.gateway.processes.state_server import StateServer
 from rewardfleet.services.gateway.processes.worker import ARGS_ENV, FOLDER_ENV

@@ -7,6 +7,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
+from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.datastructures import State
 
@@ -62,7 +63,7 @@ async def score(request: Request) -> Response:
 
 def score_sample(state: State, raw: bytes) -> Awaitable[ScoreResult]:
     """The scoring of one `POST /score` body (the app's `state` holds the gateway): the route's and the
-    plain-ASGI path's (routes/score_asgi.py) one implementation. Parsing and resolving raise at once (what
+    plain-ASGI path's (hot_path/score_asgi.py) one implementation. Parsing and resolving raise at once (what
     the error handlers answer); what is returned is the scorer's own awaitable, so a post in flight holds
     neither its raw body once parsed nor a frame of this function (issue 44)."""
     return gateway_of(state).score(parse_json(raw, ScoreRequest))
@@ -70,6 +71,11 @@ def score_sample(state: State, raw: bytes) -> Awaitable[ScoreResult]:
 
 def result_json(result: ScoreResult) -> bytes:
     return ScoreResult.__pydantic_serializer__.to_json(result)
+
+
+def declared_route() -> APIRoute:
+    """The declared `POST /score` route (its endpoint, its OpenAPI entry), for the plain-ASGI path."""
+    return next(r for r in router.routes if isinstance(r, APIRoute) and r.path == PATH)
 
 
 @router.post(

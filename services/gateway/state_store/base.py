@@ -2,8 +2,9 @@
 
 A backend is where the gateway's shared state lives: `memory.py` in the process, `redis_backend.py` in Redis
 so that every replica of a fleet sees the same. It holds no feature: each feature builds its own store over
-the backend (`cache/stores.py`, `limits/stores.py`, `spend/stores.py`, `groups/stores.py`), an in-process one
-when `redis` is None, else its Redis one over the shared `RedisStore` (connection, scripts, pipeline).
+the backend (`cache/choose_store.py`, `limits/choose_store.py`, `spend/choose_store.py`,
+`groups/choose_store.py`), an in-process one when `redis` is None, else its Redis one over the shared
+`RedisStore` (connection, scripts, pipeline).
 
 A lost store is never papered over: a request whose state cannot be read or written gets
 `errors.StateStoreUnavailable` (503 + Retry-After), before its reward function runs whenever possible. The
@@ -25,7 +26,8 @@ class StateBackend(Protocol):
     """The shared store, if any; `start` fails with a clear message when the store is unreachable.
 
     `lease_s` is how long a replica's run or slot lease lasts unrenewed; `finished_keep_s` how long a
-    finished entry (an answered group) stays readable: at least the result cache's TTL (cache/stores.py)."""
+    finished entry (an answered group) stays readable: at least the result cache's TTL
+    (cache/choose_store.py)."""
 
     name: str
     metrics: GatewayMetrics

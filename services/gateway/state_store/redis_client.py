@@ -287,7 +287,7 @@ class Notifier:
             except STORE_ERRORS as exc:
                 self._lost(exc)
                 with contextlib.suppress(*STORE_ERRORS):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # typed from redis 8
                 await self.sleep(backoff_s)
                 backoff_s = min(backoff_s * 2, 2.0)
 

@@ -47,6 +47,10 @@ class Probe(Environment):
         raise RuntimeError("a bug in the environment")
 
     @tool
+    async def nan(self, session: Session) -> float:
+        return float("nan")
+
+    @tool
     async def grow(self, session: Session, chars: int) -> None:
         session.state["blob"] = "x" * chars
 

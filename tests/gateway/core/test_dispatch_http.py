@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.gateway.conftest import Gateway
+from tests.support.gateway import Gateway
 
 
 @pytest.mark.parametrize(

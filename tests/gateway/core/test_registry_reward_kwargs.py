@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from bench.harness.processes import REPO_ROOT, free_port
 from rewardfleet.reward_fns import judge, rule_then_judge
 from rewardfleet.services.gateway.core.config import FunctionConfig
 from rewardfleet.services.gateway.core.registry import check_signature
-from tests.gateway.conftest import gateway_cmd, write_config
-from tests.support import REPO_ROOT, free_port
+from tests.support.gateway import gateway_cmd, write_config
 
 INJECTED = {
     "reward_router_address",

@@ -15,11 +15,11 @@ from typing import Any
 import pebble
 import pytest
 
+from bench.harness.waiting import eventually_async
 from rewardfleet.services.gateway.execution import pool as pool_module
 from rewardfleet.services.gateway.execution.chunking import chunk_sizes
 from rewardfleet.services.gateway.execution.loader import FunctionRef, file_module_name
 from rewardfleet.services.gateway.execution.pool import WorkerPool
-from tests.waiting import eventually_async
 
 FAULTY = Path(__file__).resolve().parents[1] / "reliability" / "fns" / "faulty.py"
 

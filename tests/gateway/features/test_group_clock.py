@@ -7,11 +7,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from bench.harness.waiting import eventually_async
 from rewardfleet.services.gateway.groups.config import GroupsConfig
 from rewardfleet.services.gateway.groups.scorer import GroupScorer
 from tests.clock import FakeClock
 from tests.gateway.units import async_function, sample, scorer
-from tests.waiting import eventually_async
 
 
 async def _length(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any) -> float:

@@ -1,4 +1,4 @@
-"""The one `GroupScorer` over its `GroupStore` (groups/store.py), in-process (group_memory.py): what
+"""The one `GroupScorer` over its `GroupStore` (groups/store_protocol.py), in-process (group_memory.py): what
 the scorer asks of the store, repeated posts during a timeout, late retries, and no finished group kept. The
 same scorer over Redis: tests/gateway/state_store/test_redis_groups.py."""
 

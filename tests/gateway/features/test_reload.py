@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from tests.gateway.conftest import start_gateway
+from tests.support.gateway import start_gateway
 
 GROUP_FN = """
 def compute_group_score(samples, scores):

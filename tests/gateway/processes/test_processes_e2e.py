@@ -20,8 +20,8 @@ import psutil
 import pytest
 import yaml
 
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
-from tests.waiting import eventually, eventually_async
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.waiting import eventually, eventually_async
 
 FNS = Path(__file__).parent / "fns"
 PROBE_ROUND = 2  # answers x questions in the probe config below

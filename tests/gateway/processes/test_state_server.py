@@ -16,13 +16,13 @@ import psutil
 import pytest
 import redis
 
+from bench.harness.waiting import eventually
 from rewardfleet.services.gateway.processes.state_server import (
     MAX_SOCKET_PATH_BYTES,
     StateServer,
     StateServerUnavailable,
     find_binary,
 )
-from tests.waiting import eventually
 
 
 @pytest.fixture

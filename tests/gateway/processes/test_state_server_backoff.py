@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from bench.harness.waiting import eventually
 from rewardfleet.services.gateway.processes.state_server import RESTART_BACKOFF_S, StateServer, find_binary
-from tests.waiting import eventually
 
 
 class Pauses:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
+from bench.harness.waiting import eventually_async
 from rewardfleet.services.gateway.admission.admission import Admission, Backlog
 from rewardfleet.services.gateway.errors import Draining, Overloaded
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from tests.clock import FakeClock
 from tests.gateway.units import counter
-from tests.waiting import eventually_async
 
 
 def admission(clock: FakeClock, metrics: GatewayMetrics | None = None) -> Admission:

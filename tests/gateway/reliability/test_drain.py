@@ -14,10 +14,10 @@ from typing import Any
 
 import httpx
 
+from bench.harness.processes import wait_until_in_flight
+from bench.harness.waiting import eventually
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy
-from tests.gateway.reliability.conftest import report
-from tests.support import wait_until_in_flight
-from tests.waiting import eventually
+from tests.support.reliability import report
 
 
 def _config(log: Path, delay_s: float) -> dict[str, Any]:

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from bench.harness.waiting import eventually_async
 from rewardfleet.services.gateway.admission.admission import Admission, Backlog
 from rewardfleet.services.gateway.admission.drain import Drain
 from rewardfleet.services.gateway.metrics import GatewayMetrics
 from tests.clock import FakeClock
-from tests.waiting import eventually_async
 
 
 @pytest.fixture

@@ -15,12 +15,12 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
+from bench.harness.processes import free_port, running
+from bench.harness.waiting import eventually_async
 from rewardfleet.services.gateway.metrics import ExternalPoolMetrics
 from rewardfleet.services.gateway.pools.config import ExternalPoolConfig
 from rewardfleet.services.gateway.pools.external_pools import ExternalPool
 from tests.clock import FakeClock
-from tests.support import free_port, running
-from tests.waiting import eventually_async
 
 KEY = "sk-standin-clock-0123456789"
 BODY = {"messages": [{"role": "user", "content": "one two three"}]}

@@ -23,12 +23,12 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
+from bench.harness.processes import ChildProcess, free_port
+from bench.harness.tiny_models import build_tiny_llama
 from rewardfleet.services.gateway.pools.config import ExternalPoolConfig
 from rewardfleet.services.gateway.pools.external_pools import ExternalPools
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.model_server.conftest import RunningServer, start_server
-from tests.support import ChildProcess, free_port
-from tests.tiny_models import build_tiny_llama
+from tests.support.gateway import Gateway, start_gateway
+from tests.support.model_server import RunningServer, start_server
 
 STANDIN_KEY = "sk-standin-0123456789abcdef"
 SERVER_KEY = "sk-ours-fedcba9876543210"
@@ -190,7 +190,7 @@ def test_a_missing_key_variable_stops_start_up_naming_it(tmp_path: Path) -> None
 
 
 def test_dry_run_names_the_key_variable_never_the_key(tmp_path: Path) -> None:
-    from tests.support import rewardfleet_cmd
+    from bench.harness.processes import rewardfleet_cmd
 
     cfg = tmp_path / "fleet.yaml"
     cfg.write_text(

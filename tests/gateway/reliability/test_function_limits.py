@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from bench.harness.waiting import eventually_async
 from rewardfleet.services.gateway.config import FunctionConfig
 from rewardfleet.services.gateway.limits.function_limits import (
     FunctionGate,
@@ -16,7 +17,6 @@ from rewardfleet.services.gateway.limits.function_limits import (
 )
 from rewardfleet.services.gateway.limits.input_limits import prompt_chars
 from tests.clock import FakeClock
-from tests.waiting import eventually_async
 
 
 def test_bucket_starts_full_and_refills_continuously() -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.gateway.reliability.conftest import report
+from tests.support.reliability import report
 
 FIELDS = ["data_source", "solution_str", "response", "ground_truth", "label", "extra_info", "prompt",
           "reward_fn", "uid", "group_id"]  # fmt: skip
@@ -41,8 +41,8 @@ bodies = samples | valid_ish | st.lists(samples, max_size=3).map(lambda s: {"sam
 def fuzz_gateway(tmp_path_factory: pytest.TempPathFactory) -> Any:
     import shutil
 
-    from tests.gateway.reliability.conftest import FNS, GatewayProc
-    from tests.support import free_port
+    from bench.harness.processes import free_port
+    from tests.support.reliability import FNS, GatewayProc
 
     tmp = tmp_path_factory.mktemp("fuzz")
     shutil.copytree(FNS, tmp / "fns")

@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
-from tests.gateway.reliability.conftest import report
-from tests.support import free_port
+from bench.harness.processes import free_port
+from tests.support.reliability import report
 
 
 def test_faulty_functions_fail_only_their_samples_and_health_stays_fast(gateway_factory: Any) -> None:

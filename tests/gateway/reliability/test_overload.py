@@ -12,7 +12,7 @@ import aiohttp
 import httpx
 
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy
-from tests.gateway.reliability.conftest import report, rss_bytes
+from tests.support.reliability import report, rss_bytes
 
 INFLIGHT, QUEUED = 8, 8
 CONFIG: dict[str, Any] = {

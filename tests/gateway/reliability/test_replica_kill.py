@@ -9,10 +9,10 @@ import threading
 import time
 from typing import Any
 
+from bench.harness.waiting import eventually
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy
-from tests.gateway.reliability.conftest import report
 from tests.sglang_standin import standin_reward
-from tests.waiting import eventually
+from tests.support.reliability import report
 
 SAMPLES = 2000
 

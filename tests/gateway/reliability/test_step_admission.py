@@ -14,8 +14,8 @@ from typing import Any
 
 import aiohttp
 
+from bench.harness.waiting import eventually_async
 from rewardfleet.services.common.open_files import raise_open_files_limit
-from tests.waiting import eventually_async
 
 BURST = 2000  # more than the old 512 in flight + 1024 queued
 

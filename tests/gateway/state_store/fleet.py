@@ -11,29 +11,11 @@ from typing import Any
 import httpx
 import yaml
 
-from tests.gateway.state_store.redis_server import RedisServer
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.haproxy import HAPROXY, haproxy_config
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.redis_server import RedisServer
 
 FLEET_FNS = Path(__file__).parent / "fleet_fns"
-HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
-
-
-def haproxy_config(port: int, backends: list[int]) -> str:
-    servers = "\n".join(f"    server g{i} 127.0.0.1:{p}" for i, p in enumerate(backends))
-    return f"""global
-    maxconn 4096
-defaults
-    mode http
-    timeout connect 5s
-    timeout client 120s
-    timeout server 120s
-frontend balancer
-    bind 127.0.0.1:{port}
-    default_backend gateways
-backend gateways
-    balance roundrobin
-{servers}
-"""
 
 
 @dataclass

@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.harness.redis_server import RedisServer
+from bench.harness.waiting import eventually, eventually_async
 from tests.gateway.state_store.fleet import Fleet, runs_by_uid
-from tests.gateway.state_store.redis_server import RedisServer
-from tests.waiting import eventually, eventually_async
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import httpx
 
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.redis_server import RedisServer
 from tests.gateway.state_store.fleet import FLEET_FNS
-from tests.gateway.state_store.redis_server import RedisServer
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
 
 
 def gateway_args(port: int, *more: str) -> list[str]:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.redis_server import RedisServer
+from bench.harness.waiting import eventually_async
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from tests.clock import FakeClock
-from tests.gateway.state_store.conftest import make_backend
-from tests.gateway.state_store.redis_server import RedisServer
-from tests.waiting import eventually_async
+from tests.support.state_store import make_backend
 
 BACKOFF_S = [0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0]
 

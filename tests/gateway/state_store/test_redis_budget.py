@@ -6,11 +6,11 @@ import asyncio
 import time
 from typing import cast
 
+from bench.harness.waiting import eventually_async
+from rewardfleet.services.gateway.limits.choose_store import gate_for
 from rewardfleet.services.gateway.limits.redis_gate import RedisGate
-from rewardfleet.services.gateway.limits.stores import gate_for
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from tests.gateway.state_store.helpers import record_calls
-from tests.waiting import eventually_async
 
 
 async def test_max_concurrency_holds_across_replicas(replicas: list[RedisBackend]) -> None:

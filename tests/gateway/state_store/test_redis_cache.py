@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from rewardfleet.services.gateway.cache.stores import results_for
+from bench.harness.redis_server import RedisServer
+from bench.harness.waiting import eventually_async
+from rewardfleet.services.gateway.cache.choose_store import results_for
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
-from tests.gateway.state_store.conftest import make_backend
 from tests.gateway.state_store.helpers import CountingCompute, renewals, request
-from tests.gateway.state_store.redis_server import RedisServer
-from tests.waiting import eventually_async
+from tests.support.state_store import make_backend
 
 
 def answered(backend: RedisBackend, how: str) -> float:

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from rewardfleet.services.gateway.cache.stores import results_for
+from bench.harness.processes import free_port
+from bench.harness.redis_server import RedisServer
+from bench.harness.waiting import eventually_async
+from rewardfleet.services.gateway.cache.choose_store import results_for
 from rewardfleet.services.gateway.errors import StateStoreUnavailable
-from tests.gateway.state_store.conftest import make_backend
 from tests.gateway.state_store.helpers import CountingCompute, record_calls, request
-from tests.gateway.state_store.redis_server import RedisServer
-from tests.support import free_port
-from tests.waiting import eventually_async
+from tests.support.state_store import make_backend
 
 
 @pytest.fixture

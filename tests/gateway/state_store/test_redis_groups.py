@@ -10,14 +10,14 @@ from typing import Any, cast
 
 import pytest
 
+from bench.harness.waiting import eventually_async
 from rewardfleet.services.gateway.errors import GroupRequestError, TooManyOpenGroups
+from rewardfleet.services.gateway.groups.choose_store import group_scorer_for
 from rewardfleet.services.gateway.groups.config import GroupsConfig
 from rewardfleet.services.gateway.groups.scorer import GroupScorer, load_group_functions
-from rewardfleet.services.gateway.groups.stores import group_scorer_for
 from rewardfleet.services.gateway.schemas import ScoreRequest, ScoreResult
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from tests.gateway.state_store.helpers import request, result
-from tests.waiting import eventually_async
 
 FNS = load_group_functions(GroupsConfig())  # the built-in group functions (reward_fns.groups)
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from rewardfleet.services.gateway.limits.stores import gate_for
+from bench.harness.waiting import eventually_async
+from rewardfleet.services.gateway.limits.choose_store import gate_for
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from rewardfleet.services.gateway.state_store.redis_leases import Leases, new_token
 from rewardfleet.services.gateway.state_store.redis_scripts import LEASE_RENEW
 from tests.clock import FakeClock
 from tests.gateway.state_store.helpers import renewals
-from tests.waiting import eventually_async
 
 
 async def test_long_holds_are_renewed_short_ones_are_not(replicas: list[RedisBackend]) -> None:

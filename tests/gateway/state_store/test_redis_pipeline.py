@@ -16,9 +16,9 @@ import redis.asyncio.connection
 from redis.exceptions import AuthenticationError, ConnectionError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from bench.harness.redis_server import RedisServer
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
-from tests.gateway.state_store.conftest import make_backend
-from tests.gateway.state_store.redis_server import RedisServer
+from tests.support.state_store import make_backend
 
 ECHO = "return ARGV[1]"
 FAIL_ON_X = "if ARGV[1] == 'x' then return redis.error_reply('bad x') end return ARGV[1]"

@@ -9,9 +9,9 @@ import uuid
 
 import uvloop
 
+from bench.harness.redis_server import RedisServer
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
-from tests.gateway.state_store.conftest import make_backend
-from tests.gateway.state_store.redis_server import RedisServer
+from tests.support.state_store import make_backend
 
 ECHO = "return ARGV[1]"
 # Keeps Redis busy for ARGV[1] microseconds: a batch whose reply is surely still due while the test calls.

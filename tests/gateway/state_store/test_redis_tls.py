@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from rewardfleet.services.gateway.cache.stores import results_for
+from bench.harness.processes import free_port
+from bench.harness.redis_server import RedisServer
+from rewardfleet.services.gateway.cache.choose_store import results_for
 from rewardfleet.services.gateway.errors import StateStoreUnavailable
-from tests.gateway.state_store.conftest import make_backend
 from tests.gateway.state_store.helpers import CountingCompute, request
-from tests.gateway.state_store.redis_server import RedisServer
-from tests.support import free_port
+from tests.support.state_store import make_backend
 
 
 @pytest.fixture

@@ -10,13 +10,11 @@ from typing import Any, TypeVar
 
 import yaml
 
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.tenants import ADMIN, KEY_A, KEY_B
 
 FNS = Path(__file__).parent / "fns"
-KEY_A = "tenant-a-key-0123456789"
-KEY_B = "tenant-b-key-0123456789"
 KEY_B2 = "tenant-b-key2-0123456789"
-ADMIN = "tenant-ops-key-0123456789"
 KEY_C = "tenant-c-key-0123456789"
 KEY_D = "tenant-d-key-0123456789"
 T = TypeVar("T")
@@ -73,13 +71,6 @@ def sample(**over: Any) -> dict[str, Any]:
     }
     body.update(over)
     return body
-
-
-def auth(key: str, run: str | None = None) -> dict[str, str]:
-    headers = {"Authorization": f"Bearer {key}"}
-    if run is not None:
-        headers["X-Rewardfleet-Run"] = run
-    return headers
 
 
 def same_minute(attempt: Callable[[str], T], keys: Sequence[str]) -> T:

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
+from bench.harness.redis_server import RedisServer
+from bench.harness.waiting import eventually_async
 from rewardfleet.services.gateway.state_store.metrics import StateStoreMetrics
 from rewardfleet.services.gateway.state_store.redis_client import RedisSettings, RedisStore
 from rewardfleet.services.gateway.tenants.counters import Counters, MemoryCounters, RedisCounters
 from tests.clock import FakeClock
-from tests.gateway.state_store.redis_server import RedisServer
-from tests.waiting import eventually_async
 
 MINUTE_S = 60.0
 MIDNIGHT = 1_800_000_000.0 - 1_800_000_000.0 % 86400  # a UTC midnight

@@ -14,9 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.state_store.redis_server import RedisServer
-from tests.gateway.tenants.helpers import ADMIN, KEY_A, KEY_B, auth, gateway
-from tests.support import ChildProcess, free_port
+from bench.harness.processes import ChildProcess, free_port
+from bench.harness.redis_server import RedisServer
+from bench.harness.tenants import ADMIN, KEY_A, KEY_B, auth
+from tests.gateway.tenants.helpers import gateway
 
 STANDIN_KEY = "sk-standin-tenants-0123456789"
 INPUT_USD, OUTPUT_USD = 1000.0, 2000.0

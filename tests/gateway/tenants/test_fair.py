@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
+from bench.harness.waiting import eventually_async
 from rewardfleet.services.gateway.tenants.fair import FairScheduler
-from tests.waiting import eventually_async
 
 
 async def _order(scheduler: FairScheduler, arrivals: list[tuple[str, float, int]]) -> list[str]:

@@ -17,11 +17,12 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from bench.harness.processes import rewardfleet_cmd
+from bench.harness.redis_server import RedisServer
+from bench.harness.tenants import ADMIN, KEY_A, KEY_B, auth
+from bench.harness.waiting import eventually, eventually_async
 from rewardfleet.services.gateway.config import GatewayConfig
-from tests.gateway.state_store.redis_server import RedisServer
-from tests.gateway.tenants.helpers import ADMIN, KEY_A, KEY_B, auth, gateway
-from tests.support import rewardfleet_cmd
-from tests.waiting import eventually, eventually_async
+from tests.gateway.tenants.helpers import gateway
 
 FAIR_FNS = Path(__file__).parent / "fair_fns"
 SLOTS = 8

@@ -15,33 +15,16 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.tenants.helpers import ADMIN, KEY_A, KEY_B, auth, gateway
-from tests.waiting import eventually_async
+from bench.harness.tenants import ADMIN, KEY_A, KEY_B, KEY_E, KEY_HEAVY, KEY_LIGHT, auth, fair_pool_config
+from bench.harness.waiting import eventually_async
+from tests.gateway.tenants.helpers import gateway
 
-FNS = Path(__file__).parent / "fair_fns"
-KEY_E = "tenant-e-key-0123456789"
-KEY_HEAVY = "tenant-heavy-key-0123456789"  # weight 3
-KEY_LIGHT = "tenant-light-key-0123456789"  # weight 1
 FLOOD = 12
 LATE = 3
 PLUGS = 2  # long calls posted first: the pool is full before the flood comes
 PLUG_S = 2.0
 PROGRAM = "```python\nimport time\ntime.sleep(%s)\nprint(input())\n```"  # its own work (the behaviour)
 CASES = {"inputs": ["1\n"], "outputs": ["1\n"]}
-
-
-def config(tenants: bool) -> dict[str, Any]:
-    cfg: dict[str, Any] = {"builtin_package": None, "reward_fns_dirs": [str(FNS)]}
-    if tenants:
-        cfg["tenants"] = {
-            "a": {"api_keys": [KEY_A], "priority": "train"},
-            "b": {"api_keys": [KEY_B], "priority": "train"},
-            "e": {"api_keys": [KEY_E], "priority": "eval"},
-            "heavy": {"api_keys": [KEY_HEAVY], "priority": "train", "weight": 3},
-            "light": {"api_keys": [KEY_LIGHT], "priority": "train"},
-            "ops": {"api_keys": [ADMIN], "admin": True},
-        }
-    return cfg
 
 
 def body(fn: str, delay_s: float = 0.1) -> dict[str, Any]:
@@ -102,7 +85,7 @@ async def _flood_then_late(base: str, fn: str, flood_key: str, late_key: str, te
 @pytest.fixture(scope="module")
 def fair(tmp_path_factory: pytest.TempPathFactory) -> Any:
     tmp = tmp_path_factory.mktemp("fair")
-    with gateway(tmp, config(True), name="fair") as url:
+    with gateway(tmp, fair_pool_config(True), name="fair") as url:
         yield url
 
 
@@ -126,7 +109,7 @@ def test_priority_class_first(fair: str, fn: str) -> None:
 
 def test_no_tenants_first_come_first_served(tmp_path: Path) -> None:
     """The same flood without tenants: the late calls wait behind all of it (today's behaviour)."""
-    with gateway(tmp_path, config(False), name="plain") as url:
+    with gateway(tmp_path, fair_pool_config(False), name="plain") as url:
         order = asyncio.run(_flood_then_late(url, "sleepy", "", "", tenants=False))
     late = [i for i, who in enumerate(order) if who == "late"]
     assert late[0] >= PLUGS + FLOOD - 2, order

@@ -16,9 +16,10 @@ import httpx
 import pytest
 import yaml
 
-from tests.gateway.tenants.helpers import ADMIN, KEY_A, KEY_B, auth, gateway, sample, tenant_config
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
+from bench.harness.tenants import ADMIN, KEY_A, KEY_B, auth
+from tests.gateway.tenants.helpers import gateway, sample, tenant_config
 from tests.integrations.openrlhf_source import import_agent_module
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
 
 
 @pytest.fixture(scope="module")

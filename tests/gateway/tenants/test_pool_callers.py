@@ -13,7 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.tenants.helpers import ADMIN, KEY_A, KEY_B, auth, gateway
+from bench.harness.tenants import ADMIN, KEY_A, KEY_B, auth
+from tests.gateway.tenants.helpers import gateway
 from tests.gateway.tenants.test_external_spend import STANDIN_KEY, config, cost, sample, standin, usd_total
 
 __all__ = ["standin"]  # the stand-in fixture, shared with test_external_spend

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.redis_server import RedisServer
 from rewardfleet.services.gateway.limits.redis_fair_slots import FairSlots
 from rewardfleet.services.gateway.limits.slot_claim import SlotClaim
 from rewardfleet.services.gateway.state_store.redis_backend import RedisBackend
 from rewardfleet.services.gateway.tenants.shares import Party, headroom_slots, may_take
-from tests.gateway.state_store.conftest import make_backend
-from tests.gateway.state_store.redis_server import RedisServer
+from tests.support.state_store import make_backend
 
 
 def parties(**state: tuple[int, int]) -> dict[str, Party]:

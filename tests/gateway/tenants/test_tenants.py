@@ -12,19 +12,16 @@ import httpx
 import pytest
 import yaml
 
+from bench.harness.tenants import ADMIN, KEY_A, KEY_B, auth
+from bench.harness.waiting import eventually_async
 from tests.gateway.tenants.helpers import (
-    ADMIN,
-    KEY_A,
-    KEY_B,
     KEY_B2,
     KEY_C,
-    auth,
     gateway,
     same_minute,
     sample,
     tenant_config,
 )
-from tests.waiting import eventually_async
 
 
 @pytest.fixture(scope="module")

@@ -10,19 +10,17 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.gateway.state_store.redis_server import RedisServer
+from bench.harness.redis_server import RedisServer
+from bench.harness.tenants import KEY_A, KEY_B, auth
+from bench.harness.waiting import eventually_async
 from tests.gateway.tenants.helpers import (
-    KEY_A,
-    KEY_B,
     KEY_C,
     KEY_D,
-    auth,
     gateway,
     same_minute,
     sample,
     tenant_config,
 )
-from tests.waiting import eventually_async
 
 
 @pytest.fixture(scope="module")

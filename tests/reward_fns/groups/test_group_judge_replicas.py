@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.harness.redis_server import RedisServer
 from tests.gateway.state_store.fleet import Fleet
-from tests.gateway.state_store.redis_server import RedisServer
-from tests.reward_fns.groups.conftest import Judge, group_functions, start_judge
+from tests.support.group_judges import Judge, group_functions, start_judge
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
 from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2
-from tests.gateway.conftest import Gateway, start_gateway
-from tests.model_server.conftest import SERVER_ENV
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
+from tests.support.gateway import Gateway, start_gateway
+from tests.support.model_server import SERVER_ENV
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -10,7 +10,7 @@ import pytest
 
 from rewardfleet.reward_fns.groups.listwise_judge import parse_ranking, permutation_regex
 from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
-from tests.reward_fns.groups.conftest import GroupJudgeFleet
+from tests.support.group_judges import GroupJudgeFleet
 
 
 def test_the_grammar_admits_exactly_the_permutations() -> None:

@@ -1,5 +1,5 @@
 """`pairwise_judge` through a real gateway process against a stand-in judge whose preference is known
-(preference_judge.py: the higher `quality=` wins), so every score is checked exactly."""
+(bench/harness/preference_judge.py: the higher `quality=` wins), so every score is checked exactly."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.reward_fns.groups.conftest import GroupJudgeFleet
+from tests.support.group_judges import GroupJudgeFleet
 
 
 def _texts(qualities: list[int]) -> list[str]:

@@ -1,0 +1,50 @@
+"""What NeMo Gym's judge servers share, for the built-ins that reproduce them (`equivalence_llm_judge`,
+`xstest`): the message a judge reads from, the endpoint of a pool, and NeMo Gym's record of a judge call."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import aiohttp
+
+from rewardfleet.reward_fns.judging.endpoint import JudgeEndpoint
+from rewardfleet.reward_fns.judging.errors import JudgeConfigError
+from rewardfleet.services.common.router_http import resolve_address
+
+__all__ = ["endpoint", "evaluation", "last_message"]
+
+
+def last_message(messages: Sequence[Mapping[str, Any]], role: str) -> str | None:
+    """The text of the last message of `role`, or None."""
+    for message in reversed(messages):
+        if message.get("role") == role and isinstance(message.get("content"), str):
+            return str(message["content"])
+    return None
+
+
+def endpoint(
+    pool: str,
+    router_addresses: Mapping[str, str] | None,
+    reward_router_address: str | None,
+    session: aiohttp.ClientSession | None,
+    **settings: Any,
+) -> JudgeEndpoint:
+    """The pool's judge endpoint (model, max_tokens, temperature, timeout_s in `settings`), unseeded: the
+    request is NeMo Gym's, which sends no seed."""
+    try:
+        address = resolve_address(pool, router_addresses, reward_router_address)
+    except ValueError as exc:
+        raise JudgeConfigError(str(exc)) from exc
+    return JudgeEndpoint(session=session, address=address, sampling_seed=False, **settings)
+
+
+def evaluation(chat: list[dict[str, Any]], text: str, label: str | None) -> dict[str, Any]:
+    """One judge call in NeMo Gym's `JudgeEvaluation` shape: the request's input, the judge's output."""
+    sent = [{"role": m["role"], "content": m["content"], "type": "message"} for m in chat]
+    said = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+    return {
+        "responses_create_params": {"input": sent},
+        "response": {"output": [said]},
+        "verdict_label": label,
+    }

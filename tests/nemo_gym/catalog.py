@@ -1,0 +1,354 @@
+"""Every NeMo Gym resources server at the pinned commit, classified, and the replay of the recorded rows of
+those the fleet reproduces (tests/nemo_gym/test_catalog.py, tests/nemo_gym/sweep.py).
+
+Classes: 1 rule-based, 2 judge-based, 3 stateful / tools (served as environments), 4 needs what cannot run
+here. Classes 2 and 3 and servers without recorded rows are recognised from the rows themselves; every other
+server is classified by reading its `app.py` (`RULE`, `NEEDS` below, each with what it needs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from bench.harness.processes import ChildProcess, free_port
+from tests.nemo_gym import gym_mirror
+from tests.nemo_gym.judge_rows import judge_diffs, judge_inputs, judge_kwargs, judge_text, recorded_judge
+from tests.support.gateway import Gateway, start_gateway
+
+CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "nemo_gym" / "catalog.yaml"
+
+ENVIRONMENT = "environment: see docs/environments.md"
+CLASS_NAMES = {1: "rule-based", 2: "judge-based", 3: "stateful / tools", 4: "needs what cannot run here"}
+_JUDGE_KEYS = ("judge", "verdict", "judgement")
+
+# Rule-based servers not reproduced yet: what it takes.
+RULE: dict[str, str] = {
+    "asr_with_pc": "WER / punctuation-and-case error rates on transcripts; not written yet",
+    "bunsenbench_chemistry_mcq": "mcqa variant with its own answer extraction; not written yet",
+    "citation_if": "citation grammar per row's verifier; not written yet",
+    "code_gen": "LiveCodeBench unit tests in a sandbox: the `code` built-in's job, not mapped yet",
+    "hotpotqa_qa": "SQuAD-style EM / F1 with HotpotQA's answer filters (number words, a stopword list);"
+    " not written yet",
+    "iheval": "instruction-hierarchy rule scorers per task; not written yet",
+    "image_tools": "pivot tool-call comparison (IoU, point distance); not written yet",
+    "lc_niah": "F1 of a node list times a penalty for reasoning copied from the input: needs the response's"
+    " reasoning summaries, which the gateway's NeMo Gym mapping leaves out",
+    "litmus_agent": "a value parsed by the row's regex, compared with a tolerance; not written yet",
+    "nvarc": "ARC grids (transductive) or a transform() program in a sandbox (inductive); not written yet",
+    "ruler": "reference strings found in the response; the recorded rows lost `outputs` and `subset` and"
+    " are of tasks example.jsonl does not hold, so nothing can check a reproduction",
+    "string_match": "string match through a long chain of normalisations (numbers, LaTeX, lists, US state"
+    " names, units); not written yet",
+    "structeval": "structured output (json, yaml, toml, csv, xml) parsed, key paths checked; not written yet",
+    "swe_pivot": "pivot edit comparison (tool name, target file, diff similarity); not written yet",
+    "verifif": "VerifIF's rule validators (its LLM validators call a judge); not written yet",
+    "math_with_judge": "",  # reproduced (as shipped: should_use_judge false); listed for its judge fields
+    "polymath": "",  # math_with_judge's scoring, should_use_judge false in its config
+}
+
+# Servers that need what cannot run here, with exactly what.
+NEEDS: dict[str, str] = {
+    "bigcodebench": "BigCodeBench's test harness and its venv of ~70 libraries (setup_bcb_venv)",
+    "bird_sql": "BIRD's dev databases (dev_databases/<db_id>/<db_id>.sqlite, not shipped)",
+    "code_fim": "HumanEval-infilling's tests and a Ray-run executor",
+    "competitive_coding_challenges": "the competitions' test data and grader (ccc_eval)",
+    "critpt": "Artificial Analysis' CritPt evaluation API and its key",
+    "cvdp": "Docker images with Verilog simulators (cvdp testbench runner)",
+    "ether0": "the ether0 rewards package (RDKit, molecule services)",
+    "evalplus": "EvalPlus' dataset and executor (Ray)",
+    "legal_agent_bench": "its prepared legal task data",
+    "longmt_eval": "a GPU actor with LASER2, vecalign and COMETKiwi (SEGALE)",
+    "math_formal_lean": "a Lean 4 + Mathlib sandbox service",
+    "reasoning_gym": "the reasoning_gym package's generators and scorers",
+    "rolemrc": "METEOR (NLTK WordNet data) and BERTScore (a model); judge mode calls a judge",
+    "scicode": "SciCode's test data (h5 files) and executor",
+    "speed_bench": "a vLLM server's speculative-decoding Prometheus counters (GPU)",
+    "spider2_lite": "Spider 2.0-lite's databases",
+    "swebench": "Docker and SWE-bench's images",
+    "swerl_gen": "Singularity images of the repositories",
+    "vlm_eval_kit": "VLMEvalKit and its benchmark images",
+    "wmt_translation": "xCOMET-XXL on a GPU (chrF, the reward, is sacrebleu's) and a language-ID model",
+}
+
+# Stateful servers whose rows hold no function call (multi-turn games and environments).
+STATEFUL = {
+    "aviary",
+    "blackjack",
+    "example_multi_turn_gymnasium",
+    "grl_sokoban",
+    "grl_tetris",
+    "gymnasium",
+    "tales",
+    "toolsandbox",
+}
+# Judge-based servers whose rows carry no judge-named field.
+JUDGED_NOTES = {
+    s: "math-verify, then math_with_judge's judge when it says wrong: every recorded row was decided by"
+    " math-verify (library_reward 1, no judge call), so the judge path is unchecked; not served"
+    for s in ("physics_judge", "ugphysics_judge")
+}
+JUDGED = {"bbq", "genrm_compare", "inverse_if", "multichallenge", "proof_judge", "proof_verification"}
+
+
+@dataclass(frozen=True)
+class Replay:
+    """How the recorded rows of one server are posted to the gateway and compared."""
+
+    compare: tuple[str, ...]  # recorded keys compared besides `reward` (removed from the posted body)
+    tasks: str | None = None  # task file the rows are joined to (rows that lost task fields)
+    join: str = "prompt"  # by prompt text, or by "_ng_task_index" (a materialized inputs file)
+    extra_task: dict[str, Any] = field(default_factory=dict)  # task fields the recording lost (see its note)
+    skip_rows: dict[int, str] = field(default_factory=dict)  # row -> why it cannot be compared
+    drop: tuple[str, ...] = ()  # recorded keys removed from the body and not compared
+    judge: str | None = None  # the judge function: recorded judge_evaluations replayed and compared
+    note: str = ""  # a behaviour of the server the rows show, matched on purpose
+
+
+# The reproduced servers: the gateway's mapping for each is deploy/nemo_gym/catalog.yaml's entry of the name.
+REPLAYS: dict[str, Replay] = {
+    "mcqa": Replay(("extracted_answer",), tasks="example.jsonl"),
+    "equivalence_rule": Replay(("equivalence_score",)),
+    "format_verification": Replay(("match_details",)),
+    "instruction_following": Replay(("follow_all_instructions", "follow_instruction_list")),
+    "ifbench": Replay(
+        ("follow_all_instructions", "follow_instruction_list"),
+        skip_rows={
+            0: "ratio:stop_words needs NLTK's stopwords data, which no PyPI package ships",
+            1: "words:start_verb needs NLTK's part-of-speech tagger data",
+            4: "words:start_verb needs NLTK's part-of-speech tagger data",
+        },
+    ),
+    # as shipped (should_use_judge: false) math-verify decides; rows 0 and 4 were recorded with the judge
+    # on, which agreed with the library's 0
+    "math_with_judge": Replay((), drop=("library_reward", "extracted_answer", "judge_evaluations")),
+    # the rows carry no schema_str and match no task file; rows 0, 1, 3, 4 answered JSON in a markdown
+    # fence, which NeMo Gym does not parse whatever the schema: any valid schema decides them
+    "structured_outputs": Replay(
+        (),
+        extra_task={"schema_str": '{"type": "object"}', "schema_type": "json"},
+        skip_rows={2: "its schema_str is in neither the recorded row nor a task file"},
+    ),
+    "polymath": Replay(("library_reward", "extracted_answer"), drop=("judge_evaluations",)),
+    "gpqa_diamond": Replay(("extracted_answer",), tasks="example.jsonl"),
+    "circle_count": Replay(
+        ("predicted_count", "expected_count", "correct"),
+        tasks="example_rollouts_materialized_inputs.jsonl",
+        join="_ng_task_index",
+    ),
+    "mrcr": Replay(("prefix_matched", "seq_match_ratio")),
+    "graphwalks": Replay(("f1", "parse_failed", "predicted_nodes")),
+    "imo_gradingbench": Replay(("extracted_grade", "binary_match", "score_diff")),
+    "math_proof_judgement": Replay(("extracted_judgement", "tp", "fp", "fn", "tn")),
+    "swerl_llm_judge": Replay(("extracted_answer",), tasks="example.jsonl"),
+    "spartqa": Replay(("exact", "parsed", "extracted", "predicted_label")),
+    "ragtruth": Replay(("pred_halu", "parse_fail", "extracted")),
+    "gui_coordinate": Replay(("extracted_x", "extracted_y", "distance")),
+    "xstest": Replay(
+        ("label", "prompt_type", "is_refusal", "cleaned_response"),
+        tasks="example.jsonl",
+        drop=("judge_evaluations",),
+        judge="xstest",
+    ),
+    "calendar": Replay((), tasks="example.jsonl"),
+    "ruler2": Replay(("predicted_answer", "extracted_answer")),
+    "equivalence_llm_judge": Replay((), drop=("judge_evaluations",), judge="equivalence_llm_judge"),
+    "labbench2_vlm": Replay((), tasks="example.jsonl", drop=("judge_evaluations",), judge="labbench2_vlm"),
+    "proof_genselect": Replay((), tasks="example.jsonl"),
+    "arc_agi": Replay(("predicted_output", "extraction_successful"), tasks="example.jsonl"),
+}
+
+
+@dataclass
+class Entry:
+    server: str
+    cls: int
+    rows: int
+    reason: str
+    replay: Replay | None
+
+
+def _has_function_call(row: dict[str, Any]) -> bool:
+    output = (row.get("response") or {}).get("output") or []
+    return any(isinstance(item, dict) and item.get("type") == "function_call" for item in output)
+
+
+def classify(server: str, rows: list[dict[str, Any]]) -> tuple[int, str]:
+    if server in REPLAYS:
+        return (2 if REPLAYS[server].judge is not None else 1), ""
+    if not rows:
+        return 4, "its example_rollouts.jsonl holds placeholder lines, no recorded row"
+    if server in STATEFUL or any(_has_function_call(r) for r in rows):
+        return 3, ENVIRONMENT
+    if server in NEEDS:
+        return 4, NEEDS[server]
+    if server in RULE:
+        return 1, RULE[server]
+    keys = {k for r in rows for k in r}
+    if server in JUDGED_NOTES:
+        return 2, JUDGED_NOTES[server]
+    if server in JUDGED or any(any(j in k for j in _JUDGE_KEYS) for k in keys):
+        if all(r.get("reward") is None for r in rows):
+            return 2, "not written yet; its recorded rows carry no reward (null), so nothing to compare with"
+        if (
+            any(judge_inputs(e) for r in rows for e in recorded_judge(r))
+            or "judge_responses_create_params" in keys
+        ):
+            return (
+                2,
+                "not written yet; its rows record the judge's requests and answers, so it can be replayed",
+            )
+        return 2, (
+            "not written yet; its rows record the judge's output or verdict but not its request: a replay"
+            " can check the verdict parsing and reward, not the prompt"
+        )
+    return 0, "not classified"
+
+
+def entries() -> list[Entry]:
+    out = []
+    for server in gym_mirror.servers():
+        rows = gym_mirror.rollouts(server)
+        cls, reason = classify(server, rows)
+        out.append(Entry(server, cls, len(rows), reason, REPLAYS.get(server)))
+    return out
+
+
+def _key(row: dict[str, Any], join: str) -> Any:
+    return gym_mirror.prompt_text(row) if join == "prompt" else row.get(join)
+
+
+def bodies(server: str, replay: Replay) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
+    """(row index, verify body, recorded outputs) of every recorded row not skipped."""
+    rows = gym_mirror.rollouts(server)
+    tasks: dict[str, dict[str, Any]] = {}
+    if replay.tasks is not None:
+        tasks = {_key(t, replay.join): t for t in gym_mirror.data(server, replay.tasks)}
+    outputs = ("reward", *replay.compare)
+    out = []
+    for i, row in enumerate(rows):
+        if i in replay.skip_rows:
+            continue
+        task = tasks.get(_key(row, replay.join), {}) if replay.tasks is not None else {}
+        body = {k: v for k, v in task.items() if k != "responses_create_params"}
+        body.update(replay.extra_task)
+        body.update({k: v for k, v in row.items() if k not in outputs and k not in replay.drop})
+        out.append((i, body, {k: row[k] for k in outputs if k in row}))
+    return out
+
+
+def _same(got: Any, want: Any) -> bool:
+    if isinstance(want, bool) or want is None or isinstance(want, str):
+        return got == want
+    if isinstance(want, (int, float)):
+        return isinstance(got, (int, float)) and not isinstance(got, bool) and abs(got - want) <= 1e-9
+    if isinstance(want, list):
+        return isinstance(got, list) and len(got) == len(want) and all(map(_same, got, want))
+    if isinstance(want, dict):
+        return (
+            isinstance(got, dict) and got.keys() == want.keys() and all(_same(got[k], want[k]) for k in want)
+        )
+    return got == want
+
+
+@dataclass
+class RowResult:
+    row: int
+    ok: bool
+    detail: str  # the differing keys (ok: empty)
+
+
+def replay_server(
+    url: str, server: str, replay: Replay, post: Callable[..., httpx.Response] = httpx.post
+) -> list[RowResult]:
+    """Every recorded row posted to `<url>/nemo_gym/<server>/verify`, compared with what NeMo Gym recorded."""
+    results = []
+    for i, body, recorded in bodies(server, replay):
+        resp = post(f"{url}/nemo_gym/{server}/verify", json=body, timeout=120)
+        if resp.status_code != 200:
+            results.append(RowResult(i, False, f"HTTP {resp.status_code}: {resp.text[:200]}"))
+            continue
+        answer = resp.json()
+        diffs = [
+            f"{k}: {json.dumps(answer.get(k))[:80]} != {json.dumps(v)[:80]}"
+            for k, v in recorded.items()
+            if not _same(answer.get(k), v)
+        ]
+        if replay.judge is not None:
+            diffs += judge_diffs(
+                answer.get("judge_evaluations"), recorded_judge(gym_mirror.rollouts(server)[i])
+            )
+        echoed = answer.get("response") == body["response"]
+        results.append(RowResult(i, not diffs and echoed, "; ".join(diffs) or ("" if echoed else "body")))
+    return results
+
+
+def recorded_aggregate(server: str) -> dict[str, Any] | None:
+    """NeMo Gym's `/aggregate_metrics` answer over the server's recorded rows, where it ships one."""
+    text = gym_mirror.show(f"{gym_mirror.SERVERS}/{server}/data/example_rollouts_aggregate_metrics.json")
+    if text is None:
+        return None
+    value = json.loads(text)
+    return value[0] if isinstance(value, list) and value else value
+
+
+def judge_recordings() -> list[dict[str, Any]]:
+    """Every recorded judge request of the judge replays, with the judge's recorded answer."""
+    out = []
+    for server, replay in REPLAYS.items():
+        if replay.judge is None:
+            continue
+        for row in gym_mirror.rollouts(server):
+            for e in recorded_judge(row):
+                messages = [{"role": m.get("role"), "content": m.get("content")} for m in judge_inputs(e)]
+                out.append({"messages": messages, "answer": judge_text(e)})
+    return out
+
+
+def gateway_config(base: dict[str, Any], judge_url: str | None) -> dict[str, Any]:
+    """The catalogue's gateway config with the judge replays pointed at the stand-in judge at `judge_url`."""
+    config = {**base, "workers": 2, "max_body_bytes": 8 * 1024 * 1024}
+    judged = {s: r.judge for s, r in REPLAYS.items() if r.judge is not None}
+    if judged and judge_url is not None:
+        config["external_pools"] = {JUDGE_POOL: {"base_url": f"{judge_url}/v1", "model": "recorded"}}
+        functions = dict(config.get("functions") or {})
+        for server, name in judged.items():
+            fn = importlib.import_module(f"rewardfleet.reward_fns.{name}").compute_score
+            given = (functions.get(name) or {}).get("reward_kwargs") or {}
+            kwargs = {**given, **judge_kwargs(server, fn), "pool": JUDGE_POOL}
+            functions[name] = {"timeout_s": 60.0, "reward_kwargs": kwargs}
+        config["functions"] = functions
+    return config
+
+
+JUDGE_POOL = "nemo_gym_judge"
+
+
+@contextlib.contextmanager
+def serving(tmp: Path) -> Iterator[Gateway]:
+    """A gateway configured from deploy/nemo_gym/catalog.yaml and, for the judge replays, a stand-in judge
+    answering the recorded judge requests; both stopped on exit."""
+    recordings = tmp / "judge_recordings.json"
+    recordings.write_text(json.dumps(judge_recordings()))
+    port = free_port()
+    cmd = [sys.executable, "-m", "tests.nemo_gym.judge_replay", "--port", str(port)]
+    judge = ChildProcess([*cmd, "--recordings", str(recordings)], tmp / "judge.log")
+    try:
+        judge.wait_http(f"http://127.0.0.1:{port}/replay/log", timeout_s=60)
+        base = yaml.safe_load(CONFIG.read_text())["gateway"]
+        gateway = start_gateway(tmp, gateway_config(base, f"http://127.0.0.1:{port}"), None)
+        try:
+            yield gateway
+        finally:
+            gateway.proc.stop()
+    finally:
+        judge.stop()

@@ -1,0 +1,61 @@
+"""The judge calls NeMo Gym recorded in a judge server's rows (`judge_evaluations`), compared with ours, and
+the judge built-in's settings read from the server's own config file at the pinned commit."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from tests.nemo_gym import gym_mirror
+from tests.nemo_gym.judge_replay import normalise
+
+
+def judge_inputs(evaluation: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(evaluation.get("responses_create_params", {}).get("input") or [])
+
+
+def judge_text(evaluation: dict[str, Any]) -> str:
+    """What NeMo Gym reads of a judge's answer: the last content part of its last output item."""
+    output = evaluation.get("response", {}).get("output") or [{}]
+    content = output[-1].get("content") or [{}]
+    return str(content[-1].get("text", ""))
+
+
+def recorded_judge(row: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e for e in row.get("judge_evaluations") or [] if isinstance(e, dict)]
+
+
+def judge_diffs(ours: Any, recorded: list[dict[str, Any]]) -> list[str]:
+    if not isinstance(ours, list) or len(ours) != len(recorded):
+        return [f"judge calls: {len(ours) if isinstance(ours, list) else ours!r} != {len(recorded)}"]
+    diffs = []
+    for k, (got, want) in enumerate(zip(ours, recorded, strict=True)):
+        if normalise(judge_inputs(got)) != normalise(judge_inputs(want)):
+            diffs.append(f"judge call {k}: request messages differ from the recorded ones")
+        if got.get("verdict_label") != want.get("verdict_label"):
+            diffs.append(
+                f"judge call {k}: verdict {got.get('verdict_label')!r} != {want.get('verdict_label')!r}"
+            )
+    return diffs
+
+
+def judge_kwargs(server: str, fn: Callable[..., Any]) -> dict[str, Any]:
+    """The judge function's reward_kwargs from the server's own config file at the pinned commit: every
+    setting of the same name, and each prompt template file (`<name>_fpath`) read as the text `<name>`."""
+    config = gym_mirror.config(server, f"{server}.yaml")
+    settings = next(
+        v["resources_servers"][server]
+        for v in config.values()
+        if isinstance(v, dict) and server in (v.get("resources_servers") or {})
+    )
+    params = inspect.signature(fn).parameters
+    kwargs = {k: v for k, v in settings.items() if k in params}
+    for key, path in settings.items():
+        name = key.removesuffix("_fpath")
+        if key.endswith("_fpath") and name in params:
+            text = gym_mirror.show(f"{gym_mirror.SERVERS}/{server}/{path}")
+            if text is None:
+                raise FileNotFoundError(f"{server}: no prompt template at {path}")
+            kwargs[name] = text
+    return kwargs
