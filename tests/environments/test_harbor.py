@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from bench.harness.waiting import eventually_async
 from rewardfleet.reward_fns.environments._harbor.image import default_cache_dir
 from rewardfleet.reward_fns.environments._harbor.rewards import VerifierFailed
 from rewardfleet.reward_fns.environments.harbor import SHIPPED_TASKS, Harbor, HarborSeed, UnknownHarborTask
@@ -25,8 +26,7 @@ from rewardfleet.services.environments import Session, ToolError
 from rewardfleet.services.sandbox.images import ImageStore
 from rewardfleet.services.sandbox.local import LocalProvider
 from rewardfleet.services.sandbox.mounts import mounts_under
-from tests.sandbox.conftest import _local_provider_missing
-from tests.waiting import eventually_async
+from tests.support.sandbox import local_provider_missing
 
 pytestmark = pytest.mark.timeout(1200)  # the first run on a machine builds the images (~5 min here)
 TASKS = sorted(p.name for p in SHIPPED_TASKS.iterdir() if (p / "task.toml").is_file())
@@ -36,7 +36,7 @@ def _missing() -> str | None:
     for tool in ("buildah", "debootstrap"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed (apt-get install buildah debootstrap): the task images need it"
-    return _local_provider_missing()
+    return local_provider_missing()
 
 
 needs_images = pytest.mark.skipif(_missing() is not None, reason=str(_missing()))

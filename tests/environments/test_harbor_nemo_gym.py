@@ -16,12 +16,12 @@ import aiohttp
 import pytest
 import yaml
 
+from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
 from rewardfleet.reward_fns.environments._harbor.image import default_cache_dir
 from rewardfleet.reward_fns.environments.harbor import SHIPPED_TASKS, Harbor
 from rewardfleet.services.sandbox.mounts import mounts_under
 from tests.environments.gateways import gateway
 from tests.environments.test_harbor import TASKS, needs_images
-from tests.support import ChildProcess, free_port, rewardfleet_cmd
 
 pytestmark = [needs_images, pytest.mark.timeout(1200)]
 VERIFY_BODY = {"responses_create_params": {"input": []}, "response": {"output": []}}
