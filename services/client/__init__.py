@@ -10,8 +10,9 @@ Environment sessions: `with client.session(env, task) as s: s.call(tool, **args)
 
 `async_client` (`AsyncRewardClient`) and `sync_client` (`RewardClient`) over `_transport` (keep-alive
 HTTP/1.1, httptools) and `_retry` (`RetryPolicy`); `models` types samples and results; `_exceptions` holds
-the one exception tree; `_progress` the optional progress bar. Nothing here imports fastapi, torch or the
-gateway, so trainers can import it cheaply.
+the one exception tree; `_progress` the optional progress bar; `ray_discovery` resolves the address
+`ray:[NAME]` (the gateway a fleet placed by `rewardfleet up --ray` publishes on this process's Ray cluster).
+Nothing here imports fastapi, torch, ray or the gateway, so trainers can import it cheaply.
 """
 
 from rewardfleet.services.client._exceptions import (

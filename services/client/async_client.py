@@ -27,6 +27,8 @@ from rewardfleet.services.client._progress import progress_bar
 from rewardfleet.services.client._retry import RETRYABLE_STATUSES, RetryPolicy
 from rewardfleet.services.client._transport import Transport
 from rewardfleet.services.client.models import Sample, ScoreResult, sample_body
+from rewardfleet.services.client.ray_discovery import is_ray_address
+from rewardfleet.services.client.ray_discovery import resolve as resolve_on_ray
 from rewardfleet.services.client.sessions import AsyncSession
 from rewardfleet.services.common.retry_after import parse_retry_after
 from rewardfleet.services.common.router_http import base_url as router_base_url
@@ -37,9 +39,12 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 
 
 def normalize_base_url(base_url: str) -> str:
-    """`"host:port"` (verl's style of address) gets `http://`; a trailing slash is dropped."""
+    """`"host:port"` (verl's style of address) gets `http://`; a trailing slash is dropped; `ray:[NAME]` is
+    the gateway a fleet on this Ray cluster publishes (`ray_discovery.py`)."""
     if not base_url.strip():
         raise ValueError("base_url is empty")
+    if is_ray_address(base_url):
+        base_url = resolve_on_ray(base_url)
     return router_base_url(base_url)  # the one normalisation, shared with the reward functions
 
 

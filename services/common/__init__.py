@@ -15,6 +15,7 @@ pyproject.toml checks it), as starlette's types and middlewares serve all of sta
 - `gguf_cache`: where converted copies of GGUF files are kept (`$XDG_CACHE_HOME/rewardfleet/...`).
 - `open_files`: `raise_open_files_limit`, the soft RLIMIT_NOFILE lifted to what a server's connections need.
 - `cpus`: `usable_cpus`, the CPUs this process may use (its affinity mask).
+- `parent_death`: `die_with_parent`, a child killed by the kernel when the thread that started it exits.
 
 ASGI types are starlette's (`starlette.types`); nothing here redefines them. Why there is no shared
 micro-batching class: docs/architecture.md ("Five loops that gather work").

@@ -10,4 +10,6 @@ status.py       `rewardfleet status`: pools, replicas, health and addresses
 routable.py     a replica is ready once its router lists it healthy (not merely when it answers /health)
 default_probes.py  master-key probes on by default for every judge pool the fleet runs
 cli.py          `rewardfleet up` and `rewardfleet status`
+on_ray/         `up --ray`: the same plan as Ray actors (placement, restarts, scaling, the published address)
+on_slurm/       `up --slurm`: the batch script, and the plan placed on a Slurm job's nodes as `srun` steps
 """

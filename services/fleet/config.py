@@ -30,6 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from rewardfleet.router.config import RouterConfig
 from rewardfleet.services.common.api_keys import check_api_keys
 from rewardfleet.services.fleet.determinism import check_deterministic_args
+from rewardfleet.services.fleet.on_ray.config import RayConfig
+from rewardfleet.services.fleet.on_slurm.config import SlurmConfig
 from rewardfleet.services.gateway.config import GatewayConfig, format_validation_error
 from rewardfleet.services.gateway.pools.config import ExternalPoolConfig
 from rewardfleet.services.model_server.checkpoints import BUILTIN_MODELS, DUAL_ENCODERS
@@ -232,6 +234,12 @@ class FleetConfig(BaseModel):
     run_dir: Path = Field(default=Path(".rewardfleet"), description="Logs, generated configs, fleet state.")
     ready_timeout_s: float = Field(default=300.0, gt=0, description="Longest wait for one child to be ready.")
     restart_max_backoff_s: float = Field(default=30.0, gt=0)
+    ray: RayConfig | None = Field(
+        default=None, description="Where each part runs on a Ray cluster (`rewardfleet up --ray`)."
+    )
+    slurm: SlurmConfig | None = Field(
+        default=None, description="The allocation `rewardfleet up --slurm` asks for."
+    )
 
     @field_validator("pools")
     @classmethod
@@ -264,12 +272,30 @@ class FleetConfig(BaseModel):
                 if match:
                     self.default_pool = match
                     break
+        if self.ray is not None:
+            self._check_ray(self.ray)
         clash = sorted((set(self.gateway.routers) | set(self.gateway.external_pools)) & set(self.pools))
         if clash:
             raise ValueError(
                 f"gateway.routers: {clash} are pool names; the fleet sets those addresses itself"
             )
         return self
+
+    def _check_ray(self, ray: RayConfig) -> None:
+        unknown = sorted(set(ray.pools) - {n for n, p in self.pools.items() if p.backend != "external"})
+        if unknown:
+            raise ValueError(f"ray.pools: {unknown} are not pools the fleet runs")
+        prm = sorted(n for n, p in self.pools.items() if p.kind == "prm" and p.backend != "external")
+        if prm:
+            raise ValueError(
+                f"ray: pools {prm} (kind prm) are reached at their replica's own address, which moves on "
+                "Ray; run them as backend external"
+            )
+        if ray.gateway.replicas > 1 and self.gateway.state.state_url is None:
+            raise ValueError(
+                "ray.gateway.replicas > 1 needs gateway.state.state_url: a Redis every gateway node reaches "
+                "(the gateways share groups, idempotency and budgets through it)"
+            )
 
 
 def load_fleet_config(path: Path | None) -> FleetConfig:

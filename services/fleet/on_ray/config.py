@@ -1,0 +1,97 @@
+"""The fleet config's `ray:` section: where each part of the fleet runs on a Ray cluster.
+
+```yaml
+ray:
+  address: auto                 # or "10.0.0.1:6379"; `rewardfleet up --ray ADDRESS` overrides it
+  pools:                        # per pool (defaults: a CPU pool takes its torch threads in CPUs, an SGLang
+    judge: {num_gpus: 1}        # pool one GPU, or its tp-size)
+    reward_model: {autoscale: {min_replicas: 2, max_replicas: 8, target_queue: 32}}
+  gateway: {replicas: 2, resources: {gateway_node: 1}}   # on the nodes offering the custom resource
+  placement_strategy: SPREAD    # each pool's replicas and the gateways: one placement group each
+  max_restarts: -1              # Ray restarts a dead part without limit
+```
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class RayPlacement(BaseModel):
+    """What one actor asks of its node: CPUs, GPUs and custom resources."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    num_cpus: float | None = Field(default=None, ge=0)
+    num_gpus: float | None = Field(default=None, ge=0)
+    resources: dict[str, float] = Field(
+        default_factory=dict, description="Custom resources: the part runs only on nodes offering them."
+    )
+
+    @field_validator("resources")
+    @classmethod
+    def _custom(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, amount in value.items():
+            if name in ("CPU", "GPU", "memory", "object_store_memory"):
+                raise ValueError(f"resources.{name}: use num_cpus / num_gpus for Ray's built-in resources")
+            if amount <= 0:
+                raise ValueError(f"resources.{name} must be > 0, got {amount}")
+        return value
+
+
+class RayAutoscale(BaseModel):
+    """A pool's replicas follow its queue: ceil(requests waiting over all replicas ÷ `target_queue`), within
+    the bounds; one replica more at most every `up_cooldown_s`, one less once the queue has stayed under the
+    target for `down_cooldown_s`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_replicas: int = Field(default=1, ge=1, le=64)
+    max_replicas: int = Field(default=4, ge=1, le=64)
+    target_queue: float = Field(default=8.0, gt=0, description="Requests waiting per replica.")
+    up_cooldown_s: float = Field(default=15.0, ge=0)
+    down_cooldown_s: float = Field(default=300.0, ge=0)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> RayAutoscale:
+        if self.max_replicas < self.min_replicas:
+            raise ValueError(f"max_replicas {self.max_replicas} < min_replicas {self.min_replicas}")
+        return self
+
+
+class RayPool(RayPlacement):
+    """A pool's replicas: their resources, and optionally scaling on load."""
+
+    autoscale: RayAutoscale | None = None
+
+
+class RayGateway(RayPlacement):
+    """The gateways: each one a `FrontActor` with its own router per pool."""
+
+    replicas: int = Field(default=1, ge=1, le=64)
+    port: int | None = Field(
+        default=None, ge=1, le=65535, description="Each gateway's port on its node (default: a free one)."
+    )
+
+
+class RayConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    address: str | None = Field(
+        default=None, description="`auto`, or the head's host:port / ray:// URL; `--ray` overrides it."
+    )
+    namespace: str = Field(default="rewardfleet", min_length=1)
+    name: str = Field(
+        default="rewardfleet",
+        min_length=1,
+        description="Name of the actor that publishes the gateways' addresses (one fleet per name).",
+    )
+    pools: dict[str, RayPool] = Field(default_factory=dict)
+    gateway: RayGateway = Field(default_factory=RayGateway)
+    placement_strategy: Literal["SPREAD", "STRICT_SPREAD", "PACK", "STRICT_PACK"] = "SPREAD"
+    max_restarts: int = Field(default=-1, ge=-1, description="-1: Ray restarts a dead part without limit.")
+    reconcile_interval_s: float = Field(
+        default=1.0, gt=0, le=60, description="How often each router's workers are matched to the replicas."
+    )
