@@ -128,3 +128,29 @@ def test_gateway_serves_score_and_status_probes_it(clean_venv: Path, tmp_path: P
     finally:
         child.stop()
     assert "ModuleNotFoundError" not in (tmp_path / "gateway.log").read_text()
+
+
+def test_the_harbor_tasks_ship_in_the_wheel(clean_venv: Path, tmp_path: Path) -> None:
+    """Every file of the shipped Harbor tasks (and the base image's build script) is in the installed package,
+    and the environment finds the tasks there."""
+    shipped = REPO_ROOT / "reward_fns" / "environments"
+    wanted = sorted(
+        p.relative_to(shipped).as_posix()
+        for p in [*shipped.joinpath("harbor_tasks").rglob("*"), shipped / "_harbor" / "build_base.sh"]
+        if p.is_file() and "__pycache__" not in p.parts
+    )
+    program = (
+        "import json, pathlib, rewardfleet.reward_fns.environments.harbor as h\n"
+        "root = pathlib.Path(h.__file__).parent\n"
+        "files = sorted(p.relative_to(root).as_posix() for p in [*root.joinpath('harbor_tasks').rglob('*'),"
+        " root / '_harbor' / 'build_base.sh'] if p.is_file() and '__pycache__' not in p.parts)\n"
+        "print(json.dumps([files, sorted(h.Harbor(pathlib.Path('/nonexistent')).tasks())]))\n"
+    )
+    proc = subprocess.run(
+        [str(clean_venv / "python"), "-c", program], cwd=tmp_path, env=_clean_env(tmp_path),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    files, tasks = json.loads(proc.stdout)
+    assert files == wanted
+    assert tasks == sorted(p.parent.name for p in shipped.joinpath("harbor_tasks").glob("*/task.toml"))

@@ -2,10 +2,8 @@
 
 Each module here that defines `Environment` subclasses is found (docs/environments.md). They are plain
 modules a user could have written, importing only `services/environments` (and `services/sandbox`,
-`services/common`).
-
-Ports of NeMo Gym's resources servers, each named as NeMo Gym names it and checked against its recorded
-rollouts (docs/environments.md, 'Parity with NeMo Gym's recorded rollouts'):
+`services/common`). Ports of NeMo Gym's resources servers, each named as NeMo Gym names it and checked
+against its recorded rollouts (docs/environments.md, 'Parity with NeMo Gym's recorded rollouts'):
 
     example_session_state_mgmt     the stateful counter: increment_counter, get_counter_value
     example_single_tool_call       get_weather; always 1.0
@@ -18,8 +16,9 @@ rollouts (docs/environments.md, 'Parity with NeMo Gym's recorded rollouts'):
     calendar_scheduling            `calendar`: no tools; the answer's JSON calendar meets every constraint
     blackjack                      observe, step (hit / stand); +1 / 0 / -1
     grl_sokoban                    observe, step (Up / Down / Left / Right); gym-sokoban's rewards
+    harbor                         Harbor task folders (harbor_tasks/, _harbor/): bash, read_file,
+                                   write_file, verify by the task's tests/test.sh in the session's sandbox
 
-Private helpers: `_gymnasium` (the step body and verdict of the two games), `_sokoban_rooms` (seeded rooms,
-as NeMo Gym deals them), `_calendar_grading` (the calendar's rules), `_responses` (a verify body's
-`response.output`, parsed).
+Private helpers: `_gymnasium` (the two games' step body and verdict), `_sokoban_rooms` (seeded rooms, as
+NeMo Gym deals them), `_calendar_grading` (the calendar's rules), `_responses` (a verify body's output).
 """
