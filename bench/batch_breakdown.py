@@ -47,8 +47,8 @@ class Kind:
 
 
 def build(work: Path, names: list[str]) -> list[Kind]:
-    from tests.tiny_models import build_tiny_qwen2
-    from tests.tiny_prm import STEP_TAG, build_tiny_qwen2_prm, step_tag_id
+    from bench.harness.tiny_models import build_tiny_qwen2
+    from bench.harness.tiny_prm import STEP_TAG, build_tiny_qwen2_prm, step_tag_id
 
     text = SENTENCE * 3
     out = []

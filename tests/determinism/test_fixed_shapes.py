@@ -62,9 +62,9 @@ def _png(rgb: tuple[int, int, int]) -> ImageInput:
 
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory: pytest.TempPathFactory, minilm_path: Path) -> dict[str, Path]:
-    from tests.tiny_clip import build_random_clip
-    from tests.tiny_models import build_tiny_qwen2
-    from tests.tiny_prm import build_tiny_qwen2_prm
+    from bench.harness.tiny_clip import build_random_clip
+    from bench.harness.tiny_models import build_tiny_qwen2
+    from bench.harness.tiny_prm import build_tiny_qwen2_prm
     from tests.tiny_reward_models import build_tiny_reward_model
 
     root = tmp_path_factory.mktemp("fixed-shapes")
@@ -82,7 +82,7 @@ def _inputs(kind: str, n: int) -> list[Any]:
     if kind == "cross_encoder":
         return [TextInput(text=a, pair=b) for a, b in zip(texts, _texts(n, seed=7, longest=20), strict=True)]
     if kind == "prm":
-        from tests.tiny_prm import STEP_TAG
+        from bench.harness.tiny_prm import STEP_TAG
 
         return [StepInput(text=f"{t}{STEP_TAG}{t[::-1]}{STEP_TAG}") for t in texts]
     if kind == "clip":
@@ -102,7 +102,7 @@ def test_rows_share_forwards_and_equal_alone(checkpoints: dict[str, Path], kind:
     torch.set_num_threads(1)
     step_tag = None
     if kind == "prm":
-        from tests.tiny_prm import step_tag_id
+        from bench.harness.tiny_prm import step_tag_id
 
         step_tag = step_tag_id(checkpoints[kind])
     runner = load_runner(ModelServerSettings(model_path=checkpoints[kind], step_tag_id=step_tag))
@@ -217,7 +217,7 @@ def test_default_mode_splits_mixed_lengths(checkpoints: dict[str, Path]) -> None
 def test_warmup_measures_a_forwards_fixed_cost(checkpoints: dict[str, Path], kind: str) -> None:
     step_tag = None
     if kind == "prm":
-        from tests.tiny_prm import step_tag_id
+        from bench.harness.tiny_prm import step_tag_id
 
         step_tag = step_tag_id(checkpoints[kind])
     runner = load_runner(ModelServerSettings(model_path=checkpoints[kind], step_tag_id=step_tag))
