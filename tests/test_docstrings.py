@@ -21,7 +21,11 @@ HISTORY = re.compile(r"\bissue [0-9]|\bbenchmark [0-9]|KiB\b|ms a post\b")
 
 def modules(root: Path = REPO_ROOT) -> list[Path]:
     return sorted(
-        p for folder in SOURCE_ROOTS for p in (root / folder).rglob("*.py") if "__pycache__" not in p.parts
+        p
+        for folder in SOURCE_ROOTS
+        for p in (root / folder).rglob("*.py")
+        # task data shipped for Harbor environments is the task's code, not the product's
+        if "__pycache__" not in p.parts and "harbor_tasks" not in p.parts
     )
 
 

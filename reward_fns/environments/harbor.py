@@ -1,5 +1,7 @@
-"""Harbor tasks as an environment: a task folder (Harbor's layout) is a session's world, its image the
-sandbox the agent works in, and its `tests/test.sh` the verifier, run where the agent worked.
+"""Harbor tasks as an environment.
+
+A task folder (Harbor's layout) is a session's world, its image the sandbox the agent works in, and its
+`tests/test.sh` the verifier, run where the agent worked.
 
 - `seed {"task": NAME}` builds the task's image once (cached; `_harbor/image.py`), starts the session's
   sandbox from it and puts the task's `instruction.md` in `session.state["instruction"]`.

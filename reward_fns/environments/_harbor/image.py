@@ -1,5 +1,7 @@
-"""A Harbor task's image, built without Docker: buildah (vfs storage, chroot isolation) over the Debian base
-`build_base.sh` makes, unpacked into a root file system folder the sandbox's image store reads (`dir:`).
+"""A Harbor task's image, built without Docker.
+
+buildah (vfs storage, chroot isolation) builds it over the Debian base `build_base.sh` makes, unpacked into a
+root file system folder the sandbox's image store reads (`dir:`).
 
 Cached by the digest of the task's `environment/` folder and the base's recipe: the first session of a task
 builds it (seconds; minutes when its Dockerfile installs packages), every later one, in any process, reuses

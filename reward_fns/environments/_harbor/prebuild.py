@@ -1,4 +1,6 @@
-"""Builds the images of every shipped Harbor task ahead of the first session (CI's set-up runs it):
+"""Builds the images of every shipped Harbor task ahead of the first session.
+
+CI's set-up runs it:
 
     python -m rewardfleet.reward_fns.environments._harbor.prebuild [CACHE_DIR]
 

@@ -1,5 +1,7 @@
-"""The reward a Harbor verifier left in `/logs/verifier`, read as Harbor reads it: `reward.json` (an object;
-its numeric fields) when present, else `reward.txt` (one number). Anything else is a typed error, never 0.
+"""The reward a Harbor verifier left in `/logs/verifier`, read as Harbor reads it.
+
+`reward.json` (an object; its numeric fields) when present, else `reward.txt` (one number). Anything else is a
+typed error, never 0.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""A Harbor task folder, read and checked: `instruction.md`, `task.toml`, `environment/Dockerfile`,
-`tests/test.sh` (and an optional `solution/solve.sh`).
+"""A Harbor task folder, read and checked.
+
+Its files: `instruction.md`, `task.toml`, `environment/Dockerfile`, `tests/test.sh` (and an optional
+`solution/solve.sh`).
 
 Only the fields the fleet acts on are read from `task.toml` (`[verifier]` and `[agent]` `timeout_sec`,
 `[environment]` `build_timeout_sec`, `cpus`, `memory_mb`, `storage_mb`); the rest (metadata, tags) is left
