@@ -26,7 +26,7 @@ import yaml
 
 from rewardfleet.router.command import build_command
 from rewardfleet.router.config import RouterConfig
-from rewardfleet.services.fleet.on_ray.children import OwnedChild, fill, free_port, wait_http
+from rewardfleet.services.fleet.on_ray.children import OwnedChild, fill, free_port, free_ports, wait_http
 
 LOOPBACK = "127.0.0.1"
 # The drain of a stopped gateway ends within shutdown_grace_s; then its worker pool stops.
@@ -95,9 +95,8 @@ class FrontActor:
         self.routers: dict[str, RouterConfig] = {}
         self.children: list[OwnedChild] = []
         for pool, (fields, _) in pools.items():
-            cfg = RouterConfig(
-                **fields, host=LOOPBACK, port=free_port(LOOPBACK), prometheus_port=free_port(LOOPBACK)
-            )
+            port, prometheus_port = free_ports(LOOPBACK, 2)
+            cfg = RouterConfig(**fields, host=LOOPBACK, port=port, prometheus_port=prometheus_port)
             self.routers[pool] = cfg
             argv = build_command(cfg)
             self.children.append(

@@ -26,9 +26,19 @@ HOST, PORT, PYTHON = "{host}", "{port}", "{python}"
 
 def free_port(host: str) -> int:
     """A port free on `host` of this node now (the child binds it a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    return free_ports(host, 1)[0]
+
+
+def free_ports(host: str, n: int) -> list[int]:
+    """`n` distinct ports free on `host` now: each stays bound until all are picked, so two picks made one
+    after the other cannot return the same port."""
+    with contextlib.ExitStack() as held:
+        ports = []
+        for _ in range(n):
+            sock = held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind((host, 0))
+            ports.append(int(sock.getsockname()[1]))
+        return ports
 
 
 def with_placeholders(argv: Sequence[str], python: str) -> list[str]:
