@@ -171,6 +171,7 @@ class RedisCounters:
         self._window = store.script(WINDOW_ADD)
         self._acquire = store.script(INFLIGHT_ACQUIRE)
         self._beat: asyncio.Task[None] | None = None
+        self._closing = False
 
     def _key(self, tenant: str, *parts: str) -> str:
         return self.store.key("t", tenant, *parts)
@@ -185,14 +186,19 @@ class RedisCounters:
         await self._heartbeat()
 
         async def beat() -> None:
-            while True:
+            # The flag ends the loop even when a cancellation lands inside a store call that turns it into
+            # an error (then suppressed here): close() must not wait on a heartbeat loop that goes on.
+            while not self._closing:
                 await self.sleep(self.lease_s / 3)
+                if self._closing:
+                    break
                 with contextlib.suppress(Exception):  # counted and logged by store.call; next beat retries
                     await self._heartbeat()
 
         self._beat = asyncio.create_task(beat())
 
     async def close(self) -> None:
+        self._closing = True
         if self._beat is not None:
             self._beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
