@@ -11,6 +11,7 @@ takes a minute: what a version of transformers can break without failing an impo
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import pkgutil
 import sys
@@ -29,6 +30,13 @@ FLEET_PACKAGES = (
 )
 # Run only inside the code sandbox (they load /sandbox/case_runner.py at import): never in a fleet process.
 SANDBOX_ONLY = ("rewardfleet.reward_fns._sandbox.zygote",)
+# Modules of an optional extra, imported only when that extra's feature is used (`up --ray`, the first MCP call):
+# checked when the extra is installed, else listed as skipped. Module prefix -> (extra, a module it installs).
+OPTIONAL = {
+    "rewardfleet.services.fleet.on_ray.actors": ("ray", "ray"),
+    "rewardfleet.services.fleet.on_ray.engine": ("ray", "ray"),
+    "rewardfleet.services.gateway.routes.mcp_server": ("environments", "mcp_types"),
+}
 # Imported lazily by the model server's runners for the default pools (MiniLM encoder, SmolLM2 GGUF judge).
 MODEL_BACKENDS = ("torch", "transformers", "safetensors", "gguf", "accelerate", "llguidance", "pybase64")
 
@@ -60,8 +68,17 @@ def load_models(pools: list[Any]) -> list[str]:
     return failures
 
 
+def missing_extra(name: str) -> str | None:
+    """The optional extra `name` belongs to when that extra is not installed, else None."""
+    for prefix, (extra, probe) in OPTIONAL.items():
+        if name == prefix or name.startswith(prefix + "."):
+            return None if importlib.util.find_spec(probe) is not None else extra
+    return None
+
+
 def main() -> int:
     failures: list[str] = []
+    skipped: list[str] = []
     count = 0
     for package in FLEET_PACKAGES:
         try:
@@ -70,6 +87,10 @@ def main() -> int:
             failures.append(f"{package}: {type(exc).__name__}: {exc}")
             continue
         for name in [n for n in names if n not in SANDBOX_ONLY]:
+            extra = missing_extra(name)
+            if extra is not None:
+                skipped.append(f"{name} (extra [{extra}] not installed)")
+                continue
             count += 1
             try:
                 importlib.import_module(name)
@@ -96,9 +117,14 @@ def main() -> int:
             failures += load_models(plan.pools)
     except Exception as exc:
         failures.append(f"planning the default fleet: {type(exc).__name__}: {exc}")
+    for line in skipped:
+        print(f"check_fleet: skipped {line}")
     for line in failures:
         print(f"MISSING {line}", file=sys.stderr)
-    print(f"check_fleet: {count} modules imported, the default fleet planned: {len(failures)} failure(s)")
+    print(
+        f"check_fleet: {count} modules imported ({len(skipped)} of uninstalled extras skipped), "
+        f"the default fleet planned: {len(failures)} failure(s)"
+    )
     return 1 if failures else 0
 
 
