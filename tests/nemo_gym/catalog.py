@@ -37,8 +37,6 @@ RULE: dict[str, str] = {
     "bunsenbench_chemistry_mcq": "mcqa variant with its own answer extraction; not written yet",
     "citation_if": "citation grammar per row's verifier; not written yet",
     "code_gen": "LiveCodeBench unit tests in a sandbox: the `code` built-in's job, not mapped yet",
-    "hotpotqa_qa": "SQuAD-style EM / F1 with HotpotQA's answer filters (number words, a stopword list);"
-    " not written yet",
     "iheval": "instruction-hierarchy rule scorers per task; not written yet",
     "image_tools": "pivot tool-call comparison (IoU, point distance); not written yet",
     "lc_niah": "F1 of a node list times a penalty for reasoning copied from the input: needs the response's"
@@ -166,6 +164,23 @@ REPLAYS: dict[str, Replay] = {
     "proof_genselect": Replay((), tasks="example.jsonl"),
     "arc_agi": Replay(("predicted_output", "extraction_successful"), tasks="example.jsonl"),
 }
+
+# Rule-based servers of the wheel-readable batch (a block of their own: parallel additions merge simply).
+REPLAYS.update(
+    {
+        "hotpotqa_qa": Replay(
+            (
+                "extracted_answer",
+                "answer_em",
+                "answer_f1",
+                "is_correct",
+                "is_correct_strict",
+                "gt_should_remove",
+                "gt_remove_reason",
+            )
+        ),
+    }
+)
 
 
 @dataclass

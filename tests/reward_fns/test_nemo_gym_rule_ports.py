@@ -1,0 +1,101 @@
+"""NeMo Gym rule built-ins of the wheel-readable batch (hotpotqa_qa, ...): against NeMo Gym's own scoring
+code where it is plain Python (read from its wheel at test time and run here, never copied), on seeded
+random inputs built from the cases its rules single out; and on hostile or malformed task fields a typed
+error naming the field. Their recorded-row parity is tests/nemo_gym/test_catalog.py."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import random
+import types
+from typing import Any
+
+import pytest
+
+from rewardfleet.reward_fns import hotpotqa_qa
+from rewardfleet.reward_fns._task_text import MAX_RESPONSE_CHARS, TaskFieldError
+from tests.nemo_gym.nemo_gym_source import read_text
+
+
+def _theirs(path: str) -> types.ModuleType:
+    try:
+        source = read_text(path)
+    except FileNotFoundError as missing:
+        pytest.skip(str(missing))
+    module = types.ModuleType(path)
+    exec(compile(source, path, "exec"), module.__dict__)
+    return module
+
+
+def _score(name: str, text: str, truth: Any, info: dict[str, Any] | None = None) -> dict[str, Any]:
+    module = importlib.import_module(f"rewardfleet.reward_fns.{name}")
+    return dict(module.compute_score("nemo_gym", text, truth, info or {}))
+
+
+_PIECES = ["The", "the", "a", "An", "Ed", "Wood", "(film)", '"Q"', "\u201cQ\u201d", "1,234,567", "one",
+           "First", "twenty-first", "U.S.", "3.5", "-", "&", "and", "AND", "Rock-and-roll", "yes", "no",
+           "\u0130stanbul", "\u2013", "\xa0", "  ", "Smith,", "Jr.", "(", ")", "of", "x", "ab", "!", "12",
+           "19th", "New", "York", "\n"]  # fmt: skip
+
+
+def _phrase(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice([" ", ""]) + rng.choice(_PIECES) for _ in range(n)).strip(rng.choice(["", " "]))
+
+
+def test_hotpotqa_qa_equals_nemo_gyms_scoring() -> None:
+    theirs = _theirs("resources_servers/hotpotqa_qa/scoring.py")
+    rng = random.Random(51)
+    for _ in range(1500):
+        reference = _phrase(rng, rng.randint(0, 6))
+        answer = reference + _phrase(rng, 3) if rng.random() < 0.3 else _phrase(rng, rng.randint(0, 12))
+        if rng.random() < 0.3:
+            value = rng.choice([answer, 5, None, [answer]])
+            answer = (
+                rng.choice(["", "So {x} ", "```json\n"])
+                + json.dumps({"answer": value})
+                + rng.choice(["", "\n```", " {"])
+            )
+        if rng.random() < 0.1:
+            answer = "x" * rng.randint(60, 120) + answer
+        predicted, _ = theirs.parse_generation(answer)
+        forms, _ = theirs._gt_alternatives(reference)
+        flagged = theirs.normalize_gt(reference)
+        want = {
+            "extracted_answer": predicted or None,
+            "answer_em": theirs.answer_exact_match(predicted, reference),
+            "answer_f1": theirs.answer_f1_score(predicted, reference)[0],
+            "is_correct": float(theirs.is_correct(forms, predicted)),
+            "is_correct_strict": float(theirs.is_correct_strict(forms, predicted)),
+            "gt_should_remove": flagged["should_remove"],
+            "gt_remove_reason": flagged["remove_reason"],
+        }
+        got = hotpotqa_qa.compute_score("nemo_gym", answer, reference)
+        assert {k: got[k] for k in want} == want, (reference, answer)
+        assert got["score"] == want["is_correct_strict"]
+        assert hotpotqa_qa.reference_forms(reference) == forms, reference
+
+
+BAD_FIELDS: list[tuple[str, Any, dict[str, Any], str]] = [
+    ("hotpotqa_qa", "x" * 10_001, {}, "ground_truth"),
+]
+
+
+@pytest.mark.parametrize(("name", "truth", "info", "field"), BAD_FIELDS, ids=[c[0] for c in BAD_FIELDS])
+def test_bad_task_field_is_a_typed_error_naming_it(
+    name: str, truth: Any, info: dict[str, Any], field: str
+) -> None:
+    with pytest.raises((TaskFieldError, TypeError), match=field):
+        _score(name, "an answer", truth, info)
+
+
+OVERLONG: list[tuple[str, Any, dict[str, Any]]] = [
+    ("hotpotqa_qa", "Paris", {}),
+]
+
+
+@pytest.mark.parametrize(("name", "truth", "info"), OVERLONG, ids=[c[0] for c in OVERLONG])
+def test_overlong_response_scores_zero_with_the_reason(name: str, truth: Any, info: dict[str, Any]) -> None:
+    result = _score(name, "Paris " * (MAX_RESPONSE_CHARS // 6 + 1), truth, info)
+    assert result["score"] == 0.0
+    assert result["error_type"] == "response_too_long"
