@@ -42,7 +42,6 @@ RULE: dict[str, str] = {
     "lc_niah": "F1 of a node list times a penalty for reasoning copied from the input: needs the response's"
     " reasoning summaries, which the gateway's NeMo Gym mapping leaves out",
     "litmus_agent": "a value parsed by the row's regex, compared with a tolerance; not written yet",
-    "nvarc": "ARC grids (transductive) or a transform() program in a sandbox (inductive); not written yet",
     "ruler": "reference strings found in the response; the recorded rows lost `outputs` and `subset` and"
     " are of tasks example.jsonl does not hold, so nothing can check a reproduction",
     "string_match": "string match through a long chain of normalisations (numbers, LaTeX, lists, US state"
@@ -178,6 +177,14 @@ REPLAYS.update(
                 "gt_should_remove",
                 "gt_remove_reason",
             )
+        ),
+        "nvarc": Replay(
+            ("predicted_output", "extraction_successful"),
+            skip_rows={
+                i: "inductive mode: NeMo Gym runs the response's transform() program on the test input;"
+                " the nvarc built-in scores the transductive mode only (a grid in the response)"
+                for i in (3, 4)
+            },
         ),
     }
 )

@@ -5,15 +5,18 @@ error naming the field. Their recorded-row parity is tests/nemo_gym/test_catalog
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import random
+import re
 import types
+import typing
 from typing import Any
 
 import pytest
 
-from rewardfleet.reward_fns import hotpotqa_qa
+from rewardfleet.reward_fns import hotpotqa_qa, nvarc
 from rewardfleet.reward_fns._task_text import MAX_RESPONSE_CHARS, TaskFieldError
 from tests.nemo_gym.nemo_gym_source import read_text
 
@@ -76,8 +79,31 @@ def test_hotpotqa_qa_equals_nemo_gyms_scoring() -> None:
         assert hotpotqa_qa.reference_forms(reference) == forms, reference
 
 
+def test_nvarc_grid_equals_nemo_gyms_parse() -> None:
+    """Our grid reading equals nvarc's `_parse_grid` (its app.py's function, with its problem.py's Board)."""
+    problem = _theirs("resources_servers/nvarc/problem.py")
+    tree = ast.parse(read_text("resources_servers/nvarc/app.py"))
+    wanted = ("_strip_thinking", "_parse_grid")
+    nodes: list[ast.stmt] = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in wanted]
+    namespace: dict[str, Any] = {
+        **vars(typing),
+        "re": re,
+        "Board": problem.Board,
+        "ColorPalette": problem.ColorPalette,
+    }
+    exec(compile(ast.Module(nodes, []), "app.py", "exec"), namespace)
+    pieces = ["0", "1", "9", "10", " ", "\n", ",", "[", "]", "\\boxed{", "}", "<think>", "</think>", "a", "_",
+              "\u0663", "-", "\t", "x1"]  # fmt: skip
+    rng = random.Random(51)
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        assert nvarc.parse_grid(text) == namespace["_parse_grid"](text), text
+
+
 BAD_FIELDS: list[tuple[str, Any, dict[str, Any], str]] = [
     ("hotpotqa_qa", "x" * 10_001, {}, "ground_truth"),
+    ("nvarc", [[1, "2"]], {}, "ground_truth"),
+    ("nvarc", [[1]], {"agent_mode": "inductive"}, "agent_mode"),
 ]
 
 
@@ -91,6 +117,7 @@ def test_bad_task_field_is_a_typed_error_naming_it(
 
 OVERLONG: list[tuple[str, Any, dict[str, Any]]] = [
     ("hotpotqa_qa", "Paris", {}),
+    ("nvarc", [[1]], {}),
 ]
 
 
