@@ -34,7 +34,6 @@ _JUDGE_KEYS = ("judge", "verdict", "judgement")
 # Rule-based servers not reproduced yet: what it takes.
 RULE: dict[str, str] = {
     "asr_with_pc": "WER / punctuation-and-case error rates on transcripts; not written yet",
-    "bunsenbench_chemistry_mcq": "mcqa variant with its own answer extraction; not written yet",
     "citation_if": "citation grammar per row's verifier; not written yet",
     "code_gen": "LiveCodeBench unit tests in a sandbox: the `code` built-in's job, not mapped yet",
     "iheval": "instruction-hierarchy rule scorers per task; not written yet",
@@ -177,6 +176,9 @@ REPLAYS.update(
                 "gt_should_remove",
                 "gt_remove_reason",
             )
+        ),
+        "bunsenbench_chemistry_mcq": Replay(
+            ("extracted_answer", "no_answer", "error_mode", "source", "bct_field", "bct_subfield")
         ),
         "nvarc": Replay(
             ("predicted_output", "extraction_successful"),

@@ -4,19 +4,22 @@ random inputs built from the cases its rules single out; and on hostile or malfo
 error naming the field. Their recorded-row parity is tests/nemo_gym/test_catalog.py."""
 
 from __future__ import annotations
+import __future__
 
 import ast
+import html
 import importlib
 import json
 import random
 import re
 import types
 import typing
+import unicodedata
 from typing import Any
 
 import pytest
 
-from rewardfleet.reward_fns import hotpotqa_qa, nvarc
+from rewardfleet.reward_fns import bunsenbench_chemistry_mcq, hotpotqa_qa, nvarc
 from rewardfleet.reward_fns._task_text import MAX_RESPONSE_CHARS, TaskFieldError
 from tests.nemo_gym.nemo_gym_source import read_text
 
@@ -100,9 +103,75 @@ def test_nvarc_grid_equals_nemo_gyms_parse() -> None:
         assert nvarc.parse_grid(text) == namespace["_parse_grid"](text), text
 
 
+def _their_definitions(path: str, names: set[str] | None, namespace: dict[str, Any]) -> None:
+    """The top-level functions (`names`, else all, with the module's constants) of a NeMo Gym file."""
+    tree = ast.parse(read_text(path))
+    nodes: list[ast.stmt] = [
+        n
+        for n in tree.body
+        if (isinstance(n, ast.FunctionDef) and (names is None or n.name in names))
+        or (names is None and isinstance(n, ast.Assign))
+    ]
+    flags = __future__.annotations.compiler_flag  # their annotations name classes left out here
+    exec(compile(ast.Module(nodes, []), path, "exec", flags=flags), namespace)
+
+
+class _TextOnlyResponse:
+    """A response with no status and no refusal part: what the built-in sees of one."""
+
+    output: tuple[Any, ...] = ()
+    status = None
+    incomplete_details = None
+
+
+def test_bunsenbench_chemistry_mcq_equals_nemo_gyms_extraction() -> None:
+    ns: dict[str, Any] = {**vars(typing), "re": re, "html": html, "unicodedata": unicodedata}
+    try:
+        _their_definitions("resources_servers/mcqa/app.py", {"_get_allowed_letters_from_options"}, ns)
+        _their_definitions("resources_servers/bunsenbench_chemistry_mcq/app.py", None, ns)
+    except FileNotFoundError as missing:
+        pytest.skip(str(missing))
+    assert ns["SUBSCRIPT_TRANSLATION"] == bunsenbench_chemistry_mcq._ASCII
+    option_sets: list[list[dict[str, Any]]] = [
+        [{"A": "H2O"}, {"B": "CO\u2082"}, {"C": "Kelvin"}, {"D": None}],
+        [{"a": "x"}, {"B": "&amp;"}],
+        [],
+    ]
+    pieces = ["A", "b", "(C)", "D.", "Option B", "choice c", "<answer>", "</answer>", "<choice>",
+              "</choice>", "<choices>", "</choices>", "\\boxed{", "}", "\\text{", "Answer:", "**Answer**:",
+              "The answer is ", "I choose ", "\n", "H2O", "CO2", "CO\u2082", "kelvin", "'", '"', "<think>",
+              "</think>", "I'm sorry, but I can't", "  ", "x", "1. ", "\u017f", "\u212a"]  # fmt: skip
+    rng = random.Random(51)
+    for _ in range(3000):
+        options = rng.choice(option_sets)
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
+        expected = rng.choice(["B", "(b)", "H2O", "\\boxed{C}", " d ", "Kelvin", "", "ZZ"])
+        kept = [{k: v for k, v in entry.items() if v is not None} for entry in options]
+        gold = ns["_expected_answer_letter"](expected, kept)
+        allowed = ns["_get_allowed_letters_from_options"](kept) | (
+            {gold} if len(gold) == 1 and gold.isalpha() else set()
+        )
+        predicted = ns["extract_bunsen_answer"](text.strip(), kept, allowed) if text.strip() else None
+        mode = ns["classify_error_mode"](_TextOnlyResponse(), text, predicted, gold)
+        got = bunsenbench_chemistry_mcq.compute_score("nemo_gym", text, expected, {"options": options})
+        assert (got["expected_answer"], got["extracted_answer"], got["error_mode"]) == (
+            gold,
+            predicted,
+            mode,
+        ), (
+            text,
+            expected,
+        )
+        assert got["score"] == float(predicted is not None and predicted == gold)
+
+
 BAD_FIELDS: list[tuple[str, Any, dict[str, Any], str]] = [
     ("hotpotqa_qa", "x" * 10_001, {}, "ground_truth"),
     ("nvarc", [[1, "2"]], {}, "ground_truth"),
+    ("bunsenbench_chemistry_mcq", "A", {"options": [{"A": 1}]}, "options"),
+    ("bunsenbench_chemistry_mcq", "A", {"choices": [7]}, "choices"),
+    ("bunsenbench_chemistry_mcq", "A", {"options": [{"A": "x" * 100_001}]}, "options"),
+    ("bunsenbench_chemistry_mcq", 1, {}, "ground_truth"),
     ("nvarc", [[1]], {"agent_mode": "inductive"}, "agent_mode"),
 ]
 
@@ -118,6 +187,7 @@ def test_bad_task_field_is_a_typed_error_naming_it(
 OVERLONG: list[tuple[str, Any, dict[str, Any]]] = [
     ("hotpotqa_qa", "Paris", {}),
     ("nvarc", [[1]], {}),
+    ("bunsenbench_chemistry_mcq", "A", {"options": [{"A": "x"}]}),
 ]
 
 
