@@ -45,7 +45,6 @@ RULE: dict[str, str] = {
     " are of tasks example.jsonl does not hold, so nothing can check a reproduction",
     "string_match": "string match through a long chain of normalisations (numbers, LaTeX, lists, US state"
     " names, units); not written yet",
-    "structeval": "structured output (json, yaml, toml, csv, xml) parsed, key paths checked; not written yet",
     "swe_pivot": "pivot edit comparison (tool name, target file, diff similarity); not written yet",
     "verifif": "VerifIF's rule validators (its LLM validators call a judge); not written yet",
     "math_with_judge": "",  # reproduced (as shipped: should_use_judge false); listed for its judge fields
@@ -108,6 +107,9 @@ class Replay:
     drop: tuple[str, ...] = ()  # recorded keys removed from the body and not compared
     judge: str | None = None  # the judge function: recorded judge_evaluations replayed and compared
     note: str = ""  # a behaviour of the server the rows show, matched on purpose
+    # prefixes of recorded aggregate metrics the server's own compute_metrics adds (per output type, ...):
+    # the gateway's /aggregate_metrics does not compute them, so they are left out of that comparison
+    own_metrics: tuple[str, ...] = ()
 
 
 # The reproduced servers: the gateway's mapping for each is deploy/nemo_gym/catalog.yaml's entry of the name.
@@ -179,6 +181,12 @@ REPLAYS.update(
         ),
         "bunsenbench_chemistry_mcq": Replay(
             ("extracted_answer", "no_answer", "error_mode", "source", "bct_field", "bct_subfield")
+        ),
+        "structeval": Replay(
+            ("render_score", "key_validation_score", "raw_output_score", "error_type", "error_message"),
+            own_metrics=("mean/reward_", "mean/render_score_", "mean/key_validation_score_"),
+            note="its aggregate's means per output type, input type and task name come from its own"
+            " compute_metrics and are not compared",
         ),
         "nvarc": Replay(
             ("predicted_output", "extraction_successful"),

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from rewardfleet.reward_fns import bunsenbench_chemistry_mcq, hotpotqa_qa, nvarc
+from rewardfleet.reward_fns import bunsenbench_chemistry_mcq, hotpotqa_qa, nvarc, structeval
 from rewardfleet.reward_fns._task_text import MAX_RESPONSE_CHARS, TaskFieldError
 from tests.nemo_gym.nemo_gym_source import read_text
 
@@ -165,6 +165,66 @@ def test_bunsenbench_chemistry_mcq_equals_nemo_gyms_extraction() -> None:
         assert got["score"] == float(predicted is not None and predicted == gold)
 
 
+def test_structeval_equals_nemo_gyms_extraction_parsing_and_paths() -> None:
+    import codecs
+    import csv
+    import io
+
+    import toml
+    import xmltodict
+    import yaml
+
+    ns: dict[str, Any] = {**vars(typing), "re": re, "codecs": codecs, "csv": csv, "io": io, "json": json}
+    ns.update(yaml=yaml, toml=toml, xmltodict=xmltodict)
+    names = {"_extract_code", "_parse_content", "_raw_output_eval", "_tokenize_path", "_path_exists"}
+    try:
+        _their_definitions("resources_servers/structeval/app.py", names, ns)
+    except FileNotFoundError as missing:
+        pytest.skip(str(missing))
+
+    def theirs(text: str, paths: list[str], output_type: str) -> dict[str, Any]:
+        if not text.strip():  # verify's own answer to an empty response
+            zeros = dict.fromkeys(("score", "render_score", "key_validation_score", "raw_output_score"), 0.0)
+            return {**zeros, "error_type": "empty_response", "error_message": "No assistant response text"}
+        parsed, render, error_type, error_message = ns["_parse_content"](
+            ns["_extract_code"](text, output_type), output_type
+        )
+        found = (
+            sum(ns["_path_exists"](parsed, p) for p in paths) / len(paths) if render == 1.0 and paths else 0.0
+        )
+        return {"score": round(0.2 * render + 0.8 * found, 2), "render_score": render,
+                "key_validation_score": found, "raw_output_score": ns["_raw_output_eval"](text, paths),
+                "error_type": error_type, "error_message": error_message}  # fmt: skip
+
+    documents = {
+        "json": ['{"a": {"b": [1, {"c": 2}]}, "d.e": 1}', "[]", '{"a": 1', '{"csv_headers": ["x"]}'],
+        "yaml": ["a:\n  b:\n    - 1\n    - c: 2\n", "- x\n- y\n", ": bad: [", "a: &x [1]\nb: *x\n"],
+        "toml": ["[a]\nb = [1, 2]\n[a.c]\nd = 1\n", "a = ", 'x = "\\u00e9"\n'],
+        "xml": ['<a x="1"><b>1</b><b>2</b><c/></a>', "<a>", "<r><t>x</t></r>"],
+        "csv": ["h1,h2\n1,2\n", "", 'a,"b\n'],
+    }
+    paths = ["a", "a.b", "a.b.*", "a.b.[1].c", "a.b[0]", "`d.e`", "csv::h1", "csv::x", "a.@x", "a.x",
+             "a.b.*.c", "r.t", "[0]", "*", "a.c.d", "a..b"]  # fmt: skip
+    wrappers = [
+        "{doc}",
+        "```{kind}\n{doc}\n```",
+        "Here:\n```\n{doc}",
+        "<|BEGIN_CODE|>\n{doc}\n<|END_CODE|>",
+        "&lt;x&gt; ```{kind}   \n{doc}``` and ```json\n{{}}\n```",
+        "{doc}\\x",
+    ]
+    rng = random.Random(51)
+    for _ in range(1500):
+        kind = rng.choice(list(documents))
+        text = rng.choice(wrappers).format(doc=rng.choice(documents[kind]), kind=kind)
+        if rng.random() < 0.2:
+            text = "<think>\n\n</think>\n\n" + text.replace("\n", "\\n")
+        chosen = rng.sample(paths, rng.randint(0, 4))
+        output_type = rng.choice([kind, kind.upper()])
+        got = structeval.compute_score("nemo_gym", text, chosen, {"output_type": output_type})
+        assert got == theirs(text, chosen, output_type.lower()), (text, chosen)
+
+
 BAD_FIELDS: list[tuple[str, Any, dict[str, Any], str]] = [
     ("hotpotqa_qa", "x" * 10_001, {}, "ground_truth"),
     ("nvarc", [[1, "2"]], {}, "ground_truth"),
@@ -172,6 +232,9 @@ BAD_FIELDS: list[tuple[str, Any, dict[str, Any], str]] = [
     ("bunsenbench_chemistry_mcq", "A", {"choices": [7]}, "choices"),
     ("bunsenbench_chemistry_mcq", "A", {"options": [{"A": "x" * 100_001}]}, "options"),
     ("bunsenbench_chemistry_mcq", 1, {}, "ground_truth"),
+    ("structeval", ["a.b"], {"output_type": "ini"}, "output_type"),
+    ("structeval", ["a[0"], {"output_type": "json"}, "raw_output_metric"),
+    ("structeval", "a.b", {"output_type": "json"}, "raw_output_metric"),
     ("nvarc", [[1]], {"agent_mode": "inductive"}, "agent_mode"),
 ]
 
@@ -188,6 +251,7 @@ OVERLONG: list[tuple[str, Any, dict[str, Any]]] = [
     ("hotpotqa_qa", "Paris", {}),
     ("nvarc", [[1]], {}),
     ("bunsenbench_chemistry_mcq", "A", {"options": [{"A": "x"}]}),
+    ("structeval", ["a"], {"output_type": "json"}),
 ]
 
 
