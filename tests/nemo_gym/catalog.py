@@ -33,7 +33,6 @@ _JUDGE_KEYS = ("judge", "verdict", "judgement")
 
 # Rule-based servers not reproduced yet: what it takes.
 RULE: dict[str, str] = {
-    "asr_with_pc": "WER / punctuation-and-case error rates on transcripts; not written yet",
     "citation_if": "citation grammar per row's verifier; not written yet",
     "code_gen": "LiveCodeBench unit tests in a sandbox: the `code` built-in's job, not mapped yet",
     "iheval": "instruction-hierarchy rule scorers per task; not written yet",
@@ -165,6 +164,11 @@ REPLAYS: dict[str, Replay] = {
     "arc_agi": Replay(("predicted_output", "extraction_successful"), tasks="example.jsonl"),
 }
 
+# asr_with_pc's recorded extras, and the aggregate figures its own compute_metrics / get_key_metrics add
+ASR_COMPARED = ("text", "pred_text", "wer", "wer_c", "wer_pc", "per", "is_correct", "ref_pc_tok",
+                "hyp_pc_tok", "ref_c", "hyp_c")  # fmt: skip
+ASR_OWN_METRICS = ("wer", "corpus_wer@", "per", "pass@1/per", "pass@1/no_answer", "pass@1/accuracy",
+                   "pass@1[avg-of-1]/per", "pass@1[avg-of-1]/no_answer")  # fmt: skip
 # Rule-based servers of the wheel-readable batch (a block of their own: parallel additions merge simply).
 REPLAYS.update(
     {
@@ -187,6 +191,14 @@ REPLAYS.update(
             own_metrics=("mean/reward_", "mean/render_score_", "mean/key_validation_score_"),
             note="its aggregate's means per output type, input type and task name come from its own"
             " compute_metrics and are not compared",
+        ),
+        "asr_with_pc": Replay(
+            ASR_COMPARED,
+            tasks="example_rollouts_materialized_inputs.jsonl",
+            join="_ng_task_index",
+            own_metrics=ASR_OWN_METRICS,
+            note="its aggregate's corpus-level WERs, its per / no_answer pass@k and its key-metric choice"
+            " (pass@1/accuracy) come from its own compute_metrics / get_key_metrics and are not compared",
         ),
         "nvarc": Replay(
             ("predicted_output", "extraction_successful"),

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from rewardfleet.reward_fns import bunsenbench_chemistry_mcq, hotpotqa_qa, nvarc, structeval
+from rewardfleet.reward_fns import asr_with_pc, bunsenbench_chemistry_mcq, hotpotqa_qa, nvarc, structeval
 from rewardfleet.reward_fns._task_text import MAX_RESPONSE_CHARS, TaskFieldError
 from tests.nemo_gym.nemo_gym_source import read_text
 
@@ -225,6 +225,57 @@ def test_structeval_equals_nemo_gyms_extraction_parsing_and_paths() -> None:
         assert got == theirs(text, chosen, output_type.lower()), (text, chosen)
 
 
+def test_asr_with_pc_equals_nemo_gyms_scores() -> None:
+    import numpy as np
+
+    ns: dict[str, Any] = {**vars(typing), "re": re, "np": np}
+    try:
+        _their_definitions("resources_servers/asr_with_pc/app.py", {"normalize_whitespace", "split_tokens",
+                           "extract_punctuation", "preprocess_asr_text", "calculate_per", "evaluate_asr_pc",
+                           "evaluate_asr", "_empty_score_record", "_asr_to_response_scores"}, ns)  # fmt: skip
+    except FileNotFoundError as missing:
+        pytest.skip(str(missing))
+    keys = ("wer", "wer_c", "wer_pc", "per", "is_correct", "text", "pred_text", "ref_pc_tok", "hyp_pc_tok",
+            "ref_c", "hyp_c")  # fmt: skip
+    pieces = ["Hello", ",", "world", ".", "Mr.", "Smith", "'s", "4", "four", "o'clock", "?", "!", "  ", "\n",
+              "\u2014", "\u00e9", "Colour", "-", "twenty one", "$5", "%", "...", ""]  # fmt: skip
+    rng = random.Random(51)
+    for _ in range(150):
+        reference = "".join(
+            rng.choice(["", " "]) + rng.choice(pieces) for _ in range(rng.randint(0, 8))
+        ).strip()
+        hypothesis = "".join(rng.choice(["", " "]) + rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        for task_type in ("ASR-PC", "ASR"):
+            if task_type == "ASR-PC":
+                want = ns["evaluate_asr_pc"](reference, hypothesis.strip())
+            else:
+                want = ns["_asr_to_response_scores"](ns["evaluate_asr"](reference, hypothesis.strip()))
+            got = asr_with_pc.compute_score("nemo_gym", hypothesis, reference, {"task_type": task_type})
+            assert {k: got[k] for k in keys} == pytest.approx({k: want[k] for k in keys}), (
+                reference,
+                hypothesis,
+            )
+            assert got["score"] == (1.0 if want["is_correct"] else 0.0)
+        other = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 4)))
+        info = {"task_type": "ASR_LEADERBOARD", "reference_fields": ["text_tn"], "text_tn": other}
+        board = asr_with_pc.compute_score("nemo_gym", hypothesis, reference, info)
+        theirs = ns["evaluate_asr"](other, hypothesis.strip())
+        assert (board["wer_tn"], board["is_correct_tn"]) == (theirs["wer"], theirs["is_correct"])
+
+
+def test_asr_with_pc_hallucination_by_characters_per_minute() -> None:
+    fast = asr_with_pc.compute_score(
+        "nemo_gym", "x" * 1501, "", {"task_type": "Hallucination", "audio_duration": 60}
+    )
+    assert (fast["score"], fast["hallucination_rate"], fast["char_rate"]) == (0.0, 1.0, 1501.0)
+    slow = asr_with_pc.compute_score(
+        "nemo_gym", "x" * 1500, "", {"task_type": "Hallucination", "audio_duration": 60}
+    )
+    assert (slow["score"], slow["hallucination_rate"]) == (1.0, 0.0)
+    unknown = asr_with_pc.compute_score("nemo_gym", "x" * 9999, "", {"task_type": "Hallucination"})
+    assert (unknown["score"], unknown["char_rate"]) == (1.0, 0.0)
+
+
 BAD_FIELDS: list[tuple[str, Any, dict[str, Any], str]] = [
     ("hotpotqa_qa", "x" * 10_001, {}, "ground_truth"),
     ("nvarc", [[1, "2"]], {}, "ground_truth"),
@@ -235,6 +286,10 @@ BAD_FIELDS: list[tuple[str, Any, dict[str, Any], str]] = [
     ("structeval", ["a.b"], {"output_type": "ini"}, "output_type"),
     ("structeval", ["a[0"], {"output_type": "json"}, "raw_output_metric"),
     ("structeval", "a.b", {"output_type": "json"}, "raw_output_metric"),
+    ("asr_with_pc", "hello", {"task_type": "ASR-X"}, "task_type"),
+    ("asr_with_pc", "hello", {"task_type": "Hallucination", "audio_duration": "10"}, "audio_duration"),
+    ("asr_with_pc", "hello", {"task_type": "ASR_LEADERBOARD", "reference_fields": ["text_tn"]}, "text_tn"),
+    ("asr_with_pc", 5, {}, "ground_truth"),
     ("nvarc", [[1]], {"agent_mode": "inductive"}, "agent_mode"),
 ]
 
@@ -252,6 +307,7 @@ OVERLONG: list[tuple[str, Any, dict[str, Any]]] = [
     ("nvarc", [[1]], {}),
     ("bunsenbench_chemistry_mcq", "A", {"options": [{"A": "x"}]}),
     ("structeval", ["a"], {"output_type": "json"}),
+    ("asr_with_pc", "hello", {}),
 ]
 
 
