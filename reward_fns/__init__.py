@@ -8,7 +8,8 @@ Each has verl's signature; the gateway discovers them (docs/reward_fns.md). At t
   `format_verification`, `gpqa_diamond`, `circle_count`, `mrcr`, `graphwalks`, `imo_gradingbench`,
   `math_proof_judgement`, `proof_genselect`, `arc_agi`, `solution_choice`, `spartqa`, `ragtruth`,
   `gui_coordinate`, `calendar_schedule`, `ruler2`, and its judges `equivalence_llm_judge`, `xstest`,
-  `labbench2_vlm` (docs/verifiable_tasks.md, docs/nemo_gym.md).
+  `labbench2_vlm` (docs/verifiable_tasks.md, docs/nemo_gym.md); and NeMo Gym's `hotpotqa_qa`, `nvarc`,
+  `bunsenbench_chemistry_mcq`, `structeval`, `asr_with_pc`.
 - Models behind a pool: `judge` (GenRM), `rule_then_judge` (both thin: judging/ holds them), `rubric`,
   `likelihood` (docs/rubric.md), `reward_model` (DisRM), `prm` (process reward model), `similarity`
   (encoder), `image_text_score` (CLIP-style).

@@ -27,7 +27,7 @@ DOC = ROOT / "docs" / "nemo_gym.md"
 README = ROOT / "README.md"
 START, END = "<!-- nemo-gym-catalog:start -->", "<!-- nemo-gym-catalog:end -->"
 # optional packages a reproduction may use, reported with the table
-EXTRAS = ("math_verify", "jsonschema", "nltk")
+EXTRAS = ("math_verify", "jsonschema", "nltk", "toml", "xmltodict", "jiwer", "whisper_normalizer")
 
 
 def totals_line(entries: list[catalog.Entry], ok_rows: dict[str, int]) -> str:
