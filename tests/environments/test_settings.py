@@ -61,3 +61,12 @@ def test_settings_that_cannot_apply_stop_start_up_naming_the_key(
     with pytest.raises(LoadError) as refused:
         load_environments(None, [folder], settings)
     assert named in str(refused.value)
+
+
+def test_a_builtin_whose_settings_fail_stops_start_up_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-folder"
+    with pytest.raises(LoadError) as refused:
+        load_environments(
+            "rewardfleet.reward_fns.environments", [], {"workplace_assistant": {"data_dir": str(missing)}}
+        )
+    assert "WorkplaceAssistant() failed" in str(refused.value) and str(missing) in str(refused.value)

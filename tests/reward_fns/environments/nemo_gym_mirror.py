@@ -85,6 +85,14 @@ PINNED: dict[tuple[str, str], str] = {
     ): "7cb2458e03f9978ade6cfa961039636ffb0778832cb746d2a3e9464b74f0adf3",
     ("openenv", "example_rollouts.jsonl"): "4e321f79c483ea2c5a88f3bbf3462e86cff4c4f1ebf2e9b2e8e2b456274b5aaa",
     ("circle_click", "example.jsonl"): "6d40538edbe5237e2f5017a7f84d96b23a3d1e35ec5ff0c5b5777e5ac745e6d0",
+    (
+        "workplace_assistant",
+        "example_rollouts.jsonl",
+    ): "b8265d1307e22f86b86a169034e10490399dbf19e1d5736991d6b86a10bc2d03",
+    (
+        "workplace_assistant",
+        "example.jsonl",
+    ): "2df8a2537121aa40041b46a96683f0397cc945bf5de83062b76ca6e3eaf6296d",
 }
 
 

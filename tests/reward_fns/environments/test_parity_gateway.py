@@ -4,6 +4,7 @@ cookie kept), `POST /<tool>` for every call, `verify` — one test per environme
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +21,13 @@ from tests.support.gateway import Gateway, start_gateway
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     tmp: Path = tmp_path_factory.mktemp("environments")
     servers = {port.server: {"environment": port.env.name} for port in PORTS}
-    gw = start_gateway(tmp, {"workers": 1, "nemo_gym": {"servers": servers}}, None)
+    settings = {}
+    for port in PORTS:
+        # Without NeMo Gym's files its test skips, and the environment stays unconfigured.
+        with contextlib.suppress(nemo_gym_mirror.MirrorMissing):
+            settings.update({port.env.name: port.settings()} if port.settings else {})
+    config = {"workers": 1, "nemo_gym": {"servers": servers}, "environments": {"settings": settings}}
+    gw = start_gateway(tmp, config, None)
     try:
         yield gw
     finally:
