@@ -36,6 +36,8 @@ CUSTOMER_FIELDS = (
     "product_interest, status, notes, follow_up_by"
 )
 EMAIL_FORMAT = re.compile(r"^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$")
+SEARCH_CUSTOMERS = "customer_relationship_manager_search_customers"
+NA_MASK = "Cannot mask with non-boolean array containing NA / NaN values"
 LIST_REFUSAL = "List not valid. Please choose from: 'Backlog', 'In Progress', 'In Review', 'Completed'."
 BOARD_REFUSAL = "Board not valid. Please choose from: 'Back end', 'Front end', 'Design'."
 ASSIGNEE_REFUSAL = "Assignee email not valid. Please choose from the list of team members."
@@ -256,7 +258,9 @@ def search_customers(
     rows = list(w.customers.rows)
     for column, given in searched.items():
         if given:
-            matches = Pattern("customer_relationship_manager_search_customers", given)
+            if any(row.get(column) is None for row in rows):  # pandas refuses to filter with a missing match
+                raise ToolError(f"Error executing tool '{SEARCH_CUSTOMERS}': {NA_MASK}")
+            matches = Pattern(SEARCH_CUSTOMERS, given)
             rows = [row for row in rows if matches(row.get(column))]
     for column, low, high in bounds:
         if low:
