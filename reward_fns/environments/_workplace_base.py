@@ -86,7 +86,7 @@ class WorkplaceBase(Environment):
 
     def __init__(self, settings: WorkplaceSettings | None = None) -> None:
         super().__init__(settings)
-        data_dir = self.settings.data_dir
+        data_dir = settings.data_dir if settings is not None else None
         self.data = WorkplaceData.load(data_dir) if data_dir is not None else None
 
     def _data(self) -> WorkplaceData:

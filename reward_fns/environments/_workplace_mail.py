@@ -217,9 +217,9 @@ def create_event(
         timestamp(event_start)
     except ValueError:
         return "Invalid event_start format. Expected YYYY-MM-DD HH:MM:SS."
-    refusal = _duration_refusal(duration)
-    if refusal is not None:
-        return refusal
+    wrong_duration = _duration_refusal(duration)
+    if wrong_duration is not None:
+        return wrong_duration
     event_id = str(next_id("calendar_create_event", w.calendar, "event_id")).zfill(8)
     row = {
         "event_id": event_id,
@@ -263,6 +263,6 @@ def update_event(
             return refusal
     if not w.calendar.has("event_id", event_id):
         return "Event not found."
-    value = lowered(new_value) if field == "participant_email" else new_value
+    value: str | None = lowered(new_value) if field == "participant_email" else new_value
     w.calendar.assign("event_id", event_id, field, value)
     return "Event updated successfully."
