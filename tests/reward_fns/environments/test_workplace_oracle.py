@@ -1,6 +1,7 @@
 """workplace_assistant against NeMo Gym's own tools: the server's tool modules and `utils.is_correct`, read
 at test time from the mirror or NeMo Gym 0.4.0's wheel (pinned, workplace_data.py) and run in a child
-Python with pandas, answer a script of calls (every tool, with NeMo Gym's refusals, bad patterns, missing
+Python with the pandas NeMo Gym locks (2.3.2, which .ci/setup installs apart in `.venv/pandas-2.3.2`; else
+the installed one), answer a script of calls (every tool, with NeMo Gym's refusals, bad patterns, missing
 values and the stateful quirks) and judge pairs of call lists; ours must answer and judge the same.
 
 A call both sides fail is equal (NeMo Gym's server answered "Error executing tool ..." for what raised;
@@ -11,8 +12,10 @@ parser reads (`30/11/2023`), and the order of equal send times among more than 1
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +24,7 @@ from tests.reward_fns.environments import nemo_gym_mirror, workplace_data
 from tests.reward_fns.environments.ports import PORTS
 from tests.reward_fns.environments.replay import InProcess, ToolFailure
 
+LOCKED_PANDAS = Path(sys.prefix) / "pandas-2.3.2"  # NeMo Gym's uv.lock at the pinned commit
 ORACLE = r"""
 import json, math, sys, warnings
 warnings.simplefilter("ignore")
@@ -358,12 +362,16 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     script = tmp_path_factory.mktemp("oracle") / "oracle.py"
     script.write_text(ORACLE)
     job = {"calls": SCRIPT, "pairs": PAIRS}
+    env = dict(os.environ)
+    if LOCKED_PANDAS.is_dir():
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(LOCKED_PANDAS), env.get("PYTHONPATH", "")) if p)
     done = subprocess.run(
         [sys.executable, str(script), str(tree)],
         input=json.dumps(job),
         capture_output=True,
         text=True,
         timeout=300,
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
