@@ -6,8 +6,10 @@ file."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from pydantic import ValidationError
 
 from rewardfleet.reward_fns.environments._workplace_tables import DataError, WorkplaceData
 from rewardfleet.reward_fns.environments.workplace_assistant import WorkplaceAssistant
+from tests.reward_fns import nemo_gym_rows
 from tests.reward_fns.environments import nemo_gym_mirror, workplace_data
 from tests.reward_fns.environments.replay import InProcess, ToolFailure
 
@@ -173,3 +176,14 @@ async def test_a_hostile_ground_truth_is_refused_or_skipped_never_a_crash(data: 
     ]
     driver = await _driver(data, skipped)
     assert (await driver.verify({})).reward == 1.0  # nothing ran: the fresh tables, as the agent left them
+
+
+@pytest.mark.parametrize("name", ["example_rollouts.jsonl", "example.jsonl"])
+def test_the_wheels_other_copy_of_the_rows_is_the_pinned_one(name: str) -> None:
+    """NeMo Gym 0.4.0's wheel also ships the server's rows as `environments/workplace_assistant/data/`."""
+    try:
+        with zipfile.ZipFile(nemo_gym_rows.wheel_path()) as wheel:
+            data = wheel.read(f"environments/workplace_assistant/data/{name}")
+    except FileNotFoundError as missing:
+        pytest.skip(str(missing))
+    assert hashlib.sha256(data).hexdigest() == nemo_gym_mirror.PINNED[("workplace_assistant", name)]
