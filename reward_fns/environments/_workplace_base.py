@@ -5,7 +5,10 @@ are the environment's own module. See workplace_assistant.py.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,6 +26,7 @@ Page = Annotated[int, Field(ge=-(10**9), le=10**9)]
 PageSize = Annotated[int, Field(ge=1, le=10_000, description="results per page")]
 Day = Annotated[str, Field(max_length=1000, description="YYYY-MM-DD")]
 Moment = Annotated[str, Field(max_length=1000, description="YYYY-MM-DD HH:MM:SS")]
+RECENT_SESSIONS = 256  # sessions whose last tables a process keeps
 
 OPS: dict[str, Callable[..., Any]] = {
     "company_directory_find_email_address": mail.find_email_address,
@@ -88,6 +92,10 @@ class WorkplaceBase(Environment):
         super().__init__(settings)
         data_dir = settings.data_dir if settings is not None else None
         self.data = WorkplaceData.load(data_dir) if data_dir is not None else None
+        # session id -> (digest of its log, its tables after that log): a cache of this process, so a call
+        # replays nothing when this process served the session's previous call (the state stays the truth).
+        self._recent: OrderedDict[str, tuple[str, Workplace]] = OrderedDict()
+        self._recent_lock = threading.Lock()
 
     def _data(self) -> WorkplaceData:
         if self.data is None:
@@ -104,10 +112,10 @@ class WorkplaceBase(Environment):
         session.state["log"] = []
 
     async def verify(self, session: Session, body: dict[str, Any]) -> Verdict:
-        return await asyncio.to_thread(self._verdict, session.state)
+        return await asyncio.to_thread(self._verdict, session.id, session.state)
 
-    def _verdict(self, state: dict[str, Any]) -> Verdict:
-        ours = self._replayed(state["log"])
+    def _verdict(self, session_id: str, state: dict[str, Any]) -> Verdict:
+        ours = self._tables(session_id, state["log"])
         expected = self._data().fresh()
         for call in state["ground_truth"]:
             self._try(expected, call["name"], call["arguments"])
@@ -131,15 +139,40 @@ class WorkplaceBase(Environment):
             OPS[name](w, **arguments)
         return w
 
-    def _act_now(self, state: dict[str, Any], name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        w = self._replayed(state["log"])
+    def _tables(self, session_id: str, log: list[list[Any]]) -> Workplace:
+        """The session's tables after its log: a copy of this process's last ones if they are for this very
+        log (its digest), else replayed."""
+        digest = _digest(log)
+        with self._recent_lock:
+            recent = self._recent.get(session_id)
+        if recent is not None and recent[0] == digest:
+            return recent[1].copy()
+        return self._replayed(log)
+
+    def _remember(self, session_id: str, log: list[list[Any]], w: Workplace) -> None:
+        entry = (_digest(log), w.copy())
+        with self._recent_lock:
+            self._recent[session_id] = entry
+            self._recent.move_to_end(session_id)
+            while len(self._recent) > RECENT_SESSIONS:
+                self._recent.popitem(last=False)
+
+    def _act_now(
+        self, session_id: str, state: dict[str, Any], name: str, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
+        w = self._tables(session_id, state["log"])
         before = w.version()
         output = OPS[name](w, **arguments)
         if w.version() != before:
             state["log"].append([name, arguments])
+            self._remember(session_id, state["log"], w)
         return {"output": output}
 
     async def _act(self, session: Session, op: str, /, **arguments: Any) -> dict[str, Any]:
         """Runs tool `op` on the session's tables (arguments that are None: not given)."""
         given = {key: value for key, value in arguments.items() if value is not None}
-        return await asyncio.to_thread(self._act_now, session.state, op, given)
+        return await asyncio.to_thread(self._act_now, session.id, session.state, op, given)
+
+
+def _digest(log: list[list[Any]]) -> str:
+    return hashlib.sha256(json.dumps(log, separators=(",", ":")).encode()).hexdigest()

@@ -154,6 +154,19 @@ class Workplace:
     directory: tuple[str | None, ...]
     durations_as_numbers: bool = False
 
+    def copy(self) -> Workplace:
+        """The same tables, changed apart from these from now on (rows are shared, never changed in place)."""
+        return Workplace(
+            emails=self.emails.copy(),
+            calendar=self.calendar.copy(),
+            projects=self.projects.copy(),
+            customers=self.customers.copy(),
+            plots=self.plots.copy(),
+            analytics=self.analytics,
+            directory=self.directory,
+            durations_as_numbers=self.durations_as_numbers,
+        )
+
     def version(self) -> tuple[int, ...]:
         """Grows with every change, so a caller can tell whether a call changed anything."""
         tables = (self.emails, self.calendar, self.projects, self.customers, self.plots)

@@ -5,8 +5,9 @@ leave fresh ones, compared as NeMo Gym compares them (text case-folded, index la
 The tables are configuration, not code: `environments.settings.workplace_assistant.data_dir` names a folder
 laid out as NeMo Gym's `resources_servers/workplace_assistant/csv_data/` (`_workplace_tables`), read once at
 start-up. Without it the environment loads but refuses to seed. A session's state holds the task's ground
-truth and the log of the calls that changed its tables; each call replays the log over the shared base
-tables, so a session costs its own changes, not a copy of the data. No tool reads or writes a file.
+truth and the log of the calls that changed its tables; a call replays the log over the shared base
+tables (or takes the tables this process left after that very log), so a session costs its own changes,
+not a copy of the data. No tool reads or writes a file.
 
 Answers are NeMo Gym's: `{"output": ...}`, its own refusals ("Email not found.") included as outputs. What
 NeMo Gym's server answered as "Error executing tool ..." (a bad search pattern, an id that is not a number)

@@ -21,6 +21,7 @@ from rewardfleet.reward_fns.environments.workplace_assistant import WorkplaceAss
 from tests.reward_fns import nemo_gym_rows
 from tests.reward_fns.environments import nemo_gym_mirror, workplace_data
 from tests.reward_fns.environments.replay import InProcess, ToolFailure
+from tests.reward_fns.environments.workplace_random_calls import random_calls
 
 _opened: list[str] | None = None
 
@@ -187,3 +188,21 @@ def test_the_wheels_other_copy_of_the_rows_is_the_pinned_one(name: str) -> None:
     except FileNotFoundError as missing:
         pytest.skip(str(missing))
     assert hashlib.sha256(data).hexdigest() == nemo_gym_mirror.PINNED[("workplace_assistant", name)]
+
+
+async def test_the_tables_a_process_keeps_answer_as_a_replay_of_the_log(data: Path) -> None:
+    """A session's last tables, kept by the process that served its last call, stand for replaying its
+    log: every answer and the verdict are the same as a process that replays every time."""
+    keeping, replaying = _env(data), _env(data)
+    replaying._remember = lambda *_: None  # type: ignore[method-assign]
+    first, second = InProcess(keeping), InProcess(replaying)
+    for driver in (first, second):
+        await driver.seed(
+            {"ground_truth": [{"name": "email_delete_email", "arguments": '{"email_id": "1"}'}]}
+        )
+    for name, arguments in random_calls(4, 200):
+        assert await first.call(name, arguments) == await second.call(name, arguments), (name, arguments)
+    assert first.session is not None and second.session is not None
+    assert first.session.state == second.session.state and len(first.session.state["log"]) > 20
+    assert keeping._recent and not replaying._recent
+    assert await first.verify({}) == await second.verify({})
