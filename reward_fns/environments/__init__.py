@@ -16,9 +16,12 @@ against its recorded rollouts (docs/environments.md, 'Parity with NeMo Gym's rec
     calendar_scheduling            `calendar`: no tools; the answer's JSON calendar meets every constraint
     blackjack                      observe, step (hit / stand); +1 / 0 / -1
     grl_sokoban                    observe, step (Up / Down / Left / Right); gym-sokoban's rewards
+    workplace_assistant            27 tools over WorkBench's mailbox, calendar, analytics, tasks and CRM;
+                                   the tables the ground truth leaves (its data: the `data_dir` setting)
     harbor                         Harbor task folders (harbor_tasks/, _harbor/): bash, read_file,
                                    write_file, verify by the task's tests/test.sh in the session's sandbox
 
 Private helpers: `_gymnasium` (the two games' step body and verdict), `_sokoban_rooms` (seeded rooms, as
-NeMo Gym deals them), `_calendar_grading` (the calendar's rules), `_responses` (a verify body's output).
+NeMo Gym deals them), `_calendar_grading` (the calendar's rules), `_responses` (a verify body's output),
+`_workplace_*` (workplace_assistant's tables, tools and change log).
 """

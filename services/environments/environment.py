@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from rewardfleet.services.environments.limits import SessionLimits
 from rewardfleet.services.environments.session import Session
@@ -16,6 +16,12 @@ class NoTask(BaseModel):
     """The task of an environment that needs none: any seed body is accepted and ignored."""
 
 
+class NoSettings(BaseModel):
+    """The settings of an environment that takes none: any key is refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class Environment:
     """Subclass it, name it, declare its `Task` and its `@tool` methods; the gateway does the rest.
 
@@ -23,10 +29,13 @@ class Environment:
     on `self`: all of a session lives in `session.state` (saved in the fleet's state store, which is what lets
     any process or replica serve any call). `Task` validates the seed body (NeMo Gym `seed_session`, OpenEnv
     `reset`); unknown keys are ignored unless `Task` forbids them, since NeMo Gym agents send the whole row.
+    `Settings` is the environment's own configuration (`environments.settings.<name>`: a data folder, say),
+    validated at start-up and given to the constructor; the instance keeps it as `self.settings`.
     """
 
     name: ClassVar[str] = ""
     Task: ClassVar[type[BaseModel]] = NoTask
+    Settings: ClassVar[type[BaseModel]] = NoSettings
     limits: ClassVar[SessionLimits] = SessionLimits()
     tool_definitions: ClassVar[dict[str, ToolDefinition]] = {}
 
@@ -34,6 +43,8 @@ class Environment:
         super().__init_subclass__(**kwargs)
         if not (isinstance(cls.Task, type) and issubclass(cls.Task, BaseModel)):
             raise TypeError(f"{cls.__name__}.Task must be a pydantic BaseModel subclass")
+        if not (isinstance(cls.Settings, type) and issubclass(cls.Settings, BaseModel)):
+            raise TypeError(f"{cls.__name__}.Settings must be a pydantic BaseModel subclass")
         if not isinstance(cls.limits, SessionLimits):
             raise TypeError(f"{cls.__name__}.limits must be a SessionLimits")
         definitions: dict[str, ToolDefinition] = {}
@@ -44,6 +55,10 @@ class Environment:
                 elif attr in definitions:  # overridden by a plain method: no longer a tool
                     del definitions[attr]
         cls.tool_definitions = definitions
+
+    def __init__(self, settings: BaseModel | None = None) -> None:
+        """`settings`: an instance of `Settings` (None: `Settings()`, its defaults)."""
+        self.settings = settings if settings is not None else type(self).Settings()
 
     @classmethod
     def tool_specs(cls) -> list[ToolSpec]:

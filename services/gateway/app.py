@@ -275,7 +275,9 @@ async def _sessions(
     """The environments (built-ins, then `environments.folders`), the sandbox provider of their sessions
     (its reaper run first: a crashed gateway's sandboxes), and the sessions' reaper."""
     with _startup_step():
-        environments = load_environments(config.environments.builtin_package, config.environments.folders)
+        environments = load_environments(
+            config.environments.builtin_package, config.environments.folders, config.environments.settings
+        )
         for name, server in config.nemo_gym.servers.items():
             if server.environment is not None and server.environment not in environments:
                 raise LoadError(

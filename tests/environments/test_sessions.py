@@ -249,3 +249,29 @@ async def test_a_lost_redis_is_a_typed_503_never_a_lost_or_silent_call(tmp_path:
     finally:
         await backend.close()
         server.stop()
+
+
+async def test_reset_starts_the_same_token_over_and_a_refused_task_keeps_the_episode(
+    stores: list[SessionStore],
+) -> None:
+    clock = Clock()
+    a, b = make_sessions(stores[0], clock), make_sessions(stores[1], clock)
+    opened = await a.open("t", "probe", {"start": 3})
+    await a.call("t", opened.token, "add", {"n": 2})
+    clock.now += 5
+    assert await b.reset("t", opened.token, {"start": 10}) == opened.id
+    assert await a.state("t", opened.token) == {
+        "id": opened.id,
+        "env": "probe",
+        "tool_calls": 0,
+        "state": {"value": 10},
+    }
+    with pytest.raises(TaskInvalid):
+        await a.reset("t", opened.token, {"start": "many"})
+    with pytest.raises(SessionNotFound):
+        await b.reset("other tenant", opened.token, {"start": 0})
+    assert (await b.call("t", opened.token, "add", {"n": 1})).output["value"] == 11
+    assert sum((await stores[0].open()).values()) == 1  # still the one session
+    await a.close("t", opened.token)
+    with pytest.raises(SessionNotFound):
+        await b.reset("t", opened.token, {})

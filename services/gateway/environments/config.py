@@ -7,11 +7,14 @@ environments:
   reap_interval_s: 5            # how often expired sessions are freed (and the open gauge re-read)
   lock_wait_s: 30               # how long a call waits for another call of its session to finish
   sandbox: {provider: local, root: /var/lib/rewardfleet/sandboxes}   # for environments with a sandbox_spec
+  settings:                     # an environment's own `Settings`, by environment name
+    workplace_assistant: {data_dir: /srv/workplace_assistant/csv_data}
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -37,6 +40,12 @@ class EnvironmentsConfig(BaseModel):
     sandbox: SandboxSettings | None = Field(
         default=None,
         description="The provider of sessions' sandboxes (services/sandbox); None: no sandboxes.",
+    )
+
+    settings: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Environment name -> its settings (the environment's `Settings` model validates them "
+        "at start-up; an environment without settings, or not loaded, is refused by name).",
     )
 
     @field_validator("folders")

@@ -6,17 +6,23 @@ An environment is every `Environment` subclass with a `name`, defined in a modul
 A folder's module is loaded as a reward file is (execution/loader.py: by path, under a name covering its
 content, able to import its siblings by plain name). An environment of a folder overrides a built-in of the
 same name (logged); two of one name among the folders, a bad name or a module that does not import stop
-start-up with a `LoadError` naming each file.
+start-up with a `LoadError` naming each file. `environments.settings.<name>` is validated by that
+environment's `Settings` and given to its constructor; settings of an environment not loaded, or that an
+environment refuses, stop start-up naming the key.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
-from rewardfleet.services.environments import Environment
+from pydantic import ValidationError
+
+from rewardfleet.services.environments import Environment, NoSettings
 from rewardfleet.services.gateway.errors import LoadError
 from rewardfleet.services.gateway.execution.loader import file_ref, load_module
 
@@ -40,8 +46,12 @@ def _module_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.py") if p.stem.isidentifier() and not p.stem.startswith("_"))
 
 
-def load_environments(builtin_package: str | None, folders: list[Path]) -> dict[str, Environment]:
-    """name -> one instance of each environment found."""
+def load_environments(
+    builtin_package: str | None,
+    folders: list[Path],
+    settings: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Environment]:
+    """name -> one instance of each environment found, made with its `settings` (by name) if given."""
     found: dict[str, tuple[type[Environment], str]] = {}
     problems: list[str] = []
 
@@ -84,10 +94,35 @@ def load_environments(builtin_package: str | None, folders: list[Path]) -> dict[
                 add(cls, f"folder {path}", builtin=False)
     if problems:
         raise LoadError("environments did not load: " + "; ".join(problems))
+    settings = settings or {}
+    unknown = sorted(set(settings) - set(found))
+    if unknown:
+        raise LoadError(
+            f"environments.settings: {', '.join(map(repr, unknown))} not loaded "
+            f"({', '.join(sorted(found)) or 'none'})"
+        )
     out: dict[str, Environment] = {}
     for name, (cls, where) in found.items():
         try:
-            out[name] = cls()
+            if name in settings:
+                out[name] = cls(_settings(cls, name, settings[name]))
+            else:
+                out[name] = cls()
+        except LoadError:
+            raise
         except Exception as exc:
             raise LoadError(f"{where}: {cls.__name__}() failed: {type(exc).__name__}: {exc}") from exc
     return out
+
+
+def _settings(cls: type[Environment], name: str, given: Mapping[str, Any]) -> Any:
+    if cls.Settings is NoSettings:
+        raise LoadError(f"environments.settings.{name}: environment {name!r} takes no settings")
+    try:
+        return cls.Settings.model_validate(given)
+    except ValidationError as exc:
+        fields = "; ".join(
+            f"environments.settings.{name}.{'.'.join(map(str, error['loc']))}: {error['msg']}"
+            for error in exc.errors(include_url=False)
+        )
+        raise LoadError(fields) from None

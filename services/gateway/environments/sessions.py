@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -162,6 +163,48 @@ class Sessions:
         if self.store.volatile:  # a Redis store's count is re-read at each sweep, not on every open
             await self._refresh_open()
         return OpenedSession(token, record.id, env)
+
+    async def reset(self, tenant: str, token: str, task: Mapping[str, Any]) -> str:
+        """Starts a live session over with `task` under the same token (OpenEnv's reset of a session its
+        client holds by id); returns the session's id. The new episode is seeded first: a task refused or a
+        seed that fails leaves the old episode as it was; once seeded, what the old one made is freed."""
+        if not isinstance(task, Mapping):
+            raise TaskInvalid("task", _not_a_mapping("the task"))
+        async with self._locked(_key(token), tenant) as (key, record):
+            environment = self.environment(record.env)
+            try:
+                parsed = environment.Task.model_validate(task)
+            except ValidationError as exc:
+                raise TaskInvalid("task", exc.errors(include_url=False)) from None
+            now = self.clock()
+            fresh = dataclasses.replace(
+                record,
+                task=parsed.model_dump(mode="json"),
+                state={},
+                tool_calls=0,
+                opened_at=now,
+                last_active_at=now,
+                expires_at=expiry(environment.limits, now, now),
+                version=record.version + 1,
+                sandbox_id=None,
+            )
+            session = self._session(fresh, environment)
+            saved = False
+            try:
+                try:
+                    await self._run(environment.seed(session, parsed), record.env, "seed", TaskInvalid)
+                except ToolError as exc:
+                    raise TaskInvalid("task", [{"loc": (), "msg": exc.message}]) from None
+                fresh.state = session.state
+                check_state(environment.limits, fresh)
+                saved = await self.store.save(key, fresh, record.version)
+                if not saved:
+                    raise SessionNotFound()  # expired and freed while it was seeded
+            finally:
+                if not saved:  # what the failed seed made outside the state (a sandbox) is freed
+                    await self.sandboxes.stop(fresh.sandbox_id)
+            await self._free(record)
+            return record.id
 
     async def call(self, tenant: str, token: str, tool: str, arguments: Mapping[str, Any]) -> ToolOutcome:
         async with self._locked(_key(token), tenant) as (key, record):

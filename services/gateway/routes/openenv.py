@@ -7,11 +7,16 @@ It is served at `/openenv/<env>`:
     GET  /state  /schema  /health  /metadata
     WS   /ws     {"type": "reset" | "step" | "state" | "close", "data": {...}}
                  -> {"type": "observation" | "state" | "error", "data": {...}}
+    POST /mcp    JSON-RPC: openenv/session/create | close, tools/list, tools/call (openenv_mcp.py)
+    WS   /ws?session_id=<the session's token>: attached to a session opened over /mcp
 
 As in OpenEnv, HTTP `/reset` and `/step` are stateless (each opens a session, acts, and closes it; `/state` is
 a fresh environment's) and `/ws` holds one session per connection: `reset` opens it with the task (closing the
 previous one), a `step` before any `reset` opens one with the environment's default task, and the session is
-closed when the socket closes, however it closes. Actions and observations: openenv_wire.py.
+closed when the socket closes, however it closes. A socket attached to an `/mcp` session (OpenEnv's
+`MCPToolClient`, production mode) shares it: `reset` starts that session over under the same id, and
+closing the socket detaches it (`openenv/session/close` closes it). Actions and observations:
+openenv_wire.py.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from pydantic_core import from_json
 from rewardfleet.services.common.json_body import parse_json
 from rewardfleet.services.gateway.environments.sessions import Sessions
 from rewardfleet.services.gateway.errors import GatewayError
+from rewardfleet.services.gateway.routes import openenv_mcp
 from rewardfleet.services.gateway.routes import openenv_wire as wire
 from rewardfleet.services.gateway.routes.environment_sessions import (
     SessionsOf,
@@ -86,6 +92,16 @@ def make_router(sessions_of: SessionsOf) -> APIRouter:
         finally:
             await _close(sessions, caller, opened.token)
 
+    @router.post("/mcp")
+    async def mcp(env: str, request: Request) -> JSONResponse:
+        sessions = sessions_of(request)
+        known(sessions, env)
+        raw = await request.body()
+        bad = openenv_mcp.refused(raw)
+        if bad is not None:
+            return bad
+        return await openenv_mcp.answer(sessions, sessions.current_tenant(), env, raw)
+
     @router.get("/state")
     async def state(env: str, request: Request) -> dict[str, Any]:
         known(sessions_of(request), env)
@@ -121,6 +137,9 @@ def make_router(sessions_of: SessionsOf) -> APIRouter:
         episode = _Episode(sessions, sessions.current_tenant(), env)
         try:
             known(episode.sessions, env)
+            attach = websocket.query_params.get("session_id")
+            if attach is not None:
+                await episode.attach(attach)
             while True:
                 message = await websocket.receive()
                 if message["type"] == "websocket.disconnect":
@@ -150,6 +169,12 @@ class _Episode:
         self.token: str | None = None
         self.id: str | None = None
         self.task: dict[str, Any] = {}
+        self.attached = False  # to a session opened over /mcp: its client closes it, not this socket
+
+    async def attach(self, token: str) -> None:
+        """Serves the live session of `token` (SessionNotFound: the same 404 for anyone else's)."""
+        found = await self.sessions.state(self.caller, token)
+        self.token, self.id, self.attached = token, found["id"], True
 
     async def handle(self, raw: str | bytes) -> dict[str, Any] | None:
         try:
@@ -180,11 +205,16 @@ class _Episode:
             return _error(described(exc), code, **details)
 
     async def reset(self, data: dict[str, Any]) -> dict[str, Any]:
-        await self.end()
         task = wire.task_of(data)
-        opened = await self.sessions.open(self.caller, self.env, task)
-        self.token, self.id, self.task = opened.token, opened.id, task
-        return wire.answer({"episode_id": opened.id, **wire.tools_observation(self.sessions.tools(self.env))})
+        if self.attached and self.token is not None:
+            self.id = await self.sessions.reset(self.caller, self.token, task)
+            self.task = task
+        else:
+            await self.end()
+            opened = await self.sessions.open(self.caller, self.env, task)
+            self.token, self.id, self.task = opened.token, opened.id, task
+        assert self.id is not None
+        return wire.answer({"episode_id": self.id, **wire.tools_observation(self.sessions.tools(self.env))})
 
     async def step(self, data: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -218,7 +248,7 @@ class _Episode:
 
     async def end(self) -> None:
         token, self.token = self.token, None
-        if token is not None:
+        if token is not None and not self.attached:
             await _close(self.sessions, self.caller, token)
 
 

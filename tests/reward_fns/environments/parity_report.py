@@ -17,10 +17,10 @@ async def reproduced(port: Port) -> tuple[int, int, int]:
     recorded = rows(port)
     for row, task in recorded:
         if port.gymnasium:
-            replay = await replay_gymnasium_row(InProcess(port.env()), row, task)
+            replay = await replay_gymnasium_row(InProcess(port.make()), row, task)
         else:
             replay = await replay_tool_row(
-                InProcess(port.env()), row, task, port.verify_keys, port.output_view
+                InProcess(port.make()), row, task, port.verify_keys, port.output_view
             )
         equal += not replay.mismatches
         calls += replay.tool_calls

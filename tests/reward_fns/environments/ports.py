@@ -20,9 +20,11 @@ from rewardfleet.reward_fns.environments.example_tool_call_multireward import To
 from rewardfleet.reward_fns.environments.grl_sokoban import GrlSokoban
 from rewardfleet.reward_fns.environments.math_advanced_calculations import MathAdvancedCalculations
 from rewardfleet.reward_fns.environments.openenv_echo import OpenEnvEcho
+from rewardfleet.reward_fns.environments.workplace_assistant import WorkplaceAssistant
 from rewardfleet.services.environments import Environment
-from tests.reward_fns.environments import nemo_gym_mirror
+from tests.reward_fns.environments import nemo_gym_mirror, workplace_data
 from tests.reward_fns.environments.replay import blackjack_deck
+from tests.reward_fns.environments.workplace_tasks import ground_truth_of
 
 Row = dict[str, Any]
 
@@ -100,6 +102,13 @@ class Port:
     verify_keys: tuple[str, ...] = ()
     gymnasium: bool = False
     output_view: Callable[[Any], Any] = lambda output: output  # what of our answer the row recorded
+    settings: Callable[[], dict[str, Any]] | None = None  # the environment's settings (read at test time)
+
+    def make(self) -> Environment:
+        """Our environment, made with its settings (MirrorMissing when they need NeMo Gym's files)."""
+        if self.settings is None:
+            return self.env()
+        return self.env(self.env.Settings.model_validate(self.settings()))
 
 
 PORTS = [
@@ -137,6 +146,13 @@ PORTS = [
     Port("circle_click", CircleClick, by_task_index, ("clicked_x", "clicked_y", "hit")),
     # Its rows were recorded with configs/openenv_echo.yaml (OpenEnv's MCP echo environment).
     Port("openenv", OpenEnvEcho, None),
+    # Its tables are the environment's data folder: NeMo Gym's csv_data, extracted at test time.
+    Port(
+        "workplace_assistant",
+        WorkplaceAssistant,
+        lambda _server: ground_truth_of(workplace_data.data_dir()),
+        settings=lambda: {"data_dir": str(workplace_data.data_dir())},
+    ),
 ]
 
 

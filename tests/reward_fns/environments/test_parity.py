@@ -21,8 +21,8 @@ from tests.reward_fns.environments.replay import InProcess, Replay, replay_gymna
 async def replay_row(port: Port, index: int) -> Replay:
     row, task = rows(port)[index]
     if port.gymnasium:
-        return await replay_gymnasium_row(InProcess(port.env()), row, task)
-    return await replay_tool_row(InProcess(port.env()), row, task, port.verify_keys, port.output_view)
+        return await replay_gymnasium_row(InProcess(port.make()), row, task)
+    return await replay_tool_row(InProcess(port.make()), row, task, port.verify_keys, port.output_view)
 
 
 def _cases() -> list[Any]:
@@ -39,7 +39,10 @@ def _cases() -> list[Any]:
 
 @pytest.mark.parametrize(("port", "index"), _cases())
 async def test_recorded_row_replays_equal(port: Port, index: int) -> None:
-    replay = await replay_row(port, index)
+    try:
+        replay = await replay_row(port, index)
+    except nemo_gym_mirror.MirrorMissing as missing:  # a port's settings need more of NeMo Gym's files
+        pytest.skip(str(missing))
     assert replay.mismatches == []
 
 

@@ -4,13 +4,14 @@ cookie kept), `POST /<tool>` for every call, `verify` — one test per environme
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.reward_fns.environments import nemo_gym_mirror
+from tests.reward_fns.environments import nemo_gym_mirror, workplace_data
 from tests.reward_fns.environments.ports import PORTS, Port, rows
 from tests.reward_fns.environments.replay import OverNeMoGym, replay_gymnasium_row, replay_tool_row
 from tests.support.gateway import Gateway, start_gateway
@@ -20,7 +21,13 @@ from tests.support.gateway import Gateway, start_gateway
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     tmp: Path = tmp_path_factory.mktemp("environments")
     servers = {port.server: {"environment": port.env.name} for port in PORTS}
-    gw = start_gateway(tmp, {"workers": 1, "nemo_gym": {"servers": servers}}, None)
+    settings = {}
+    for port in PORTS:
+        # Without NeMo Gym's files its test skips, and the environment stays unconfigured.
+        with contextlib.suppress(nemo_gym_mirror.MirrorMissing):
+            settings.update({port.env.name: port.settings()} if port.settings else {})
+    config = {"workers": 1, "nemo_gym": {"servers": servers}, "environments": {"settings": settings}}
+    gw = start_gateway(tmp, config, None)
     try:
         yield gw
     finally:
@@ -83,3 +90,39 @@ async def test_hostile_moves_over_the_gateway_are_4xx_naming_the_field_and_leave
         assert unreadable.status_code == 422 and '"output"' in unreadable.text
         not_a_calendar = await client.post("/seed_session", json={"exp_cal_state": "all free"})
         assert not_a_calendar.status_code == 422 and "exp_cal_state" in not_a_calendar.text
+
+
+async def test_workplace_assistant_over_the_gateway_refuses_hostile_calls_and_believes_only_the_session(
+    gateway: Gateway,
+) -> None:
+    try:
+        workplace_data.data_dir()
+    except nemo_gym_mirror.MirrorMissing as missing:
+        pytest.skip(str(missing))
+    delete = {"name": "email_delete_email", "arguments": '{"email_id": "00000259"}'}
+    async with httpx.AsyncClient(
+        base_url=f"{gateway.url}/nemo_gym/workplace_assistant", timeout=30
+    ) as client:
+        seeded = await client.post(
+            "/seed_session", json={"ground_truth": [delete], "id": 4, "category": "email"}
+        )
+        assert seeded.status_code == 200
+        wrong_type = await client.post("/email_delete_email", json={"email_id": 259})
+        assert wrong_type.status_code == 422 and '"email_id"' in wrong_type.text
+        extra = await client.post("/email_delete_email", json={"email_id": "00000259", "path": "/etc/passwd"})
+        assert extra.status_code == 422 and '"path"' in extra.text
+        bad_pattern = await client.post(
+            "/customer_relationship_manager_search_customers", json={"status": "("}
+        )
+        assert bad_pattern.status_code == 400 and "ToolError" in bad_pattern.text
+        lookup = {"email_id": "00000259", "field": "sender/recipient"}
+        found = await client.post("/email_get_email_information_by_id", json=lookup)
+        assert found.json() == {"output": {"sender/recipient": "kofi.mensah@atlas.com"}}  # nothing changed
+        claimed = {"response": {"output": [{"type": "function_call", **delete, "call_id": "c"}]}}
+        assert (await client.post("/verify", json=claimed)).json()[
+            "reward"
+        ] == 0.0  # the body is not believed
+        deleted = await client.post("/email_delete_email", json={"email_id": "00000259"})
+        assert deleted.json() == {"output": "Email deleted successfully."}
+        verdict = (await client.post("/verify", json={"ground_truth": [], "response": {"output": []}})).json()
+        assert (verdict["reward"], verdict["differing_tables"]) == (1.0, [])
