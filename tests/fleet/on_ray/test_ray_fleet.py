@@ -12,9 +12,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
+import sys
 import textwrap
 import time
 from collections.abc import Iterator
@@ -28,7 +30,7 @@ import pytest
 ray = pytest.importorskip("ray", reason="the Ray engine tests need ray (pip install 'reward-fleet[ray]')")
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from bench.harness.processes import ChildProcess, rewardfleet_cmd  # noqa: E402
+from bench.harness.processes import REPO_ROOT, VENV_BIN, ChildProcess, rewardfleet_cmd  # noqa: E402
 from bench.harness.tiny_models import build_tiny_qwen2  # noqa: E402
 from bench.harness.waiting import eventually  # noqa: E402
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy  # noqa: E402
@@ -37,6 +39,8 @@ from tests.fleet.procs import alive, cmdline, descendants  # noqa: E402
 # The module's first test also starts the cluster and the fleet (~1-3 min on 2 busy cores).
 pytestmark = pytest.mark.timeout(900)
 NAMESPACE = "rewardfleet"  # the defaults: a trainer finds the fleet without configuration
+# verl's config stack needs antlr4 4.9, the gateway 4.13 (tests/integrations/test_verl_trainer_code.py).
+ANTLR_FOR_VERL = VENV_BIN.parent / "antlr4-4.9"
 
 
 @dataclass
@@ -173,6 +177,26 @@ def test_a_trainer_in_the_cluster_finds_the_gateway_without_configuration(fleet:
             return await client.score(_sample(1))
 
     assert asyncio.run(named()).status == "ok"
+
+
+def test_verl_reward_loop_on_the_cluster_scores_through_the_fleet_it_finds(fleet: RayFleet) -> None:
+    """verl's `RewardLoopManager` in a driver of its own on this cluster (verl_reward_loop_cases.py): its
+    config from docs/deploy.md, no gateway address anywhere; its workers are gone with it."""
+    if not (ANTLR_FOR_VERL / "antlr4").is_dir():
+        pytest.fail(f"no antlr4 4.9 for verl in {ANTLR_FOR_VERL}: run .ci/setup")
+    env = {k: v for k, v in os.environ.items() if k != "REWARDFLEET_URL"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ANTLR_FOR_VERL), env.get("PYTHONPATH")) if p)
+    env.update(RF_RAY_ADDRESS=fleet.cluster.address, RF_GATEWAY_URL=fleet.gateway(), HF_HUB_OFFLINE="1")
+    cases = "tests/fleet/on_ray/verl_reward_loop_cases.py"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", cases, "-q", "-n", "0", "-p", "no:cacheprovider"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0 and re.search(r"^1 passed", proc.stdout, re.M), (
+        proc.stdout[-6000:] + proc.stderr
+    )
+    left = [a for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"] == "verl-job"]
+    assert not left, left
 
 
 def test_a_pool_scales_up_under_load_and_back_down_with_a_drained_exit(fleet: RayFleet) -> None:
