@@ -60,6 +60,16 @@ def gateway_urls(address: str = PREFIX, timeout_s: float = 10.0) -> list[str]:
     return cached[1]
 
 
+def cached_urls(address: str) -> list[str] | None:
+    """The gateways of `address` as last asked; None when that answer is empty or older than `CACHE_S`."""
+    namespace, name = parse(address)
+    with _lock:
+        cached = _cache.get(f"{namespace}/{name}")
+    if cached is None or not cached[1] or time.monotonic() - cached[0] >= CACHE_S:
+        return None
+    return cached[1]
+
+
 def _ask(namespace: str, name: str, timeout_s: float) -> list[str]:
     try:
         import ray

@@ -36,6 +36,8 @@ def _load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
     [
         ("ray: {pools: {nope: {num_cpus: 1}}}", "ray.pools: ['nope'] are not pools"),
         ("ray: {gateway: {replicas: 2}}", "needs gateway.state.state_url"),
+        ("ray: {gateway: {autoscale: {max_replicas: 2}}}", "needs gateway.state.state_url"),
+        ("ray: {gateway: {autoscale: {target_inflight: 0}}}", "target_inflight"),
         ("ray: {pools: {rm: {resources: {CPU: 2}}}}", "use num_cpus / num_gpus"),
         ("ray: {gateway: {resources: {gateway_node: 0}}}", "resources.gateway_node must be > 0"),
         ("ray: {placement_strategy: EVERYWHERE}", "ray.placement_strategy"),

@@ -7,6 +7,7 @@ ray:
     judge: {num_gpus: 1}        # pool one GPU, or its tp-size)
     reward_model: {autoscale: {min_replicas: 2, max_replicas: 8, target_queue: 32}}
   gateway: {replicas: 2, resources: {gateway_node: 1}}   # on the nodes offering the custom resource
+  # or gateways following their load: {autoscale: {min_replicas: 2, max_replicas: 8, target_inflight: 4096}}
   placement_strategy: SPREAD    # each pool's replicas and the gateways: one placement group each
   max_restarts: -1              # Ray restarts a dead part without limit
 ```
@@ -41,24 +42,42 @@ class RayPlacement(BaseModel):
         return value
 
 
-class RayAutoscale(BaseModel):
-    """A pool's replicas follow its queue: ceil(requests waiting over all replicas ÷ `target_queue`), within
-    the bounds; one replica more at most every `up_cooldown_s`, one less once the queue has stayed under the
-    target for `down_cooldown_s`."""
+class RayScaleBounds(BaseModel):
+    """Replicas following a load: within the bounds, one more at most every `up_cooldown_s`, one less once the
+    load has stayed under the target for `down_cooldown_s`."""
 
     model_config = ConfigDict(extra="forbid")
 
     min_replicas: int = Field(default=1, ge=1, le=64)
     max_replicas: int = Field(default=4, ge=1, le=64)
-    target_queue: float = Field(default=8.0, gt=0, description="Requests waiting per replica.")
     up_cooldown_s: float = Field(default=15.0, ge=0)
     down_cooldown_s: float = Field(default=300.0, ge=0)
 
     @model_validator(mode="after")
-    def _bounds(self) -> RayAutoscale:
+    def _bounds(self) -> RayScaleBounds:
         if self.max_replicas < self.min_replicas:
             raise ValueError(f"max_replicas {self.max_replicas} < min_replicas {self.min_replicas}")
         return self
+
+
+class RayAutoscale(RayScaleBounds):
+    """A pool's replicas follow its queue: ceil(requests waiting over all replicas ÷ `target_queue`)."""
+
+    target_queue: float = Field(default=8.0, gt=0, description="Requests waiting per replica.")
+
+    @property
+    def target(self) -> float:
+        return self.target_queue
+
+
+class RayGatewayAutoscale(RayScaleBounds):
+    """The gateways follow their load: ceil(requests in flight over all gateways ÷ `target_inflight`)."""
+
+    target_inflight: float = Field(default=4096.0, gt=0, description="Requests in flight per gateway.")
+
+    @property
+    def target(self) -> float:
+        return self.target_inflight
 
 
 class RayPool(RayPlacement):
@@ -70,10 +89,29 @@ class RayPool(RayPlacement):
 class RayGateway(RayPlacement):
     """The gateways: each one a `FrontActor` with its own router per pool."""
 
-    replicas: int = Field(default=1, ge=1, le=64)
+    replicas: int = Field(
+        default=1, ge=1, le=64, description="Gateways at start (with `autoscale`: kept within its bounds)."
+    )
     port: int | None = Field(
         default=None, ge=1, le=65535, description="Each gateway's port on its node (default: a free one)."
     )
+    autoscale: RayGatewayAutoscale | None = None
+
+    @model_validator(mode="after")
+    def _scaled_ports(self) -> RayGateway:
+        if self.autoscale is not None and self.port is not None:
+            raise ValueError("gateway.port: gateways that scale take a free port each (leave port out)")
+        return self
+
+    @property
+    def start_replicas(self) -> int:
+        if self.autoscale is None:
+            return self.replicas
+        return min(self.autoscale.max_replicas, max(self.autoscale.min_replicas, self.replicas))
+
+    @property
+    def most_replicas(self) -> int:
+        return self.replicas if self.autoscale is None else max(self.replicas, self.autoscale.max_replicas)
 
 
 class RayConfig(BaseModel):

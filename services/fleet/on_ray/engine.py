@@ -31,11 +31,12 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, Place
 from rich.console import Console
 from rich.table import Table
 
+from rewardfleet.services.client.ray_discovery import CACHE_S as DISCOVERY_CACHE_S
 from rewardfleet.services.fleet.config import FleetConfig, PoolConfig
 from rewardfleet.services.fleet.on_ray.actors import Directory, FrontActor, ReplicaActor
 from rewardfleet.services.fleet.on_ray.children import with_placeholders
 from rewardfleet.services.fleet.on_ray.config import RayConfig, RayPlacement
-from rewardfleet.services.fleet.on_ray.scaling import Scaler, pool_queue
+from rewardfleet.services.fleet.on_ray.scaling import Scaler, gateways_inflight, pool_queue
 from rewardfleet.services.fleet.plan import FleetPlan, write_gateway_config
 from rewardfleet.services.fleet.probe_key import probe_headers
 from rewardfleet.services.fleet.runner import STATE_FILE
@@ -86,6 +87,10 @@ class RayFleet:
     scalers: dict[str, Scaler] = field(default_factory=dict)
     next_index: dict[str, int] = field(default_factory=dict)
     _new_replica: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    gateway_scaler: Scaler | None = None
+    next_front: int = 0
+    probe_headers: dict[str, str] = field(default_factory=dict)
+    _new_front: Callable[[Any, int], Any] | None = None
 
     def start(self) -> None:
         self.started_s = time.monotonic()
@@ -120,24 +125,30 @@ class RayFleet:
         gw = rc.gateway
         gw_cpus = gw.num_cpus if gw.num_cpus is not None else 1.0
         gw_resources = {"num_cpus": gw_cpus, "num_gpus": 0.0, "resources": dict(gw.resources)}
-        group = self._group("the gateways", [_bundle(gw_resources)] * gw.replicas)
+        group = self._group("the gateways", [_bundle(gw_resources)] * gw.start_replicas)
         processes = self.config.gateway_processes
         per_front = max(1, int(gw_cpus)) if processes == "auto" else processes
         headers_fn = probe_headers(self.config.gateway)
-        headers = dict(headers_fn()) if headers_fn is not None else {}
-        pools = {p.name: (dict(p.config.router), self.replicas[p.name]) for p in self.plan.pools}
+        self.probe_headers = dict(headers_fn()) if headers_fn is not None else {}
         front = ray.remote(FrontActor)
-        for index in range(gw.replicas):
-            strategy = PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=index)
-            self.fronts.append(
-                front.options(
-                    **gw_resources, max_restarts=rc.max_restarts, max_task_retries=-1, max_concurrency=4,
-                    scheduling_strategy=strategy,
-                ).remote(
-                    index, pools, self.plan.gateway_config_text, per_front, gw.port, run_dir,
-                    (name, rc.namespace), headers, rc.reconcile_interval_s,
-                )
+
+        def new_front(strategy: Any, index: int) -> Any:
+            pools = {p.name: (dict(p.config.router), self.replicas[p.name]) for p in self.plan.pools}
+            return front.options(
+                **gw_resources, max_restarts=rc.max_restarts, max_task_retries=-1, max_concurrency=4,
+                scheduling_strategy=strategy,
+            ).remote(
+                index, pools, self.plan.gateway_config_text, per_front, gw.port, run_dir,
+                (name, rc.namespace), self.probe_headers, rc.reconcile_interval_s,
             )  # fmt: skip
+
+        self._new_front = new_front
+        for index in range(gw.start_replicas):
+            strategy = PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=index)
+            self.fronts.append(new_front(strategy, index))
+        self.next_front = gw.start_replicas
+        if gw.autoscale is not None:
+            self.gateway_scaler = Scaler(gw.autoscale)
         self._wait_ready()
 
     def _replica(
@@ -161,7 +172,38 @@ class RayFleet:
         )  # fmt: skip
 
     def autoscale(self, where: dict[str, Any]) -> None:
-        """One step of every autoscaled pool: a replica more (placed SPREAD) or one less (drained first)."""
+        """One step of every autoscaled pool and of the gateways: a replica more (placed SPREAD) or one less
+        (drained first)."""
+        self._autoscale_pools(where)
+        self._autoscale_gateways(where)
+
+    def _autoscale_gateways(self, where: dict[str, Any]) -> None:
+        scaler = self.gateway_scaler
+        if scaler is None or self._new_front is None or len(where["gateways"]) != len(self.fronts):
+            return  # a gateway is (re)starting: decide once all answer
+        load = gateways_inflight([g["url"] for g in where["gateways"]], self.probe_headers)
+        if load is None:
+            return
+        want = scaler.desired(len(self.fronts), load, time.monotonic())
+        if want > len(self.fronts):
+            self.fronts.append(self._new_front("SPREAD", self.next_front))
+            self.next_front += 1
+            self.console.print(f"gateways: {load:.0f} in flight, scaling up to {want}")
+        elif want < len(self.fronts):
+            gone = self.fronts.pop()
+            self.console.print(f"gateways: {load:.0f} in flight, scaling down to {want}")
+            self._retire_front(gone)
+
+    def _retire_front(self, gone: Any) -> None:
+        """Unpublished first, kept until the clients' discovery caches have dropped it, then drained."""
+        with contextlib.suppress(ray.exceptions.RayError):
+            ray.get(gone.retire.remote(), timeout=30)
+        self.stopping.wait(DISCOVERY_CACHE_S + 1.0)
+        with contextlib.suppress(ray.exceptions.RayError):
+            ray.get(gone.stop.remote(), timeout=600)
+        ray.kill(gone, no_restart=True)
+
+    def _autoscale_pools(self, where: dict[str, Any]) -> None:
         for pool, scaler in self.scalers.items():
             handles = self.replicas[pool]
             queue = pool_queue(r["url"] for r in where["pools"].get(pool, []))
@@ -292,10 +334,20 @@ class RayFleet:
                 table.add_row(f"  {pool}-{index}", replica["url"], replica["node_id"][:12])
         return table
 
+    @staticmethod
+    def _answering(handles: list[Any], timeout_s: float = 5.0) -> list[Any]:
+        if not handles:
+            return []
+        refs = {h.where.remote(): h for h in handles}
+        ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
+        return [refs[ref] for ref in ready]
+
     def stop(self) -> None:
-        """Gateways first (they drain), then replicas; then every actor and placement group is removed."""
+        """Gateways first (they drain), then replicas; then every actor and placement group is removed. An
+        actor that does not answer (still waiting for room, or restarting) holds nothing to drain: killed."""
         for handles in (self.fronts, [h for hs in self.replicas.values() for h in hs]):
-            calls = [h.stop.remote() if h in self.fronts else h.stop.remote(20.0) for h in handles]
+            answering = self._answering(handles)
+            calls = [h.stop.remote() if h in self.fronts else h.stop.remote(20.0) for h in answering]
             with contextlib.suppress(ray.exceptions.RayError):
                 ray.get(calls, timeout=300)
             for handle in handles:
