@@ -10,12 +10,13 @@ ray:
   # or gateways following their load: {autoscale: {min_replicas: 2, max_replicas: 8, target_inflight: 4096}}
   placement_strategy: SPREAD    # each pool's replicas and the gateways: one placement group each
   max_restarts: -1              # Ray restarts a dead part without limit
+  niceness: 0                   # the fleet's processes at normal priority (Ray's workers default to 15)
 ```
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -133,3 +134,16 @@ class RayConfig(BaseModel):
     reconcile_interval_s: float = Field(
         default=1.0, gt=0, le=60, description="How often each router's workers are matched to the replicas."
     )
+    niceness: int = Field(
+        default=0,
+        ge=0,
+        le=19,
+        description="Niceness of the fleet's actors and the processes they own. Ray starts its workers at "
+        "15, behind every other process of the node; 0 serves the gateway and model servers at normal "
+        "priority, as Ray's own job drivers are.",
+    )
+
+    @property
+    def runtime_env(self) -> dict[str, Any]:
+        """The actors' runtime env: the raylet starts their workers at `niceness`."""
+        return {"env_vars": {"RAY_worker_niceness": str(self.niceness)}}

@@ -136,7 +136,7 @@ class RayFleet:
             pools = {p.name: (dict(p.config.router), self.replicas[p.name]) for p in self.plan.pools}
             return front.options(
                 **gw_resources, max_restarts=rc.max_restarts, max_task_retries=-1, max_concurrency=4,
-                scheduling_strategy=strategy,
+                scheduling_strategy=strategy, runtime_env=rc.runtime_env,
             ).remote(
                 index, pools, self.plan.gateway_config_text, per_front, gw.port, run_dir,
                 (name, rc.namespace), self.probe_headers, rc.reconcile_interval_s,
@@ -166,7 +166,7 @@ class RayFleet:
             ray.remote(ReplicaActor)
             .options(
                 **resources, max_restarts=rc.max_restarts, max_task_retries=-1, max_concurrency=4,
-                scheduling_strategy=strategy,
+                scheduling_strategy=strategy, runtime_env=rc.runtime_env,
             )
             .remote(f"{pool}-{index}", argv, str(self.plan.run_dir), env)
         )  # fmt: skip

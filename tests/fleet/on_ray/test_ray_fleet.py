@@ -160,6 +160,9 @@ def test_the_fleet_comes_up_across_nodes_and_answers(fleet: RayFleet) -> None:
     assert len(replicas) == 2 and replicas[0]["node_id"] != replicas[1]["node_id"], replicas
     url = fleet.gateway()
     assert url == gateways[0]["url"]
+    pids = set(gateways[0]["pids"]) | {r["pid"] for r in replicas}
+    # Ray starts its workers at niceness 15; the fleet's run at 0 (`ray.niceness`), as a host's would.
+    assert {p: os.getpriority(os.PRIO_PROCESS, p) for p in pids} == dict.fromkeys(pids, 0)
 
     async def score() -> list[Any]:
         async with AsyncRewardClient(url) as client:
