@@ -34,6 +34,7 @@ SANDBOX_ONLY = ("rewardfleet.reward_fns._sandbox.zygote",)
 # checked when the extra is installed, else listed as skipped. Module prefix -> (extra, a module it installs).
 OPTIONAL = {
     "rewardfleet.services.fleet.on_ray.actors": ("ray", "ray"),
+    "rewardfleet.services.fleet.on_ray.autoscaling": ("ray", "ray"),
     "rewardfleet.services.fleet.on_ray.engine": ("ray", "ray"),
     "rewardfleet.services.gateway.routes.mcp_server": ("environments", "mcp_types"),
 }

@@ -77,3 +77,10 @@ def test_gateway_section() -> None:
     assert RayGateway(replicas=2, autoscale={"max_replicas": 5}).most_replicas == 5
     with pytest.raises(ValidationError, match="gateways that scale take a free port each"):
         RayGateway(port=8000, autoscale={})
+
+
+def test_a_scaled_away_gateway_waits_out_the_clients_discovery_cache() -> None:
+    from rewardfleet.services.client import ray_discovery
+    from rewardfleet.services.fleet.on_ray import autoscaling
+
+    assert autoscaling.DISCOVERY_CACHE_S == ray_discovery.CACHE_S

@@ -31,12 +31,12 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, Place
 from rich.console import Console
 from rich.table import Table
 
-from rewardfleet.services.client.ray_discovery import CACHE_S as DISCOVERY_CACHE_S
 from rewardfleet.services.fleet.config import FleetConfig, PoolConfig
 from rewardfleet.services.fleet.on_ray.actors import Directory, FrontActor, ReplicaActor
+from rewardfleet.services.fleet.on_ray.autoscaling import Autoscaling
 from rewardfleet.services.fleet.on_ray.children import with_placeholders
 from rewardfleet.services.fleet.on_ray.config import RayConfig, RayPlacement
-from rewardfleet.services.fleet.on_ray.scaling import Scaler, gateways_inflight, pool_queue
+from rewardfleet.services.fleet.on_ray.scaling import Scaler
 from rewardfleet.services.fleet.plan import FleetPlan, write_gateway_config
 from rewardfleet.services.fleet.probe_key import probe_headers
 from rewardfleet.services.fleet.runner import STATE_FILE
@@ -73,7 +73,7 @@ def _bundle(resources: dict[str, Any]) -> dict[str, float]:
 
 
 @dataclass
-class RayFleet:
+class RayFleet(Autoscaling):
     config: FleetConfig
     plan: FleetPlan
     ray_config: RayConfig
@@ -91,6 +91,8 @@ class RayFleet:
     next_front: int = 0
     probe_headers: dict[str, str] = field(default_factory=dict)
     _new_front: Callable[[Any, int], Any] | None = None
+    front_bundles: list[int | None] = field(default_factory=list)  # each front's bundle in the group, if any
+    _front_group: PlacementGroup | None = None
 
     def start(self) -> None:
         self.started_s = time.monotonic()
@@ -143,9 +145,11 @@ class RayFleet:
             )  # fmt: skip
 
         self._new_front = new_front
+        self._front_group = group
         for index in range(gw.start_replicas):
             strategy = PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=index)
             self.fronts.append(new_front(strategy, index))
+            self.front_bundles.append(index)
         self.next_front = gw.start_replicas
         if gw.autoscale is not None:
             self.gateway_scaler = Scaler(gw.autoscale)
@@ -170,67 +174,6 @@ class RayFleet:
             )
             .remote(f"{pool}-{index}", argv, str(self.plan.run_dir), env)
         )  # fmt: skip
-
-    def autoscale(self, where: dict[str, Any]) -> None:
-        """One step of every autoscaled pool and of the gateways: a replica more (placed SPREAD) or one less
-        (drained first)."""
-        self._autoscale_pools(where)
-        self._autoscale_gateways(where)
-
-    def _autoscale_gateways(self, where: dict[str, Any]) -> None:
-        scaler = self.gateway_scaler
-        if scaler is None or self._new_front is None or len(where["gateways"]) != len(self.fronts):
-            return  # a gateway is (re)starting: decide once all answer
-        load = gateways_inflight([g["url"] for g in where["gateways"]], self.probe_headers)
-        if load is None:
-            return
-        want = scaler.desired(len(self.fronts), load, time.monotonic())
-        if want > len(self.fronts):
-            self.fronts.append(self._new_front("SPREAD", self.next_front))
-            self.next_front += 1
-            self.console.print(f"gateways: {load:.0f} in flight, scaling up to {want}")
-        elif want < len(self.fronts):
-            gone = self.fronts.pop()
-            self.console.print(f"gateways: {load:.0f} in flight, scaling down to {want}")
-            self._retire_front(gone)
-
-    def _retire_front(self, gone: Any) -> None:
-        """Unpublished first, kept until the clients' discovery caches have dropped it, then drained."""
-        with contextlib.suppress(ray.exceptions.RayError):
-            ray.get(gone.retire.remote(), timeout=30)
-        self.stopping.wait(DISCOVERY_CACHE_S + 1.0)
-        with contextlib.suppress(ray.exceptions.RayError):
-            ray.get(gone.stop.remote(), timeout=600)
-        ray.kill(gone, no_restart=True)
-
-    def _autoscale_pools(self, where: dict[str, Any]) -> None:
-        for pool, scaler in self.scalers.items():
-            handles = self.replicas[pool]
-            queue = pool_queue(r["url"] for r in where["pools"].get(pool, []))
-            if queue is None or len(where["pools"].get(pool, [])) != len(handles):
-                continue  # a replica is (re)starting: decide once all answer
-            want = scaler.desired(len(handles), queue, time.monotonic())
-            if want == len(handles):
-                self._tell_fronts(pool)  # a gateway Ray restarted starts from the replicas it was made with
-            elif want > len(handles):
-                index = self.next_index[pool]
-                self.next_index[pool] += 1
-                handles.append(self._new_replica[pool]("SPREAD", index))
-                self._tell_fronts(pool)
-                self.console.print(f"{pool}: {queue:.0f} waiting, scaling up to {want} replicas")
-            elif want < len(handles):
-                gone = handles.pop()
-                self._tell_fronts(pool)
-                self.console.print(f"{pool}: {queue:.0f} waiting, scaling down to {want} replicas")
-                # Its routers drop it within a reconcile round; then it finishes what it holds and exits.
-                self.stopping.wait(2 * self.ray_config.reconcile_interval_s + 1.0)
-                with contextlib.suppress(ray.exceptions.RayError):
-                    ray.get(gone.stop.remote(20.0), timeout=60)
-                ray.kill(gone, no_restart=True)
-
-    def _tell_fronts(self, pool: str) -> None:
-        with contextlib.suppress(ray.exceptions.RayError):
-            ray.get([f.set_replicas.remote(pool, self.replicas[pool]) for f in self.fronts], timeout=30)
 
     def _group(self, what: str, bundles: list[dict[str, float]]) -> PlacementGroup:
         group: PlacementGroup = placement_group(bundles, strategy=self.ray_config.placement_strategy)
@@ -357,6 +300,7 @@ class RayFleet:
         for group in self.groups:
             remove_placement_group(group)
         self.fronts.clear()
+        self.front_bundles.clear()
         self.replicas.clear()
         self.groups.clear()
         self.directory = None
