@@ -30,8 +30,9 @@ FLEET_PACKAGES = (
 )
 # Run only inside the code sandbox (they load /sandbox/case_runner.py at import): never in a fleet process.
 SANDBOX_ONLY = ("rewardfleet.reward_fns._sandbox.zygote",)
-# Modules of an optional extra, imported only when that extra's feature is used (`up --ray`, the first MCP call):
-# checked when the extra is installed, else listed as skipped. Module prefix -> (extra, a module it installs).
+# Modules of an optional extra, imported only when that extra's feature is used (`up --ray`, the first MCP
+# call): checked when the extra is installed, else listed as skipped. Module prefix -> (extra, a module it
+# installs).
 OPTIONAL = {
     "rewardfleet.services.fleet.on_ray.actors": ("ray", "ray"),
     "rewardfleet.services.fleet.on_ray.autoscaling": ("ray", "ray"),

@@ -274,7 +274,7 @@ class AsyncRewardClient:
         started = loop.time()
         url = self.base_url + path  # as the messages show it
         rotate = self._ray_address is not None and path.startswith("/score")
-        at, failed = self.base_url, set[str]()
+        at, failed = self.base_url, set[str]() if rotate else None
         limit_s = timeout_s or self.timeout_s
         # Encoded once for every attempt, in C: the stdlib encoder costs ~7 ms per MB of body on the
         # caller's event loop (a 1024-sample batch of 4096-token responses is ~15 MB).
@@ -284,7 +284,7 @@ class AsyncRewardClient:
             attempt += 1
             retry_after: float | None = None
             last_status: int | None = None
-            if rotate:
+            if failed is not None:
                 at, session = await self._gateway(failed)
                 url = at + path
             async with semaphore:
@@ -312,7 +312,8 @@ class AsyncRewardClient:
                             f"{method} {url}: {type(exc).__name__}: {exc} (not sent again)", attempts=attempt
                         ) from exc
                     cause = f"{type(exc).__name__}: {exc}"
-            failed.add(at)
+            if failed is not None:
+                failed.add(at)
             elapsed = loop.time() - started
             delay = policy.delay_s(attempt - 1, retry_after)
             if attempt >= policy.max_attempts or elapsed + delay > policy.max_elapsed_s:

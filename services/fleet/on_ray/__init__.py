@@ -5,7 +5,7 @@
 | `config.py` | `RayConfig`: the fleet config's `ray:` section (address, resources, restarts) |
 | `children.py` | `OwnedChild`: one process owned by an actor, killed with it; readiness and port helpers |
 | `actors.py` | `ReplicaActor` (one model server), `FrontActor` (gateway + a router per pool), `Directory` |
-| `scaling.py` | `Scaler`: replicas following a load (bounds, target, cool-downs); the pool and gateway signals |
+| `scaling.py` | `Scaler`: replicas following a load (bounds, target, cool-downs); the signals |
 | `autoscaling.py` | the steps of `RayFleet` that add and remove replicas and gateways (drained first) |
 | `engine.py` | `RayFleet`: placement groups, actors, readiness, the published address, stop on Ctrl-C |
 

@@ -287,7 +287,7 @@ def test_gateways_scale_up_under_load_and_back_down_draining_with_nothing_lost(f
             added.update(now[0])
         return bool(added)
 
-    asyncio.run(load(96, "gw-up", second_serves, 12000, 180))
+    asyncio.run(load(96, "gw-up", second_serves, 16000, 240))
     assert all(r.status == "ok" for r in results), [r for r in results if r.status != "ok"][:3]
     up = len(results)
     pids = set(added["pids"]) | {d for p in added["pids"] for d in descendants(p)}
