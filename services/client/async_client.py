@@ -86,6 +86,7 @@ class AsyncRewardClient:
         self._transport = Transport(self.base_url, self.max_connections, self._headers)  # checks the URL
         self._transports = {self.base_url: self._transport}
         self._turn = 0
+        self._asking: asyncio.Future[list[str]] | None = None
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the first use; the only one
         self._closed = False
@@ -245,8 +246,10 @@ class AsyncRewardClient:
         address = self._ray_address or ""
         urls = ray_discovery.cached_urls(address)
         if urls is None:
+            if self._asking is None or self._asking.done():  # one question to Ray for all posts waiting
+                self._asking = asyncio.ensure_future(asyncio.to_thread(ray_discovery.gateway_urls, address))
             try:
-                urls = await asyncio.to_thread(ray_discovery.gateway_urls, address)
+                urls = await asyncio.shield(self._asking)
             except ray_discovery.GatewayNotOnRay as exc:
                 logger.debug("%s: %s; staying with %s", address, exc, self.base_url)
                 urls = [self.base_url]

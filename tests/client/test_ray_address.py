@@ -11,13 +11,20 @@ from rewardfleet.services.client import AsyncRewardClient, RetryPolicy, ray_disc
 from tests.client.fake_gateway import FakeGateway, Reply, ok_reply
 
 FAST = RetryPolicy(initial_backoff_s=0.01, max_backoff_s=0.05, max_attempts=4)
+asked: list[str] = []  # each question the client put to the directory
 
 
 @pytest.fixture
 def published(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The fleet's directory: `_ask` is where `ray_discovery` asks Ray for the gateways' URLs."""
     urls: list[str] = []
-    monkeypatch.setattr(ray_discovery, "_ask", lambda namespace, name, timeout_s: list(urls))
+
+    def ask(namespace: str, name: str, timeout_s: float) -> list[str]:
+        asked.append(name)
+        return list(urls)
+
+    asked.clear()
+    monkeypatch.setattr(ray_discovery, "_ask", ask)
     monkeypatch.setattr(ray_discovery, "_cache", {})
     yield urls
 
@@ -30,9 +37,11 @@ async def test_posts_go_round_the_published_gateways(published: list[str]) -> No
     with FakeGateway() as one, FakeGateway() as two:
         published += [one.url, two.url]
         async with AsyncRewardClient("ray:", retry=FAST) as client:
+            ray_discovery._cache.clear()  # the list has expired: 40 posts want it at once
             results = await client.score_many([_sample(i) for i in range(40)])
         assert all(r.status == "ok" for r in results)
         assert len(one.bodies) == len(two.bodies) == 20
+        assert len(asked) == 2  # the client's first address, then one question for all 40 posts
 
 
 async def test_a_retry_leaves_a_draining_or_gone_gateway(published: list[str]) -> None:
