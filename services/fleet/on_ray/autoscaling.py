@@ -1,5 +1,8 @@
-"""Scaling a fleet on Ray, one step a second: each autoscaled pool on its queue, the gateways on their
-requests in flight (`scaling.py` decides; this places and removes). Mixed into `RayFleet` (engine.py)."""
+"""The steps that scale a fleet on Ray: replicas and gateways added, and removed drained.
+
+Once a second: each autoscaled pool on its queue, the gateways on their requests in flight (`scaling.py`
+decides; this places and removes). Mixed into `RayFleet` (engine.py).
+"""
 
 from __future__ import annotations
 
