@@ -255,7 +255,8 @@ def test_a_pool_scales_up_under_load_and_back_down_with_a_drained_exit(fleet: Ra
 def test_gateways_scale_up_under_load_and_back_down_draining_with_nothing_lost(fleet: RayFleet) -> None:
     """Posts that each await 1 s, from a client that follows the published gateways (`ray:`): 96 in flight
     (target 48 a gateway) add a second gateway, which then serves its share; 12 in flight keep flowing while
-    the second one is scaled away (unpublished, drained, stopped): every post scored, its processes gone."""
+    the second one is scaled away (unpublished, drained with posts sent to its own URL in flight, stopped):
+    every post scored, its processes gone."""
 
     def gateways() -> list[dict[str, Any]]:
         return list(fleet.state()["ray"]["gateways"])
@@ -291,9 +292,37 @@ def test_gateways_scale_up_under_load_and_back_down_draining_with_nothing_lost(f
     assert all(r.status == "ok" for r in results), [r for r in results if r.status != "ok"][:3]
     up = len(results)
     pids = set(added["pids"]) | {d for p in added["pids"] for d in descendants(p)}
-    asyncio.run(load(12, "gw-down", lambda: len(gateways()) == 1 and not alive(pids), up + 2000, 180))
-    bad = [r for r in results if r.status != "ok"]
-    assert not bad, f"{len(bad)} of {len(results)} posts lost: {bad[:3]}"
+    pinned: list[Any] = []
+
+    async def pinned_to_the_second() -> None:
+        """Once the second gateway is told to go, posts to its own URL (not `ray:`) that each await 20 s: it
+        has left the directory but serves until its drain starts 11 s later; the drain lets them finish."""
+        deadline = time.monotonic() + 180
+        while not re.search(r"gateways: \d+ in flight, scaling down to 1", fleet.proc.log()):
+            assert time.monotonic() < deadline, "the second gateway was not scaled away"
+            await asyncio.sleep(0.2)
+        async with AsyncRewardClient(added["url"], retry=RetryPolicy(max_attempts=1), timeout_s=60) as client:
+            bodies = [{**body(i, "pinned"), "extra_info": {"latency_s": 20.0}} for i in range(6)]
+            pinned.extend(await client.score_many(bodies))
+
+    def second_gone() -> bool:
+        return len(gateways()) == 1 and not alive(pids)
+
+    async def scale_down() -> None:
+        await asyncio.gather(load(12, "gw-down", second_gone, up + 2000, 180), pinned_to_the_second())
+
+    asyncio.run(scale_down())
+    bad = [r for r in results + pinned if r.status != "ok"]
+    assert not bad, f"{len(bad)} of {len(results) + len(pinned)} posts lost: {bad[:3]}"
+    assert len(pinned) == 6
+    log_of_second = next(
+        text
+        for text in (p.read_text() for p in (fleet.run_dir / "logs").glob("gateway-*.log"))
+        if f"Uvicorn running on {added['url']}" in text
+    )
+    drain = re.search(r"SIGTERM: draining \((\d+) requests in flight", log_of_second)
+    assert drain and int(drain.group(1)) >= 6, log_of_second[-2000:]  # the pinned posts were in flight
+    assert "drained in" in log_of_second, log_of_second[-2000:]
     assert len({r.uid for r in results}) == len(results)
     assert gateways()[0]["url"] == first and _refused(added["url"])
     assert ray.get(ray.get_actor("rewardfleet", namespace=NAMESPACE).gateways.remote(), timeout=10) == [first]
