@@ -35,6 +35,7 @@ SANDBOX_ONLY = ("rewardfleet.reward_fns._sandbox.zygote",)
 # Module prefix -> (extra, a module the extra installs).
 OPTIONAL = {
     "rewardfleet.services.fleet.on_ray.actors": ("ray", "ray"),
+    "rewardfleet.services.fleet.on_ray.autoscaling": ("ray", "ray"),
     "rewardfleet.services.fleet.on_ray.engine": ("ray", "ray"),
     "rewardfleet.services.gateway.routes.mcp_server": ("environments", "mcp_types"),
 }

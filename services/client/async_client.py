@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from rewardfleet.services.client import ray_discovery
 from rewardfleet.services.client._exceptions import (
     GatewayHTTPError,
     GatewayUnavailable,
@@ -72,6 +73,8 @@ class AsyncRewardClient:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        # `ray:[NAME]`: scoring posts go round the gateways the fleet publishes now (`_gateway`).
+        self._ray_address = base_url.strip() if is_ray_address(base_url) else None
         self.base_url = normalize_base_url(base_url)
         self.timeout_s = timeout_s
         self.max_concurrency = max_concurrency
@@ -81,6 +84,9 @@ class AsyncRewardClient:
         if api_key:  # sent as a header on every request; never logged
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._transport = Transport(self.base_url, self.max_connections, self._headers)  # checks the URL
+        self._transports = {self.base_url: self._transport}
+        self._turn = 0
+        self._asking: asyncio.Future[list[str]] | None = None
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the first use; the only one
         self._closed = False
@@ -96,7 +102,8 @@ class AsyncRewardClient:
 
     async def aclose(self) -> None:
         self._closed = True
-        self._transport.close()
+        for transport in self._transports.values():
+            transport.close()
 
     @property
     def closed(self) -> bool:
@@ -232,6 +239,30 @@ class AsyncRewardClient:
             return False
         return answer.status == 200
 
+    async def _gateway(self, failed: set[str]) -> tuple[str, Transport]:
+        """The next of the gateways a fleet on Ray publishes (the list cached `ray_discovery.CACHE_S`), not
+        one that failed this request while there is another: a gateway scaled away or lost is left at the
+        next retry, and one added gets its share within `CACHE_S`."""
+        address = self._ray_address or ""
+        urls = ray_discovery.cached_urls(address)
+        if urls is None:
+            if self._asking is None or self._asking.done():  # one question to Ray for all posts waiting
+                self._asking = asyncio.ensure_future(asyncio.to_thread(ray_discovery.gateway_urls, address))
+            try:
+                urls = await asyncio.shield(self._asking)
+            except ray_discovery.GatewayNotOnRay as exc:
+                logger.debug("%s: %s; staying with %s", address, exc, self.base_url)
+                urls = [self.base_url]
+        urls = [router_base_url(u) for u in urls]
+        self._turn += 1
+        turn = [urls[(self._turn + k) % len(urls)] for k in range(len(urls))]
+        url = next((u for u in turn if u not in failed), turn[0])
+        transport = self._transports.get(url)
+        if transport is None:
+            transport = self._transports[url] = Transport(url, self.max_connections, self._headers)
+        self.base_url = url
+        return url, transport
+
     # -- the one retry loop ----------------------------------------------------------------------------
 
     async def _request(
@@ -245,6 +276,8 @@ class AsyncRewardClient:
         loop = asyncio.get_running_loop()
         started = loop.time()
         url = self.base_url + path  # as the messages show it
+        rotate = self._ray_address is not None and path.startswith("/score")
+        at, failed = self.base_url, set[str]() if rotate else None
         limit_s = timeout_s or self.timeout_s
         # Encoded once for every attempt, in C: the stdlib encoder costs ~7 ms per MB of body on the
         # caller's event loop (a 1024-sample batch of 4096-token responses is ~15 MB).
@@ -254,6 +287,9 @@ class AsyncRewardClient:
             attempt += 1
             retry_after: float | None = None
             last_status: int | None = None
+            if failed is not None:
+                at, session = await self._gateway(failed)
+                url = at + path
             async with semaphore:
                 try:
                     async with asyncio.timeout(limit_s):  # connect + send + wait + read
@@ -279,6 +315,8 @@ class AsyncRewardClient:
                             f"{method} {url}: {type(exc).__name__}: {exc} (not sent again)", attempts=attempt
                         ) from exc
                     cause = f"{type(exc).__name__}: {exc}"
+            if failed is not None:
+                failed.add(at)
             elapsed = loop.time() - started
             delay = policy.delay_s(attempt - 1, retry_after)
             if attempt >= policy.max_attempts or elapsed + delay > policy.max_elapsed_s:

@@ -3,8 +3,9 @@
 `rewardfleet up --ray` publishes its gateways through a named actor (`ray.name`, default `rewardfleet`, in
 namespace `ray.namespace`, default `rewardfleet`). A client names it with the address `ray:` (the defaults),
 `ray:NAME` or `ray:NAMESPACE/NAME`, anywhere a gateway URL goes (`AsyncRewardClient`, `RewardClient`,
-`$REWARDFLEET_URL`, verl's `gateway_url`). Ray is imported only for such an address; a process not yet
-connected to a cluster connects with `ray.init(address="auto")`. The answer is cached for `CACHE_S`.
+`$REWARDFLEET_URL`, verl's `gateway_url`); a client made from it sends its scoring posts round the gateways
+published now and retries on another. Ray is imported only for such an address; a process not yet connected
+to a cluster connects with `ray.init(address="auto")`. The answer is cached for `CACHE_S`.
 """
 
 from __future__ import annotations
@@ -60,6 +61,16 @@ def gateway_urls(address: str = PREFIX, timeout_s: float = 10.0) -> list[str]:
     return cached[1]
 
 
+def cached_urls(address: str) -> list[str] | None:
+    """The gateways of `address` as last asked; None when that answer is empty or older than `CACHE_S`."""
+    namespace, name = parse(address)
+    with _lock:
+        cached = _cache.get(f"{namespace}/{name}")
+    if cached is None or not cached[1] or time.monotonic() - cached[0] >= CACHE_S:
+        return None
+    return cached[1]
+
+
 def _ask(namespace: str, name: str, timeout_s: float) -> list[str]:
     try:
         import ray
@@ -86,12 +97,13 @@ def resolve(address: str) -> str:
 
 
 def published_here() -> str | None:
-    """The default fleet's gateway if this process is already connected to a Ray cluster that runs one, else
-    None; never imports or connects Ray itself."""
+    """`ray:` (the default fleet) if this process is already connected to a Ray cluster where that fleet
+    publishes a gateway, else None; never imports or connects Ray itself."""
     ray = sys.modules.get("ray")
     if ray is None or not ray.is_initialized():
         return None
     try:
-        return resolve(PREFIX)
+        gateway_urls(PREFIX)
     except GatewayNotOnRay:
         return None
+    return PREFIX

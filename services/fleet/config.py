@@ -293,10 +293,11 @@ class FleetConfig(BaseModel):
                 f"ray: pools {prm} (kind prm) are reached at their replica's own address, which moves on "
                 "Ray; run them as backend external"
             )
-        if ray.gateway.replicas > 1 and self.gateway.state.state_url is None:
+        if ray.gateway.most_replicas > 1 and self.gateway.state.state_url is None:
             raise ValueError(
-                "ray.gateway.replicas > 1 needs gateway.state.state_url: a Redis every gateway node reaches "
-                "(the gateways share groups, idempotency and budgets through it)"
+                "ray.gateway.replicas > 1 (or autoscale.max_replicas > 1) needs gateway.state.state_url: "
+                "a Redis every gateway node reaches (the gateways share groups, idempotency and budgets "
+                "through it)"
             )
 
 

@@ -34,11 +34,14 @@ def auth_from_env() -> dict[str, Any]:
 
 
 def gateway_url(explicit: str | None) -> str:
-    """The gateway address: the explicit argument, else `$REWARDFLEET_URL`, else the gateway a fleet on the
-    Ray cluster this process is connected to publishes (`rewardfleet up --ray`), else the local default.
-    `ray:[NAME]` in the first two is resolved on Ray (`client/ray_discovery.py`)."""
+    """The gateway address: the explicit argument, else `$REWARDFLEET_URL`, else `ray:` when a fleet on the
+    Ray cluster this process is connected to publishes its gateways (`rewardfleet up --ray`), else the local
+    default. A `ray:[NAME]` address is checked on Ray now and kept as it is: the clients made from it send
+    their posts round that fleet's gateways (`client/ray_discovery.py`)."""
     chosen = explicit or os.environ.get(URL_ENV) or published_here() or DEFAULT_URL
-    return resolve_on_ray(chosen) if is_ray_address(chosen) else chosen
+    if is_ray_address(chosen):
+        resolve_on_ray(chosen)  # GatewayNotOnRay here, not at the first post
+    return chosen
 
 
 class ClientPerLoop:

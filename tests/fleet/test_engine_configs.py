@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from bench.harness.processes import rewardfleet_cmd
+from bench.harness.processes import REPO_ROOT, rewardfleet_cmd
 from rewardfleet.services.client import ray_discovery
 from rewardfleet.services.fleet.config import FleetConfigError, load_fleet_config
 from rewardfleet.services.fleet.on_ray.children import fill, with_placeholders
@@ -36,6 +37,8 @@ def _load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
     [
         ("ray: {pools: {nope: {num_cpus: 1}}}", "ray.pools: ['nope'] are not pools"),
         ("ray: {gateway: {replicas: 2}}", "needs gateway.state.state_url"),
+        ("ray: {gateway: {autoscale: {max_replicas: 2}}}", "needs gateway.state.state_url"),
+        ("ray: {gateway: {autoscale: {target_inflight: 0}}}", "target_inflight"),
         ("ray: {pools: {rm: {resources: {CPU: 2}}}}", "use num_cpus / num_gpus"),
         ("ray: {gateway: {resources: {gateway_node: 0}}}", "resources.gateway_node must be > 0"),
         ("ray: {placement_strategy: EVERYWHERE}", "ray.placement_strategy"),
@@ -137,3 +140,15 @@ def test_ray_addresses(address: str, expected: tuple[str, str]) -> None:
     assert ray_discovery.is_ray_address(address)
     assert ray_discovery.parse(address) == expected
     assert not ray_discovery.is_ray_address("http://ray:8000")
+
+
+def test_the_documented_ray_config_loads(tmp_path: Path) -> None:
+    """docs/deploy.md's `fleet.yaml` for `rewardfleet up --ray`, as a user copies it."""
+    text = (REPO_ROOT / "docs" / "deploy.md").read_text()
+    section = text[text.index("## On Ray (`rewardfleet up --ray`)") :]
+    block = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert block is not None
+    cfg = _load(tmp_path, block.group(1))
+    assert cfg.ray is not None and cfg.ray.gateway.autoscale is not None
+    assert cfg.ray.gateway.start_replicas == 2 and cfg.ray.gateway.autoscale.max_replicas == 8
+    assert cfg.ray.pools["reward_model"].autoscale is not None

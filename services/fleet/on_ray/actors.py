@@ -12,6 +12,7 @@ Ray restarts an actor that died (its node lost, or its process exited and took t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -124,6 +125,8 @@ class FrontActor:
         self.gateway = OwnedChild(self.name, argv, logs / f"{self.name}.log", _exit_actor).start()
         self.children.append(self.gateway)
         self._stop = threading.Event()
+        self._ready = False  # answered /ready once: published from then on, unless retired
+        self._retired = False
         self._reconciler = threading.Thread(target=self._reconcile_loop, name="reconcile", daemon=True)
         self._reconciler.start()
 
@@ -142,8 +145,16 @@ class FrontActor:
     def wait_ready(self, timeout_s: float) -> str:
         """Until the gateway answers `/ready`; then publish its address in the directory."""
         wait_http(f"{self.url}/ready", timeout_s, lambda: self.gateway.alive, self.ready_headers)
+        self._ready = True
         self._publish()
         return self.url
+
+    def retire(self) -> None:
+        """Out of the directory for good (the gateway is scaled away); it serves on until `stop()`."""
+        self._retired = True
+        name, namespace = self.directory
+        with contextlib.suppress(ValueError, ray.exceptions.RayError):
+            ray.get(ray.get_actor(name, namespace=namespace).withdraw.remote(self.name), timeout=10)
 
     def set_replicas(self, pool: str, handles: list[Any]) -> None:
         """The pool's replicas now (it was scaled); the next reconcile round routes to exactly these."""
@@ -163,6 +174,8 @@ class FrontActor:
 
     # --- internals --------------------------------------------------------------------------------------
     def _publish(self) -> None:
+        if self._retired:
+            return
         name, namespace = self.directory
         try:
             directory = ray.get_actor(name, namespace=namespace)
@@ -178,9 +191,18 @@ class FrontActor:
                     self._reconcile(pool)
                 except (OSError, ValueError):
                     continue  # the router is restarting with this actor, or answered oddly: next round
-            if self.gateway.alive and time.monotonic() - published_at > 5.0:
+            if not self._ready and self.gateway.alive:
+                self._ready = self._answers_ready()  # a gateway added by scaling, or restarted by Ray
+                published_at = 0.0
+            if self._ready and self.gateway.alive and time.monotonic() - published_at > 5.0:
                 self._publish()
                 published_at = time.monotonic()
+
+    def _answers_ready(self) -> bool:
+        with contextlib.suppress(OSError, RuntimeError):
+            wait_http(f"{self.url}/ready", 0.0, lambda: self.gateway.alive, self.ready_headers)
+            return True
+        return False
 
     def _reconcile(self, pool: str) -> None:
         wanted: set[str] = set()
@@ -224,6 +246,9 @@ class Directory:
 
     def publish(self, name: str, url: str) -> None:
         self._gateways[name] = url
+
+    def withdraw(self, name: str) -> None:
+        self._gateways.pop(name, None)
 
     def gateways(self) -> list[str]:
         return [self._gateways[name] for name in sorted(self._gateways)]

@@ -33,9 +33,10 @@ from rich.table import Table
 
 from rewardfleet.services.fleet.config import FleetConfig, PoolConfig
 from rewardfleet.services.fleet.on_ray.actors import Directory, FrontActor, ReplicaActor
+from rewardfleet.services.fleet.on_ray.autoscaling import Autoscaling
 from rewardfleet.services.fleet.on_ray.children import with_placeholders
 from rewardfleet.services.fleet.on_ray.config import RayConfig, RayPlacement
-from rewardfleet.services.fleet.on_ray.scaling import Scaler, pool_queue
+from rewardfleet.services.fleet.on_ray.scaling import Scaler
 from rewardfleet.services.fleet.plan import FleetPlan, write_gateway_config
 from rewardfleet.services.fleet.probe_key import probe_headers
 from rewardfleet.services.fleet.runner import STATE_FILE
@@ -72,7 +73,7 @@ def _bundle(resources: dict[str, Any]) -> dict[str, float]:
 
 
 @dataclass
-class RayFleet:
+class RayFleet(Autoscaling):
     config: FleetConfig
     plan: FleetPlan
     ray_config: RayConfig
@@ -86,6 +87,12 @@ class RayFleet:
     scalers: dict[str, Scaler] = field(default_factory=dict)
     next_index: dict[str, int] = field(default_factory=dict)
     _new_replica: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    gateway_scaler: Scaler | None = None
+    next_front: int = 0
+    probe_headers: dict[str, str] = field(default_factory=dict)
+    _new_front: Callable[[Any, int], Any] | None = None
+    front_bundles: list[int | None] = field(default_factory=list)  # each front's bundle in the group, if any
+    _front_group: PlacementGroup | None = None
 
     def start(self) -> None:
         self.started_s = time.monotonic()
@@ -120,24 +127,32 @@ class RayFleet:
         gw = rc.gateway
         gw_cpus = gw.num_cpus if gw.num_cpus is not None else 1.0
         gw_resources = {"num_cpus": gw_cpus, "num_gpus": 0.0, "resources": dict(gw.resources)}
-        group = self._group("the gateways", [_bundle(gw_resources)] * gw.replicas)
+        group = self._group("the gateways", [_bundle(gw_resources)] * gw.start_replicas)
         processes = self.config.gateway_processes
         per_front = max(1, int(gw_cpus)) if processes == "auto" else processes
         headers_fn = probe_headers(self.config.gateway)
-        headers = dict(headers_fn()) if headers_fn is not None else {}
-        pools = {p.name: (dict(p.config.router), self.replicas[p.name]) for p in self.plan.pools}
+        self.probe_headers = dict(headers_fn()) if headers_fn is not None else {}
         front = ray.remote(FrontActor)
-        for index in range(gw.replicas):
-            strategy = PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=index)
-            self.fronts.append(
-                front.options(
-                    **gw_resources, max_restarts=rc.max_restarts, max_task_retries=-1, max_concurrency=4,
-                    scheduling_strategy=strategy,
-                ).remote(
-                    index, pools, self.plan.gateway_config_text, per_front, gw.port, run_dir,
-                    (name, rc.namespace), headers, rc.reconcile_interval_s,
-                )
+
+        def new_front(strategy: Any, index: int) -> Any:
+            pools = {p.name: (dict(p.config.router), self.replicas[p.name]) for p in self.plan.pools}
+            return front.options(
+                **gw_resources, max_restarts=rc.max_restarts, max_task_retries=-1, max_concurrency=4,
+                scheduling_strategy=strategy, runtime_env=rc.runtime_env,
+            ).remote(
+                index, pools, self.plan.gateway_config_text, per_front, gw.port, run_dir,
+                (name, rc.namespace), self.probe_headers, rc.reconcile_interval_s,
             )  # fmt: skip
+
+        self._new_front = new_front
+        self._front_group = group
+        for index in range(gw.start_replicas):
+            strategy = PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=index)
+            self.fronts.append(new_front(strategy, index))
+            self.front_bundles.append(index)
+        self.next_front = gw.start_replicas
+        if gw.autoscale is not None:
+            self.gateway_scaler = Scaler(gw.autoscale)
         self._wait_ready()
 
     def _replica(
@@ -155,40 +170,10 @@ class RayFleet:
             ray.remote(ReplicaActor)
             .options(
                 **resources, max_restarts=rc.max_restarts, max_task_retries=-1, max_concurrency=4,
-                scheduling_strategy=strategy,
+                scheduling_strategy=strategy, runtime_env=rc.runtime_env,
             )
             .remote(f"{pool}-{index}", argv, str(self.plan.run_dir), env)
         )  # fmt: skip
-
-    def autoscale(self, where: dict[str, Any]) -> None:
-        """One step of every autoscaled pool: a replica more (placed SPREAD) or one less (drained first)."""
-        for pool, scaler in self.scalers.items():
-            handles = self.replicas[pool]
-            queue = pool_queue(r["url"] for r in where["pools"].get(pool, []))
-            if queue is None or len(where["pools"].get(pool, [])) != len(handles):
-                continue  # a replica is (re)starting: decide once all answer
-            want = scaler.desired(len(handles), queue, time.monotonic())
-            if want == len(handles):
-                self._tell_fronts(pool)  # a gateway Ray restarted starts from the replicas it was made with
-            elif want > len(handles):
-                index = self.next_index[pool]
-                self.next_index[pool] += 1
-                handles.append(self._new_replica[pool]("SPREAD", index))
-                self._tell_fronts(pool)
-                self.console.print(f"{pool}: {queue:.0f} waiting, scaling up to {want} replicas")
-            elif want < len(handles):
-                gone = handles.pop()
-                self._tell_fronts(pool)
-                self.console.print(f"{pool}: {queue:.0f} waiting, scaling down to {want} replicas")
-                # Its routers drop it within a reconcile round; then it finishes what it holds and exits.
-                self.stopping.wait(2 * self.ray_config.reconcile_interval_s + 1.0)
-                with contextlib.suppress(ray.exceptions.RayError):
-                    ray.get(gone.stop.remote(20.0), timeout=60)
-                ray.kill(gone, no_restart=True)
-
-    def _tell_fronts(self, pool: str) -> None:
-        with contextlib.suppress(ray.exceptions.RayError):
-            ray.get([f.set_replicas.remote(pool, self.replicas[pool]) for f in self.fronts], timeout=30)
 
     def _group(self, what: str, bundles: list[dict[str, float]]) -> PlacementGroup:
         group: PlacementGroup = placement_group(bundles, strategy=self.ray_config.placement_strategy)
@@ -292,10 +277,20 @@ class RayFleet:
                 table.add_row(f"  {pool}-{index}", replica["url"], replica["node_id"][:12])
         return table
 
+    @staticmethod
+    def _answering(handles: list[Any], timeout_s: float = 5.0) -> list[Any]:
+        if not handles:
+            return []
+        refs = {h.where.remote(): h for h in handles}
+        ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
+        return [refs[ref] for ref in ready]
+
     def stop(self) -> None:
-        """Gateways first (they drain), then replicas; then every actor and placement group is removed."""
+        """Gateways first (they drain), then replicas; then every actor and placement group is removed. An
+        actor that does not answer (still waiting for room, or restarting) holds nothing to drain: killed."""
         for handles in (self.fronts, [h for hs in self.replicas.values() for h in hs]):
-            calls = [h.stop.remote() if h in self.fronts else h.stop.remote(20.0) for h in handles]
+            answering = self._answering(handles)
+            calls = [h.stop.remote() if h in self.fronts else h.stop.remote(20.0) for h in answering]
             with contextlib.suppress(ray.exceptions.RayError):
                 ray.get(calls, timeout=300)
             for handle in handles:
@@ -305,6 +300,7 @@ class RayFleet:
         for group in self.groups:
             remove_placement_group(group)
         self.fronts.clear()
+        self.front_bundles.clear()
         self.replicas.clear()
         self.groups.clear()
         self.directory = None

@@ -1,28 +1,28 @@
-"""Scaling a pool on Ray by its queue: the decision (`Scaler`) and the signal (`queue_depth`).
+"""Scaling on Ray: the decision (`Scaler`) and the signals (a pool's queue, the gateways' requests in flight).
 
-The signal is SGLang's `sglang:num_queue_reqs` (requests waiting, not yet running), which our CPU model server
-exports too, summed over the pool's replicas: the same rule as the Kubernetes autoscalers (docs/deploy.md).
+A pool follows SGLang's `sglang:num_queue_reqs` (requests waiting, not yet running; our CPU model server
+exports it too) summed over its replicas; the gateways follow `rewardfleet_gateway_inflight_requests` summed
+over them: the Kubernetes autoscalers' rules (docs/deploy.md).
 """
 
 from __future__ import annotations
 
 import math
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from rewardfleet.services.fleet.on_ray.config import RayAutoscale
+from rewardfleet.services.fleet.on_ray.config import RayAutoscale, RayGatewayAutoscale
 
 QUEUE_METRIC = "sglang:num_queue_reqs"
+INFLIGHT_METRIC = "rewardfleet_gateway_inflight_requests"
 
 
-def queue_depth(metrics_text: str) -> float:
-    """The sum of `sglang:num_queue_reqs` samples in a Prometheus text exposition (0 when absent)."""
+def metric_sum(metrics_text: str, name: str) -> float:
+    """The sum of the samples of metric `name` in a Prometheus text exposition (0 when absent)."""
     total = 0.0
     for line in metrics_text.splitlines():
-        if line.startswith(QUEUE_METRIC) and (
-            len(line) == len(QUEUE_METRIC) or line[len(QUEUE_METRIC)] in " {"
-        ):
+        if line.startswith(name) and (len(line) == len(name) or line[len(name)] in " {"):
             try:
                 total += float(line.rsplit(None, 1)[1])
             except (IndexError, ValueError):
@@ -30,13 +30,37 @@ def queue_depth(metrics_text: str) -> float:
     return total
 
 
+def queue_depth(metrics_text: str) -> float:
+    """Requests waiting in one model server's exposition."""
+    return metric_sum(metrics_text, QUEUE_METRIC)
+
+
+def _scrape(url: str, headers: Mapping[str, str], timeout_s: float) -> str:
+    request = urllib.request.Request(f"{url}/metrics", headers=dict(headers))
+    with urllib.request.urlopen(request, timeout=timeout_s) as resp:
+        return str(resp.read().decode(errors="replace"))
+
+
 def pool_queue(urls: Iterable[str], timeout_s: float = 2.0) -> float | None:
     """Requests waiting over the replicas at `urls`; None when one does not answer (no decision then)."""
     total = 0.0
     for url in urls:
         try:
-            with urllib.request.urlopen(f"{url}/metrics", timeout=timeout_s) as resp:
-                total += queue_depth(resp.read().decode(errors="replace"))
+            total += queue_depth(_scrape(url, {}, timeout_s))
+        except OSError:
+            return None
+    return total
+
+
+def gateways_inflight(
+    urls: Iterable[str], headers: Mapping[str, str], timeout_s: float = 2.0
+) -> float | None:
+    """Requests in flight over the gateways at `urls`, less each one's own scrape; None when one does not
+    answer."""
+    total = 0.0
+    for url in urls:
+        try:
+            total += max(0.0, metric_sum(_scrape(url, headers, timeout_s), INFLIGHT_METRIC) - 1.0)
         except OSError:
             return None
     return total
@@ -44,15 +68,15 @@ def pool_queue(urls: Iterable[str], timeout_s: float = 2.0) -> float | None:
 
 @dataclass
 class Scaler:
-    """How many replicas a pool should have now, one step at a time, with cool-downs."""
+    """How many replicas should run now, one step at a time, with cool-downs."""
 
-    rule: RayAutoscale
+    rule: RayAutoscale | RayGatewayAutoscale
     changed_at: float = -math.inf
-    calm_since: float | None = None  # when the queue last went under the target
+    calm_since: float | None = None  # when the load last went under the target
 
-    def desired(self, current: int, queue: float, now: float) -> int:
+    def desired(self, current: int, load: float, now: float) -> int:
         rule = self.rule
-        want = min(rule.max_replicas, max(rule.min_replicas, math.ceil(queue / rule.target_queue)))
+        want = min(rule.max_replicas, max(rule.min_replicas, math.ceil(load / rule.target)))
         if want < current:
             if self.calm_since is None:
                 self.calm_since = now

@@ -1,10 +1,11 @@
 """`rewardfleet up --ray` on a real local Ray cluster of three raylets (`ray.cluster_utils.Cluster`).
 
 A light fleet: a reward-model pool of two CPU model servers (a tiny Qwen2 reward model built here) and one
-gateway with its router on the head node (the only node offering the `gateway_node` resource). One cluster and
-one fleet for the module: it comes up across nodes and answers; a replica's node is removed while ~2,000 posts
-are in flight and none is lost, the replica coming back on another node; Ctrl-C leaves no actor, process or
-port behind.
+gateway with its router on the head node (the only node offering the `gateway_node` resource), scaling to two
+there on load, sharing a real Redis. One cluster and one fleet for the module: it comes up across nodes and
+answers; verl's reward loop on the cluster finds it; a pool and the gateways scale up under load and back down
+with drained exits; a replica's node is removed while ~2,000 posts are in flight and none is lost, the replica
+coming back on another node; Ctrl-C leaves no actor, process or port behind.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
+import sys
 import textwrap
 import time
 from collections.abc import Iterator
@@ -28,7 +31,9 @@ import pytest
 ray = pytest.importorskip("ray", reason="the Ray engine tests need ray (pip install 'reward-fleet[ray]')")
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from bench.harness.processes import ChildProcess, rewardfleet_cmd  # noqa: E402
+from bench.common import write_fn  # noqa: E402
+from bench.harness.processes import REPO_ROOT, VENV_BIN, ChildProcess, rewardfleet_cmd  # noqa: E402
+from bench.harness.redis_server import RedisServer  # noqa: E402
 from bench.harness.tiny_models import build_tiny_qwen2  # noqa: E402
 from bench.harness.waiting import eventually  # noqa: E402
 from rewardfleet.services.client import AsyncRewardClient, RetryPolicy  # noqa: E402
@@ -37,6 +42,15 @@ from tests.fleet.procs import alive, cmdline, descendants  # noqa: E402
 # The module's first test also starts the cluster and the fleet (~1-3 min on 2 busy cores).
 pytestmark = pytest.mark.timeout(900)
 NAMESPACE = "rewardfleet"  # the defaults: a trainer finds the fleet without configuration
+# verl's config stack needs antlr4 4.9, the gateway 4.13 (tests/integrations/test_verl_trainer_code.py).
+ANTLR_FOR_VERL = VENV_BIN.parent / "antlr4-4.9"
+WAIT_FN = """
+import asyncio
+
+async def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    await asyncio.sleep(float(extra_info["latency_s"]))
+    return 1.0
+"""
 
 
 @dataclass
@@ -70,9 +84,12 @@ def _sample(i: int, tag: str = "sample") -> dict[str, Any]:
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayFleet]:
     tmp = tmp_path_factory.mktemp("ray")
     rm = build_tiny_qwen2(tmp / "rm", "seq_cls", seed=2)
+    write_fn(tmp / "fns", "wait", WAIT_FN)
+    (tmp / "redis").mkdir()
+    redis = RedisServer(tmp / "redis").start()  # the gateways' shared state, as more than one needs
     cluster = Cluster(
         initialize_head=True,
-        head_node_args={"num_cpus": 2, "resources": {"gateway_node": 1}, "include_dashboard": False},
+        head_node_args={"num_cpus": 4, "resources": {"gateway_node": 2}, "include_dashboard": False},
     )
     for _ in range(2):
         cluster.add_node(num_cpus=3)
@@ -99,6 +116,8 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayFleet]:
         ready_timeout_s: 360
         gateway:
           workers: 1
+          reward_fns_dirs: [{tmp / "fns"}]
+          state: {{state_url: "{redis.url}"}}
           functions:
             reward_model: {{timeout_s: 60, reward_kwargs: {{model: tiny-rm}}}}
             scaled:
@@ -106,7 +125,10 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayFleet]:
               timeout_s: 60
               reward_kwargs: {{pool: scaled, model: tiny-rm}}
         ray:
-          gateway: {{resources: {{gateway_node: 1}}}}
+          gateway:
+            resources: {{gateway_node: 1}}
+            autoscale: {{min_replicas: 1, max_replicas: 2, target_inflight: 48, up_cooldown_s: 0,
+                        down_cooldown_s: 3}}
           pools:
             scaled: {{autoscale: {{min_replicas: 1, max_replicas: 2, target_queue: 4, up_cooldown_s: 0,
                                   down_cooldown_s: 3}}}}
@@ -126,6 +148,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayFleet]:
         proc.stop(timeout_s=120)
         ray.shutdown()
         cluster.shutdown()
+        redis.stop()
 
 
 def test_the_fleet_comes_up_across_nodes_and_answers(fleet: RayFleet) -> None:
@@ -137,6 +160,9 @@ def test_the_fleet_comes_up_across_nodes_and_answers(fleet: RayFleet) -> None:
     assert len(replicas) == 2 and replicas[0]["node_id"] != replicas[1]["node_id"], replicas
     url = fleet.gateway()
     assert url == gateways[0]["url"]
+    pids = set(gateways[0]["pids"]) | {r["pid"] for r in replicas}
+    # Ray starts its workers at niceness 15; the fleet's run at 0 (`ray.niceness`), as a host's would.
+    assert {p: os.getpriority(os.PRIO_PROCESS, p) for p in pids} == dict.fromkeys(pids, 0)
 
     async def score() -> list[Any]:
         async with AsyncRewardClient(url) as client:
@@ -175,6 +201,26 @@ def test_a_trainer_in_the_cluster_finds_the_gateway_without_configuration(fleet:
     assert asyncio.run(named()).status == "ok"
 
 
+def test_verl_reward_loop_on_the_cluster_scores_through_the_fleet_it_finds(fleet: RayFleet) -> None:
+    """verl's `RewardLoopManager` in a driver of its own on this cluster (verl_reward_loop_cases.py): its
+    config from docs/deploy.md, no gateway address anywhere; its workers are gone with it."""
+    if not (ANTLR_FOR_VERL / "antlr4").is_dir():
+        pytest.fail(f"no antlr4 4.9 for verl in {ANTLR_FOR_VERL}: run .ci/setup")
+    env = {k: v for k, v in os.environ.items() if k != "REWARDFLEET_URL"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ANTLR_FOR_VERL), env.get("PYTHONPATH")) if p)
+    env.update(RF_RAY_ADDRESS=fleet.cluster.address, RF_GATEWAY_URL=fleet.gateway(), HF_HUB_OFFLINE="1")
+    cases = "tests/fleet/on_ray/verl_reward_loop_cases.py"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", cases, "-q", "-n", "0", "-p", "no:cacheprovider"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0 and re.search(r"^1 passed", proc.stdout, re.M), (
+        proc.stdout[-6000:] + proc.stderr
+    )
+    left = [a for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"] == "verl-job"]
+    assert not left, left
+
+
 def test_a_pool_scales_up_under_load_and_back_down_with_a_drained_exit(fleet: RayFleet) -> None:
     def replicas() -> list[dict[str, Any]]:
         return list(fleet.state()["ray"]["pools"]["scaled"])
@@ -204,6 +250,99 @@ def test_a_pool_scales_up_under_load_and_back_down_with_a_drained_exit(fleet: Ra
     assert not alive({pid}) and _refused(added)
     assert "scaling up to 2" in fleet.proc.log() and "scaling down to 1" in fleet.proc.log()
     print(f"scaled up and down over {len(results)} posts")
+
+
+def test_gateways_scale_up_under_load_and_back_down_draining_with_nothing_lost(fleet: RayFleet) -> None:
+    """Posts that each await 1 s, from a client that follows the published gateways (`ray:`): 96 in flight
+    (target 48 a gateway) add a second gateway, which then serves its share; 12 in flight keep flowing while
+    the second one is scaled away (unpublished, drained with posts sent to its own URL in flight, stopped):
+    every post scored, its processes gone."""
+
+    def gateways() -> list[dict[str, Any]]:
+        return list(fleet.state()["ray"]["gateways"])
+
+    first = gateways()[0]["url"]
+    assert len(gateways()) == 1
+    added: dict[str, Any] = {}
+    results: list[Any] = []
+
+    def body(i: int, tag: str) -> dict[str, Any]:
+        return {**_sample(i, tag), "reward_fn": "wait", "extra_info": {"latency_s": 1.0}}
+
+    async def load(concurrency: int, tag: str, until: Any, most: int, within_s: float) -> None:
+        retry = RetryPolicy(max_attempts=20, initial_backoff_s=0.2, max_backoff_s=1.0, max_elapsed_s=120)
+        async with AsyncRewardClient(
+            "ray:", max_concurrency=concurrency, retry=retry, timeout_s=60
+        ) as client:
+            deadline = time.monotonic() + within_s
+            while not until():
+                assert time.monotonic() < deadline and len(results) < most, (
+                    f"not within the load: {gateways()}"
+                )
+                n = len(results)
+                results.extend(await client.score_many([body(i, tag) for i in range(n, n + concurrency)]))
+
+    def second_serves() -> bool:
+        now = [g for g in gateways() if g["url"] != first]
+        if now and _gateway_scored(now[0]["url"]) > 0:
+            added.update(now[0])
+        return bool(added)
+
+    asyncio.run(load(96, "gw-up", second_serves, 16000, 240))
+    assert all(r.status == "ok" for r in results), [r for r in results if r.status != "ok"][:3]
+    up = len(results)
+    pids = set(added["pids"]) | {d for p in added["pids"] for d in descendants(p)}
+    pinned: list[Any] = []
+
+    async def pinned_to_the_second() -> None:
+        """Once the second gateway is told to go, posts to its own URL (not `ray:`) that each await 20 s: it
+        has left the directory but serves until its drain starts 11 s later; the drain lets them finish."""
+        deadline = time.monotonic() + 180
+        while not re.search(r"gateways: \d+ in flight, scaling down to 1", fleet.proc.log()):
+            assert time.monotonic() < deadline, "the second gateway was not scaled away"
+            await asyncio.sleep(0.2)
+        async with AsyncRewardClient(added["url"], retry=RetryPolicy(max_attempts=1), timeout_s=60) as client:
+            bodies = [{**body(i, "pinned"), "extra_info": {"latency_s": 20.0}} for i in range(6)]
+            pinned.extend(await client.score_many(bodies))
+
+    def second_gone() -> bool:
+        return len(gateways()) == 1 and not alive(pids)
+
+    async def scale_down() -> None:
+        await asyncio.gather(load(12, "gw-down", second_gone, up + 2000, 180), pinned_to_the_second())
+
+    asyncio.run(scale_down())
+    bad = [r for r in results + pinned if r.status != "ok"]
+    assert not bad, f"{len(bad)} of {len(results) + len(pinned)} posts lost: {bad[:3]}"
+    assert len(pinned) == 6
+    log_of_second = next(
+        text
+        for text in (p.read_text() for p in (fleet.run_dir / "logs").glob("gateway-*.log"))
+        if f"Uvicorn running on {added['url']}" in text
+    )
+    drain = re.search(r"SIGTERM: draining \((\d+) requests in flight", log_of_second)
+    assert drain and int(drain.group(1)) >= 6, log_of_second[-2000:]  # the pinned posts were in flight
+    assert "drained in" in log_of_second, log_of_second[-2000:]
+    assert len({r.uid for r in results}) == len(results)
+    assert gateways()[0]["url"] == first and _refused(added["url"])
+    assert ray.get(ray.get_actor("rewardfleet", namespace=NAMESPACE).gateways.remote(), timeout=10) == [first]
+    log = fleet.proc.log()
+    assert re.search(r"gateways: \d+ in flight, scaling up to 2", log), log[-3000:]
+    assert re.search(r"gateways: \d+ in flight, scaling down to 1", log), log[-3000:]
+    print(f"{up} posts while scaling up, {len(results) - up} while scaling down")
+
+
+def _gateway_scored(url: str) -> float:
+    """Posts to `/score` the gateway answered 200."""
+    try:
+        text = httpx.get(f"{url}/metrics", timeout=5).text
+    except httpx.HTTPError:
+        return 0.0
+    return sum(
+        float(line.rsplit(None, 1)[1])
+        for line in text.splitlines()
+        if line.startswith('rewardfleet_gateway_requests_total{route="/score",status="200"}')
+    )
 
 
 def _served(replica_url: str) -> float:
