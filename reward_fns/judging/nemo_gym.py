@@ -1,7 +1,7 @@
 """What NeMo Gym's judge servers share, for the built-ins that reproduce them.
 
-The built-ins are `equivalence_llm_judge` and `xstest`; they share the message a judge reads from, the
-endpoint of a pool, and NeMo Gym's record of a judge call."""
+The built-ins (`equivalence_llm_judge`, `xstest`, `aalcr`, ...) share the message a judge reads from, the
+endpoint of a pool, NeMo Gym's record of a judge call, and reading a label from the judge's text only."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rewardfleet.reward_fns.judging.endpoint import JudgeEndpoint
 from rewardfleet.reward_fns.judging.errors import JudgeConfigError
 from rewardfleet.services.common.router_http import resolve_address
 
-__all__ = ["endpoint", "evaluation", "last_message"]
+__all__ = ["endpoint", "evaluation", "first_label", "last_message", "unquoted"]
 
 
 def last_message(messages: Sequence[Mapping[str, Any]], role: str) -> str | None:
@@ -50,3 +50,18 @@ def evaluation(chat: list[dict[str, Any]], text: str, label: str | None) -> dict
         "response": {"output": [said]},
         "verdict_label": label,
     }
+
+
+def unquoted(text: str, shown: str, labels: Sequence[str]) -> str:
+    """The judge's `text` with every line of `shown` (what the judge was shown of the policy's answer) that
+    holds one of `labels` blanked out, so a label the policy wrote and the judge quoted is not its verdict."""
+    for line in {ln.strip() for ln in shown.splitlines()}:
+        if line and any(label in line for label in labels):
+            text = text.replace(line, " " * len(line))
+    return text
+
+
+def first_label(text: str, labels: Sequence[str]) -> str | None:
+    """The label of `labels` that occurs first in `text`, or None."""
+    found = [(pos, label) for label in labels if (pos := text.find(label)) >= 0]
+    return min(found)[1] if found else None

@@ -21,6 +21,7 @@ import httpx
 import yaml
 
 from bench.harness.processes import ChildProcess, free_port
+from rewardfleet.reward_fns import aalcr
 from tests.nemo_gym import gym_mirror
 from tests.nemo_gym.judge_rows import judge_diffs, judge_inputs, judge_kwargs, judge_text, recorded_judge
 from tests.support.gateway import Gateway, start_gateway
@@ -167,6 +168,15 @@ REPLAYS: dict[str, Replay] = {
     "arc_agi": Replay(("predicted_output", "extraction_successful"), tasks="example.jsonl"),
 }
 
+# Judge servers whose rows record the judge's requests and answers: replayed against the stand-in judge.
+REPLAYS |= {
+    "aalcr": Replay(
+        ("invalid_judge_response", *aalcr.BANDS.values()),
+        drop=("judge_responses_create_params", "judge_response"),
+        judge="aalcr",
+    ),
+}
+
 
 @dataclass
 class Entry:
@@ -284,9 +294,7 @@ def replay_server(
             if not _same(answer.get(k), v)
         ]
         if replay.judge is not None:
-            diffs += judge_diffs(
-                answer.get("judge_evaluations"), recorded_judge(gym_mirror.rollouts(server)[i])
-            )
+            diffs += judge_diffs(recorded_judge(answer), recorded_judge(gym_mirror.rollouts(server)[i]))
         echoed = answer.get("response") == body["response"]
         results.append(RowResult(i, not diffs and echoed, "; ".join(diffs) or ("" if echoed else "body")))
     return results

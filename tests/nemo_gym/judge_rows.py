@@ -9,6 +9,7 @@ from typing import Any
 
 from tests.nemo_gym import gym_mirror
 from tests.nemo_gym.judge_replay import normalise
+from tests.nemo_gym.judge_sources import code_templates
 
 
 def judge_inputs(evaluation: dict[str, Any]) -> list[dict[str, Any]]:
@@ -23,6 +24,11 @@ def judge_text(evaluation: dict[str, Any]) -> str:
 
 
 def recorded_judge(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """A row's judge calls: its `judge_evaluations`, or the one call a server records as
+    `judge_responses_create_params` and `judge_response` (aalcr)."""
+    if isinstance(row.get("judge_responses_create_params"), dict):
+        call = {"responses_create_params": row["judge_responses_create_params"]}
+        return [{**call, "response": row.get("judge_response") or {}}]
     return [e for e in row.get("judge_evaluations") or [] if isinstance(e, dict)]
 
 
@@ -42,7 +48,8 @@ def judge_diffs(ours: Any, recorded: list[dict[str, Any]]) -> list[str]:
 
 def judge_kwargs(server: str, fn: Callable[..., Any]) -> dict[str, Any]:
     """The judge function's reward_kwargs from the server's own config file at the pinned commit: every
-    setting of the same name, and each prompt template file (`<name>_fpath`) read as the text `<name>`."""
+    setting of the same name, each prompt template file (`<name>_fpath`) read as the text `<name>`, and the
+    prompt texts the server keeps in its code (judge_sources.CODE_TEMPLATES)."""
     config = gym_mirror.config(server, f"{server}.yaml")
     settings = next(
         v["resources_servers"][server]
@@ -58,4 +65,4 @@ def judge_kwargs(server: str, fn: Callable[..., Any]) -> dict[str, Any]:
             if text is None:
                 raise FileNotFoundError(f"{server}: no prompt template at {path}")
             kwargs[name] = text
-    return kwargs
+    return {**kwargs, **code_templates(server)}
