@@ -168,12 +168,23 @@ REPLAYS: dict[str, Replay] = {
     "arc_agi": Replay(("predicted_output", "extraction_successful"), tasks="example.jsonl"),
 }
 
+# An answer of another kind that still reaches the judge (test_judge_requests_are_the_recorded_ones), where
+# plain text does not.
+JUDGED_ANSWER = {"text_to_sql": "```sql\nSELECT 1;\n```"}
 # Judge servers whose rows record the judge's requests and answers: replayed against the stand-in judge.
 REPLAYS |= {
     "aalcr": Replay(
         ("invalid_judge_response", *aalcr.BANDS.values()),
         drop=("judge_responses_create_params", "judge_response"),
         judge="aalcr",
+    ),
+    "text_to_sql": Replay(
+        ("model_output", "extracted_sql", "judge_passed", "failure_reason"),
+        drop=("judge_evaluations",),
+        judge="text_to_sql",
+        note="its rows were recorded with prompts.py of 05ca5f3d; f19769ac rewrote the judge's system message"
+        " after them, so the replay reads the prompt at 05ca5f3d; a verdict label of the policy's SQL quoted"
+        " in the judge's reply is not read as its verdict (NeMo Gym reads the first label anywhere)",
     ),
 }
 

@@ -4,17 +4,43 @@ from the server's own files at the pinned commit at test time (nothing of them i
 from __future__ import annotations
 
 import ast
-from typing import Any
+import subprocess
+from typing import Any, NamedTuple
 
 import yaml
 
 from tests.nemo_gym import gym_mirror
 
-# server -> {judge function's keyword: (file under the server's folder, what in it, how it is read)}
-#   constant: a string assigned to the name; fstring: an f-string assigned to the name, each `{body.x}` /
-#   `{x}` turned into the placeholder `{x}`; yaml: the key of a prompt YAML (absent: the keyword is left out)
-CODE_TEMPLATES: dict[str, dict[str, tuple[str, str, str]]] = {
-    "aalcr": {"judge_prompt_template": ("app.py", "judge_prompt", "fstring")},
+
+class Source(NamedTuple):
+    """Where a prompt text is: a file under the server's folder, what in it, how it is read, at which commit.
+
+    `how`: constant (a string assigned to `name`), fstring (an f-string assigned to `name`, each `{body.x}` /
+    `{x}` turned into the placeholder `{x}`), yaml (the key `name` of a prompt YAML; absent: left out).
+    `commit`: None is the pinned one; another is the commit the server's rows were recorded at, when its
+    prompt changed after them (said in the catalogue's note)."""
+
+    path: str
+    name: str
+    how: str
+    commit: str | None = None
+
+
+# The rows of text_to_sql were recorded at 05ca5f3d (its last change of example_rollouts.jsonl); f19769ac
+# rewrote the system message after them.
+TEXT_TO_SQL_ROWS = "05ca5f3d107a161207b0115b807dec0cbc532eeb"
+
+# server -> {judge function's keyword: where its text is}
+CODE_TEMPLATES: dict[str, dict[str, Source]] = {
+    "aalcr": {"judge_prompt_template": Source("app.py", "judge_prompt", "fstring")},
+    "text_to_sql": {
+        "judge_prompt_template": Source(
+            "prompts.py", "SQL_JUDGE_PROMPT_TEMPLATE", "constant", TEXT_TO_SQL_ROWS
+        ),
+        "judge_system_message": Source(
+            "prompts.py", "SQL_JUDGE_SYSTEM_MESSAGE", "constant", TEXT_TO_SQL_ROWS
+        ),
+    },
 }
 
 
@@ -48,10 +74,20 @@ def _template(value: ast.expr) -> str:
     return "".join(parts)
 
 
-def read(server: str, path: str, name: str, how: str) -> str | None:
-    text = gym_mirror.show(f"{gym_mirror.SERVERS}/{server}/{path}")
+def _show(path: str, commit: str | None) -> str | None:
+    if commit is None:
+        return gym_mirror.show(path)
+    done = subprocess.run(
+        ["git", "-C", str(gym_mirror.MIRROR), "show", f"{commit}:{path}"], capture_output=True, timeout=60
+    )
+    return done.stdout.decode() if done.returncode == 0 else None
+
+
+def read(server: str, source: Source) -> str | None:
+    path, name, how, commit = source
+    text = _show(f"{gym_mirror.SERVERS}/{server}/{path}", commit)
     if text is None:
-        raise FileNotFoundError(f"{server}: no {path} at {gym_mirror.COMMIT}")
+        raise FileNotFoundError(f"{server}: no {path} at {commit or gym_mirror.COMMIT}")
     if how == "yaml":
         value = (yaml.safe_load(text) or {}).get(name)
         return None if value is None else str(value)
@@ -66,8 +102,8 @@ def read(server: str, path: str, name: str, how: str) -> str | None:
 def code_templates(server: str) -> dict[str, Any]:
     """The judge function's keywords the server's code or prompt files give (see CODE_TEMPLATES)."""
     out = {}
-    for key, (path, name, how) in CODE_TEMPLATES.get(server, {}).items():
-        value = read(server, path, name, how)
+    for key, source in CODE_TEMPLATES.get(server, {}).items():
+        value = read(server, source)
         if value is not None:
             out[key] = value
     return out
