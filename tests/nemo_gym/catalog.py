@@ -178,6 +178,14 @@ REPLAYS |= {
         drop=("judge_responses_create_params", "judge_response"),
         judge="aalcr",
     ),
+    "math_with_autograder": Replay(
+        ("extracted_answer", "library_reward"),
+        drop=("judge_evaluations",),
+        judge="math_with_autograder",
+        note="every recorded response is empty (the policy wrote only reasoning), so the rows check the judge"
+        " path with an empty model solution; the library step and the \\boxed{} extraction are not checked"
+        " by them",
+    ),
     "text_to_sql": Replay(
         ("model_output", "extracted_sql", "judge_passed", "failure_reason"),
         drop=("judge_evaluations",),

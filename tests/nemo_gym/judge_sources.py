@@ -33,6 +33,10 @@ TEXT_TO_SQL_ROWS = "05ca5f3d107a161207b0115b807dec0cbc532eeb"
 # server -> {judge function's keyword: where its text is}
 CODE_TEMPLATES: dict[str, dict[str, Source]] = {
     "aalcr": {"judge_prompt_template": Source("app.py", "judge_prompt", "fstring")},
+    "math_with_autograder": {
+        "judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml"),
+        "judge_system_message": Source("prompts/judge.yaml", "system", "yaml"),
+    },
     "text_to_sql": {
         "judge_prompt_template": Source(
             "prompts.py", "SQL_JUDGE_PROMPT_TEMPLATE", "constant", TEXT_TO_SQL_ROWS
