@@ -8,8 +8,8 @@ its timeouts included, is 0 with no answer, as NeMo Gym has it. With `should_use
 judge gets `judge_prompt_template` (and `judge_system_message`, when set) filled with `{problem}`
 (`extra_info["question"]`), `{predicted_answer}` (the last balanced `\\boxed{...}` of the response, else the
 extracted answer, else the whole response) and `{expected_answer}`; the first of `judge_equal_label` /
-`judge_not_equal_label` in its reply decides, neither is 0. A label of the predicted answer that the judge
-quotes back is not read as its verdict.
+`judge_not_equal_label` in its reply decides, neither is 0 (and so is a predicted answer that itself holds
+a label: `judging.nemo_gym.shows_label`).
 
 math-verify times itself out with `signal.alarm`: with its timeouts on, the function must run on the main
 thread (the gateway's event loop; elsewhere a `JudgeConfigError`); with both None it runs in a thread.
@@ -30,7 +30,7 @@ from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, veri
 
 from rewardfleet.reward_fns.judging.endpoint import ask_judge
 from rewardfleet.reward_fns.judging.errors import JudgeConfigError
-from rewardfleet.reward_fns.judging.nemo_gym import endpoint, evaluation, first_label, unquoted
+from rewardfleet.reward_fns.judging.nemo_gym import endpoint, evaluation, first_label, shows_label
 
 __all__ = ["compute_score", "last_boxed", "library_check"]
 
@@ -149,7 +149,7 @@ async def compute_score(
     )
     reply = await ask_judge(judge, chat)
     labels = (judge_equal_label, judge_not_equal_label)
-    label = first_label(unquoted(reply.text, shown, labels), labels)
+    label = None if shows_label(shown, labels) else first_label(reply.text, labels)
     result["judge_evaluations"] = [evaluation(chat, reply.text, label)]
     result["score"] = 1.0 if label == judge_equal_label else 0.0
     return result

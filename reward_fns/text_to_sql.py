@@ -6,8 +6,8 @@ The SQL is taken from the response (`extract_sql`) and a judge compares it with 
 `{first_answer}` (the reference) and `{second_answer}` (the prediction), after `judge_system_message` when
 set. The first of `judge_equal_label` / `judge_not_equal_label` in the judge's reply decides; with
 `check_twice_swap` an equal verdict is asked again with the queries swapped, and a second "not equal" scores
-`reward_if_swap_fails`. A label the policy wrote into its SQL and the judge quoted back is not read as the
-verdict (`judging.nemo_gym.unquoted`).
+`reward_if_swap_fails`. When the predicted SQL itself holds a label, no verdict is read (the judge may quote
+it back: `judging.nemo_gym.shows_label`) and it scores 0.
 
 `extra_info`: `sql_dialect` (mysql, postgresql, sqlite; `postgres`, `pg`, `sqlite3` accepted), `sql_context`,
 `sql_prompt`. Returns `{"score", "model_output", "extracted_sql", "judge_passed", "failure_reason",
@@ -25,7 +25,7 @@ import aiohttp
 
 from rewardfleet.reward_fns.judging.endpoint import ask_judge
 from rewardfleet.reward_fns.judging.errors import JudgeConfigError
-from rewardfleet.reward_fns.judging.nemo_gym import endpoint, evaluation, first_label, unquoted
+from rewardfleet.reward_fns.judging.nemo_gym import endpoint, evaluation, first_label, shows_label
 
 __all__ = ["DIALECTS", "compute_score", "extract_sql"]
 
@@ -116,7 +116,7 @@ async def compute_score(
         chat = [{"role": "system", "content": judge_system_message}] if judge_system_message else []
         chat.append({"role": "user", "content": user})
         reply = await ask_judge(judge, chat)
-        label = first_label(unquoted(reply.text.strip(), predicted, labels), labels)
+        label = None if shows_label(predicted, labels) else first_label(reply.text.strip(), labels)
         result["judge_evaluations"].append(evaluation(chat, reply.text, label))
         return label == judge_equal_label
 

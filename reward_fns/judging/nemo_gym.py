@@ -1,7 +1,8 @@
 """What NeMo Gym's judge servers share, for the built-ins that reproduce them.
 
 The built-ins (`equivalence_llm_judge`, `xstest`, `aalcr`, ...) share the message a judge reads from, the
-endpoint of a pool, NeMo Gym's record of a judge call, and reading a label from the judge's text only."""
+endpoint of a pool, NeMo Gym's record of a judge call, and reading a verdict label only where the policy
+could not have written it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from rewardfleet.reward_fns.judging.endpoint import JudgeEndpoint
 from rewardfleet.reward_fns.judging.errors import JudgeConfigError
 from rewardfleet.services.common.router_http import resolve_address
 
-__all__ = ["endpoint", "evaluation", "first_label", "last_message", "unquoted"]
+__all__ = ["endpoint", "evaluation", "first_label", "last_message", "shows_label"]
 
 
 def last_message(messages: Sequence[Mapping[str, Any]], role: str) -> str | None:
@@ -52,13 +53,10 @@ def evaluation(chat: list[dict[str, Any]], text: str, label: str | None) -> dict
     }
 
 
-def unquoted(text: str, shown: str, labels: Sequence[str]) -> str:
-    """The judge's `text` with every line of `shown` (what the judge was shown of the policy's answer) that
-    holds one of `labels` blanked out, so a label the policy wrote and the judge quoted is not its verdict."""
-    for line in {ln.strip() for ln in shown.splitlines()}:
-        if line and any(label in line for label in labels):
-            text = text.replace(line, " " * len(line))
-    return text
+def shows_label(shown: str, labels: Sequence[str]) -> bool:
+    """Whether what the judge was shown of the policy's answer holds a verdict label: then no verdict is read
+    from the judge's reply (it may quote the label back), and the answer scores as an unreadable verdict."""
+    return any(label and label in shown for label in labels)
 
 
 def first_label(text: str, labels: Sequence[str]) -> str | None:
