@@ -170,7 +170,12 @@ REPLAYS: dict[str, Replay] = {
 
 # An answer of another kind that still reaches the judge (test_judge_requests_are_the_recorded_ones), where
 # plain text does not.
-JUDGED_ANSWER = {"text_to_sql": "```sql\nSELECT 1;\n```"}
+JUDGED_ANSWER = {
+    "text_to_sql": "```sql\nSELECT 1;\n```",
+    "terminus_judge": json.dumps({"state_analysis": "s", "explanation": "e", "is_task_complete": False,
+                                  "commands": [{"keystrokes": "true\n", "is_blocking": True,
+                                                "timeout_sec": 1}]}),
+}  # fmt: skip
 # Judge servers whose rows record the judge's requests and answers: replayed against the stand-in judge.
 REPLAYS |= {
     "aalcr": Replay(
@@ -185,6 +190,23 @@ REPLAYS |= {
         note="every recorded response is empty (the policy wrote only reasoning), so the rows check the judge"
         " path with an empty model solution; the library step and the \\boxed{} extraction are not checked"
         " by them",
+    ),
+    "terminus_judge": Replay(
+        (
+            "model_output",
+            "parsed_output",
+            "similarity_score",
+            "schema_check_passed",
+            "task_complete_check_passed",
+            "string_similarity_passed",
+            "judge_passed",
+        ),
+        drop=("judge_evaluations", "failure_reason"),
+        judge="terminus_judge",
+        note="its rows were recorded at 987f526e with the settings terminus_judge_simple.yaml keeps (the"
+        " simple prompt, the swap pass, threshold 0.9), which the replay uses; their failure_reason"
+        " `judge_evaluation_failed` is the name of that time (now `judge_not_equivalent`, which we answer),"
+        " so it is not compared",
     ),
     "text_to_sql": Replay(
         ("model_output", "extracted_sql", "judge_passed", "failure_reason"),

@@ -9,7 +9,7 @@ from typing import Any
 
 from tests.nemo_gym import gym_mirror
 from tests.nemo_gym.judge_replay import normalise
-from tests.nemo_gym.judge_sources import code_templates
+from tests.nemo_gym.judge_sources import CONFIG_FILES, code_templates
 
 
 def judge_inputs(evaluation: dict[str, Any]) -> list[dict[str, Any]]:
@@ -47,10 +47,11 @@ def judge_diffs(ours: Any, recorded: list[dict[str, Any]]) -> list[str]:
 
 
 def judge_kwargs(server: str, fn: Callable[..., Any]) -> dict[str, Any]:
-    """The judge function's reward_kwargs from the server's own config file at the pinned commit: every
-    setting of the same name, each prompt template file (`<name>_fpath`) read as the text `<name>`, and the
-    prompt texts the server keeps in its code (judge_sources.CODE_TEMPLATES)."""
-    config = gym_mirror.config(server, f"{server}.yaml")
+    """The judge function's reward_kwargs from the server's own config file at the pinned commit (its
+    `<server>.yaml`, or judge_sources.CONFIG_FILES'): every setting of the same name, each prompt template
+    file (`<name>_fpath`) read as the text `<name>`, and the prompt texts the server keeps in its code
+    (judge_sources.CODE_TEMPLATES)."""
+    config = gym_mirror.config(server, CONFIG_FILES.get(server, f"{server}.yaml"))
     settings = next(
         v["resources_servers"][server]
         for v in config.values()

@@ -15,8 +15,9 @@ from tests.nemo_gym import gym_mirror
 class Source(NamedTuple):
     """Where a prompt text is: a file under the server's folder, what in it, how it is read, at which commit.
 
-    `how`: constant (a string assigned to `name`), fstring (an f-string assigned to `name`, each `{body.x}` /
-    `{x}` turned into the placeholder `{x}`), yaml (the key `name` of a prompt YAML; absent: left out).
+    `how`: constant (a string assigned to `name`), literal (any literal assigned to it), fstring (an
+    f-string assigned to `name`, each `{body.x}` / `{x}` turned into the placeholder `{x}`), yaml (the key
+    `name` of a prompt YAML; absent: left out).
     `commit`: None is the pinned one; another is the commit the server's rows were recorded at, when its
     prompt changed after them (said in the catalogue's note)."""
 
@@ -30,12 +31,21 @@ class Source(NamedTuple):
 # rewrote the system message after them.
 TEXT_TO_SQL_ROWS = "05ca5f3d107a161207b0115b807dec0cbc532eeb"
 
+# The config file of a server whose rows were recorded with settings its default config no longer has: the
+# terminus_judge rows (at 987f526e) had the simple prompt, the swap pass and threshold 0.9, which
+# terminus_judge_simple.yaml keeps (terminus_judge.yaml moved to the rubrics_v4 prompt).
+CONFIG_FILES = {"terminus_judge": "terminus_judge_simple.yaml"}
+
 # server -> {judge function's keyword: where its text is}
 CODE_TEMPLATES: dict[str, dict[str, Source]] = {
     "aalcr": {"judge_prompt_template": Source("app.py", "judge_prompt", "fstring")},
     "math_with_autograder": {
         "judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml"),
         "judge_system_message": Source("prompts/judge.yaml", "system", "yaml"),
+    },
+    "terminus_judge": {
+        "terminus_1_schema": Source("schemas.py", "TERMINUS_1_SCHEMA", "literal"),
+        "terminus_2_schema": Source("schemas.py", "TERMINUS_2_SCHEMA", "literal"),
     },
     "text_to_sql": {
         "judge_prompt_template": Source(
@@ -87,7 +97,7 @@ def _show(path: str, commit: str | None) -> str | None:
     return done.stdout.decode() if done.returncode == 0 else None
 
 
-def read(server: str, source: Source) -> str | None:
+def read(server: str, source: Source) -> Any:
     path, name, how, commit = source
     text = _show(f"{gym_mirror.SERVERS}/{server}/{path}", commit)
     if text is None:
@@ -96,6 +106,8 @@ def read(server: str, source: Source) -> str | None:
         value = (yaml.safe_load(text) or {}).get(name)
         return None if value is None else str(value)
     value = _assigned(ast.parse(text), name)
+    if how == "literal":
+        return ast.literal_eval(value)
     if how == "fstring":
         return _template(value)
     if isinstance(value, ast.Constant) and isinstance(value.value, str):
