@@ -23,7 +23,14 @@ import yaml
 from bench.harness.processes import ChildProcess, free_port
 from rewardfleet.reward_fns import aalcr
 from tests.nemo_gym import gym_mirror
-from tests.nemo_gym.judge_rows import judge_diffs, judge_inputs, judge_kwargs, judge_text, recorded_judge
+from tests.nemo_gym.judge_rows import (
+    answer_only_recordings,
+    judge_diffs,
+    judge_inputs,
+    judge_kwargs,
+    judge_text,
+    recorded_judge,
+)
 from tests.support.gateway import Gateway, start_gateway
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "nemo_gym" / "catalog.yaml"
@@ -191,6 +198,15 @@ REPLAYS |= {
         " path with an empty model solution; the library step and the \\boxed{} extraction are not checked"
         " by them",
     ),
+    "simpleqa": Replay(
+        ("extracted_answer", "verdict", "judge_output", "is_correct", "is_incorrect", "is_not_attempted"),
+        judge="simpleqa",
+        note="its rows hold the judge's answer, not its request: the stand-in answers the request that holds"
+        " the row's question, reference and answer, so the prompt is checked for those only; the rows'"
+        " verdicts read the grade at the end of replies like `After reviewing ..., the grade is B.`, where"
+        " NeMo Gym's parser (first letter of the reply) reads the A of `After`: we read the last standalone"
+        " letter, as the rows show",
+    ),
     "terminus_judge": Replay(
         (
             "model_output",
@@ -357,6 +373,7 @@ def judge_recordings() -> list[dict[str, Any]]:
         if replay.judge is None:
             continue
         for row in gym_mirror.rollouts(server):
+            out += answer_only_recordings(server, row)
             for e in recorded_judge(row):
                 messages = [{"role": m.get("role"), "content": m.get("content")} for m in judge_inputs(e)]
                 out.append({"messages": messages, "answer": judge_text(e)})

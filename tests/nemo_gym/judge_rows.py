@@ -9,7 +9,7 @@ from typing import Any
 
 from tests.nemo_gym import gym_mirror
 from tests.nemo_gym.judge_replay import normalise
-from tests.nemo_gym.judge_sources import CONFIG_FILES, code_templates
+from tests.nemo_gym.judge_sources import ANSWER_ONLY, CONFIG_FILES, code_templates
 
 
 def judge_inputs(evaluation: dict[str, Any]) -> list[dict[str, Any]]:
@@ -67,3 +67,27 @@ def judge_kwargs(server: str, fn: Callable[..., Any]) -> dict[str, Any]:
                 raise FileNotFoundError(f"{server}: no prompt template at {path}")
             kwargs[name] = text
     return {**kwargs, **code_templates(server)}
+
+
+def response_text(row: dict[str, Any]) -> str:
+    """The policy's text in a row: every output_text part of its message items."""
+    parts = [
+        str(part.get("text", ""))
+        for item in (row.get("response") or {}).get("output") or []
+        if isinstance(item, dict) and item.get("type") == "message"
+        for part in item.get("content") or []
+        if isinstance(part, dict) and part.get("type") == "output_text"
+    ]
+    return " ".join(parts)
+
+
+def answer_only_recordings(server: str, row: dict[str, Any]) -> list[dict[str, Any]]:
+    """Stand-in judge recordings of a row that holds the judge's answers but not its requests
+    (judge_sources.ANSWER_ONLY): each answers the request that holds the row's task texts and the policy's
+    text."""
+    if server not in ANSWER_ONLY:
+        return []
+    answer, fields = ANSWER_ONLY[server]
+    needles = [str(row[f]) for f in fields if row.get(f) is not None] + [response_text(row)]
+    said = row.get(answer)
+    return [{"contains": needles, "answer": said}] if isinstance(said, str) else []

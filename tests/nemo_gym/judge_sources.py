@@ -36,6 +36,12 @@ TEXT_TO_SQL_ROWS = "05ca5f3d107a161207b0115b807dec0cbc532eeb"
 # terminus_judge_simple.yaml keeps (terminus_judge.yaml moved to the rubrics_v4 prompt).
 CONFIG_FILES = {"terminus_judge": "terminus_judge_simple.yaml"}
 
+# Servers whose rows hold the judge's answer but not its request: server -> (the row's key of the judge's
+# text, the task fields its request must hold besides the policy's text).
+ANSWER_ONLY: dict[str, tuple[str, tuple[str, ...]]] = {
+    "simpleqa": ("judge_output", ("question", "expected_answer")),
+}
+
 # server -> {judge function's keyword: where its text is}
 CODE_TEMPLATES: dict[str, dict[str, Source]] = {
     "aalcr": {"judge_prompt_template": Source("app.py", "judge_prompt", "fstring")},
@@ -43,6 +49,7 @@ CODE_TEMPLATES: dict[str, dict[str, Source]] = {
         "judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml"),
         "judge_system_message": Source("prompts/judge.yaml", "system", "yaml"),
     },
+    "simpleqa": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
     "terminus_judge": {
         "terminus_1_schema": Source("schemas.py", "TERMINUS_1_SCHEMA", "literal"),
         "terminus_2_schema": Source("schemas.py", "TERMINUS_2_SCHEMA", "literal"),
