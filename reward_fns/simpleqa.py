@@ -27,19 +27,21 @@ from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 __all__ = ["compute_score", "read_grade"]
 
 VERDICTS = {"A": "correct", "B": "incorrect", "C": "not_attempted"}
-_LETTER = re.compile(r"(?<![A-Za-z0-9_])[ABC](?![A-Za-z0-9_])")
 
 
-def read_grade(text: str) -> str:
-    """A, B or C from the judge's reply (see the module's docstring); C when it names none."""
+def read_grade(text: str, letters: str = "ABC", default: str = "C") -> str:
+    """One of `letters` from the judge's reply: the reply when it is one letter, else the last standalone
+    one of its last line, else of the whole reply; `default` when it names none. A letter inside a word
+    (the A of "After") or the judge's earlier quotes of the answer do not count."""
     cleaned = text.strip()
-    if cleaned in VERDICTS:
+    if len(cleaned) == 1 and cleaned in letters:
         return cleaned
+    standalone = re.compile(f"(?<![A-Za-z0-9_])[{letters}](?![A-Za-z0-9_])")
     for part in (cleaned.rsplit("\n", 1)[-1], cleaned):
-        found = _LETTER.findall(part)
+        found = standalone.findall(part)
         if found:
             return str(found[-1])
-    return "C"
+    return default
 
 
 async def compute_score(

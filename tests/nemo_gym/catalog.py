@@ -198,6 +198,28 @@ REPLAYS |= {
         " path with an empty model solution; the library step and the \\boxed{} extraction are not checked"
         " by them",
     ),
+    "omniscience": Replay(
+        (
+            "extracted_answer",
+            "verdict",
+            "judge_output",
+            "is_correct",
+            "is_incorrect",
+            "is_partial",
+            "is_not_attempted",
+            "omniscience_index",
+            "is_hallucination",
+        ),
+        judge="omniscience",
+        skip_rows={
+            2: "recorded at acf7aefe, when an answer with no closing </think> was dropped as unfinished;"
+            " since fa0c2da3 (the pinned code, ours) an answer with no reasoning tags at all is kept, and"
+            " this one has none, so the judge would see another answer than the recorded one"
+        },
+        note="its rows hold the judge's answer, not its request: the stand-in answers the request that holds"
+        " the row's question, reference and recorded answer (reasoning removed), so the prompt is checked"
+        " for those only",
+    ),
     "simpleqa": Replay(
         ("extracted_answer", "verdict", "judge_output", "is_correct", "is_incorrect", "is_not_attempted"),
         judge="simpleqa",

@@ -9,7 +9,7 @@ from typing import Any
 
 from tests.nemo_gym import gym_mirror
 from tests.nemo_gym.judge_replay import normalise
-from tests.nemo_gym.judge_sources import ANSWER_ONLY, CONFIG_FILES, code_templates
+from tests.nemo_gym.judge_sources import ANSWER_ONLY, CONFIG_FILES, RESPONSE, code_templates
 
 
 def judge_inputs(evaluation: dict[str, Any]) -> list[dict[str, Any]]:
@@ -83,11 +83,11 @@ def response_text(row: dict[str, Any]) -> str:
 
 def answer_only_recordings(server: str, row: dict[str, Any]) -> list[dict[str, Any]]:
     """Stand-in judge recordings of a row that holds the judge's answers but not its requests
-    (judge_sources.ANSWER_ONLY): each answers the request that holds the row's task texts and the policy's
-    text."""
+    (judge_sources.ANSWER_ONLY): each answers the request that holds the row's texts named there."""
     if server not in ANSWER_ONLY:
         return []
     answer, fields = ANSWER_ONLY[server]
-    needles = [str(row[f]) for f in fields if row.get(f) is not None] + [response_text(row)]
+    texts = {**row, RESPONSE: response_text(row)}
+    needles = [str(texts[f]) for f in fields if texts.get(f) is not None]
     said = row.get(answer)
     return [{"contains": needles, "answer": said}] if isinstance(said, str) else []

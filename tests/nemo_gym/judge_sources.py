@@ -37,9 +37,11 @@ TEXT_TO_SQL_ROWS = "05ca5f3d107a161207b0115b807dec0cbc532eeb"
 CONFIG_FILES = {"terminus_judge": "terminus_judge_simple.yaml"}
 
 # Servers whose rows hold the judge's answer but not its request: server -> (the row's key of the judge's
-# text, the task fields its request must hold besides the policy's text).
+# text, the row's texts its request must hold: task fields, recorded outputs, RESPONSE the policy's text).
+RESPONSE = "<response>"
 ANSWER_ONLY: dict[str, tuple[str, tuple[str, ...]]] = {
-    "simpleqa": ("judge_output", ("question", "expected_answer")),
+    "simpleqa": ("judge_output", ("question", "expected_answer", RESPONSE)),
+    "omniscience": ("judge_output", ("question", "expected_answer", "extracted_answer")),
 }
 
 # server -> {judge function's keyword: where its text is}
@@ -50,6 +52,7 @@ CODE_TEMPLATES: dict[str, dict[str, Source]] = {
         "judge_system_message": Source("prompts/judge.yaml", "system", "yaml"),
     },
     "simpleqa": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
+    "omniscience": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
     "terminus_judge": {
         "terminus_1_schema": Source("schemas.py", "TERMINUS_1_SCHEMA", "literal"),
         "terminus_2_schema": Source("schemas.py", "TERMINUS_2_SCHEMA", "literal"),
