@@ -220,6 +220,12 @@ REPLAYS |= {
         " the row's question, reference and recorded answer (reasoning removed), so the prompt is checked"
         " for those only",
     ),
+    "frontierscience_judge": Replay(
+        ("extracted_answer", "verdict", "judge_output"),
+        judge="frontierscience_judge",
+        note="its rows hold the judge's answer, not its request: the stand-in answers the request that holds"
+        " the row's question, reference and recorded answer, so the prompt is checked for those only",
+    ),
     "simpleqa": Replay(
         ("extracted_answer", "verdict", "judge_output", "is_correct", "is_incorrect", "is_not_attempted"),
         judge="simpleqa",

@@ -9,7 +9,7 @@ from typing import Any
 
 from tests.nemo_gym import gym_mirror
 from tests.nemo_gym.judge_replay import normalise
-from tests.nemo_gym.judge_sources import ANSWER_ONLY, CONFIG_FILES, RESPONSE, code_templates
+from tests.nemo_gym.judge_sources import ANSWER_ONLY, CONFIG_FILES, RESPONSE, code_templates, filled_lines
 
 
 def judge_inputs(evaluation: dict[str, Any]) -> list[dict[str, Any]]:
@@ -83,11 +83,13 @@ def response_text(row: dict[str, Any]) -> str:
 
 def answer_only_recordings(server: str, row: dict[str, Any]) -> list[dict[str, Any]]:
     """Stand-in judge recordings of a row that holds the judge's answers but not its requests
-    (judge_sources.ANSWER_ONLY): each answers the request that holds the row's texts named there."""
+    (judge_sources.ANSWER_ONLY): it answers the request that holds the server's template lines of the named
+    placeholders filled with the row's texts."""
     if server not in ANSWER_ONLY:
         return []
     answer, fields = ANSWER_ONLY[server]
     texts = {**row, RESPONSE: response_text(row)}
-    needles = [str(texts[f]) for f in fields if texts.get(f) is not None]
+    values = {name: "" if texts.get(key) is None else str(texts[key]) for name, key in fields.items()}
+    template = str(code_templates(server).get("judge_prompt_template", ""))
     said = row.get(answer)
-    return [{"contains": needles, "answer": said}] if isinstance(said, str) else []
+    return [{"contains": filled_lines(template, values), "answer": said}] if isinstance(said, str) else []

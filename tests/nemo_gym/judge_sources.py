@@ -37,12 +37,17 @@ TEXT_TO_SQL_ROWS = "05ca5f3d107a161207b0115b807dec0cbc532eeb"
 CONFIG_FILES = {"terminus_judge": "terminus_judge_simple.yaml"}
 
 # Servers whose rows hold the judge's answer but not its request: server -> (the row's key of the judge's
-# text, the row's texts its request must hold: task fields, recorded outputs, RESPONSE the policy's text).
+# text, {placeholder of its prompt template: the row's text that fills it (RESPONSE: the policy's text)}).
+# The request must hold, for each, the template's line of that placeholder filled with that text.
 RESPONSE = "<response>"
-ANSWER_ONLY: dict[str, tuple[str, tuple[str, ...]]] = {
-    "simpleqa": ("judge_output", ("question", "expected_answer", RESPONSE)),
-    "omniscience": ("judge_output", ("question", "expected_answer", "extracted_answer")),
-}
+ANSWER_ONLY: dict[str, tuple[str, dict[str, str]]] = {
+    "simpleqa": ("judge_output", {"question": "question", "expected_answer": "expected_answer",
+                                  "generation": RESPONSE}),
+    "omniscience": ("judge_output", {"question": "question", "expected_answer": "expected_answer",
+                                     "generation": "extracted_answer"}),
+    "frontierscience_judge": ("judge_output", {"question": "question", "expected_answer": "expected_answer",
+                                               "generation": "extracted_answer"}),
+}  # fmt: skip
 
 # server -> {judge function's keyword: where its text is}
 CODE_TEMPLATES: dict[str, dict[str, Source]] = {
@@ -53,6 +58,7 @@ CODE_TEMPLATES: dict[str, dict[str, Source]] = {
     },
     "simpleqa": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
     "omniscience": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
+    "frontierscience_judge": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
     "terminus_judge": {
         "terminus_1_schema": Source("schemas.py", "TERMINUS_1_SCHEMA", "literal"),
         "terminus_2_schema": Source("schemas.py", "TERMINUS_2_SCHEMA", "literal"),
@@ -132,4 +138,19 @@ def code_templates(server: str) -> dict[str, Any]:
         value = read(server, source)
         if value is not None:
             out[key] = value
+    return out
+
+
+def filled_lines(template: str, values: dict[str, str]) -> list[str]:
+    """Each line of `template` holding one of `values`' placeholders, filled (a line with a placeholder not
+    in `values` gives just the values it holds)."""
+    out = []
+    for line in template.splitlines():
+        names = [n for n in values if "{" + n + "}" in line]
+        if not names:
+            continue
+        try:
+            out.append(line.replace("{{", "{").replace("}}", "}").format_map(values).strip())
+        except (KeyError, IndexError, ValueError):
+            out += [values[n] for n in names]
     return out
