@@ -28,23 +28,26 @@ from rewardfleet.reward_fns.judging.nemo_gym import endpoint, last_message
 from rewardfleet.reward_fns.judging.verdicts import VerdictParseError
 from rewardfleet.reward_fns.simpleqa import read_grade
 
-__all__ = ["answer_text", "compute_score"]
+__all__ = ["answer_text", "compute_score", "strip_reasoning"]
 
 VERDICTS = {"A": "correct", "B": "incorrect", "C": "partial", "D": "not_attempted"}
 _BLOCKS = (re.compile(r"<think>.*?</think>", re.S), re.compile(r"<thinking>.*?</thinking>", re.S))
 _LEADING = (re.compile(r"^.*?</think>", re.S), re.compile(r"^.*?</thinking>", re.S))
 
 
-def answer_text(raw: str) -> str:
-    """The answer without its reasoning blocks; "" when a block is opened and never closed."""
-    opened = "<think>" in raw or "<thinking>" in raw
-    closed = "</think>" in raw or "</thinking>" in raw
-    if opened and not closed:
-        return ""
+def strip_reasoning(raw: str) -> str:
+    """`raw` without `<think>` / `<thinking>` blocks and anything before a lone closing tag, stripped."""
     text = raw.strip()
     for pattern in (*_BLOCKS, *_LEADING):
         text = pattern.sub("", text)
     return text.strip()
+
+
+def answer_text(raw: str) -> str:
+    """The answer without its reasoning blocks; "" when a block is opened and never closed."""
+    opened = "<think>" in raw or "<thinking>" in raw
+    closed = "</think>" in raw or "</thinking>" in raw
+    return "" if opened and not closed else strip_reasoning(raw)
 
 
 async def compute_score(

@@ -226,6 +226,21 @@ REPLAYS |= {
         note="its rows hold the judge's answer, not its request: the stand-in answers the request that holds"
         " the row's question, reference and recorded answer, so the prompt is checked for those only",
     ),
+    "abstention": Replay(
+        (
+            "extracted_answer",
+            "ground_truth",
+            "verdict",
+            "judge_output",
+            "is_correct",
+            "is_abstain",
+            "is_incorrect",
+            "omniscience_index",
+        ),
+        judge="abstention",
+        note="its rows hold the judge's answer, not its request: the stand-in answers the request that holds"
+        " the prompt's lines of the row's question, reference and extracted answer",
+    ),
     "simpleqa": Replay(
         ("extracted_answer", "verdict", "judge_output", "is_correct", "is_incorrect", "is_not_attempted"),
         judge="simpleqa",

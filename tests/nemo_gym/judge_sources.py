@@ -47,6 +47,8 @@ ANSWER_ONLY: dict[str, tuple[str, dict[str, str]]] = {
                                      "generation": "extracted_answer"}),
     "frontierscience_judge": ("judge_output", {"question": "question", "expected_answer": "expected_answer",
                                                "generation": "extracted_answer"}),
+    "abstention": ("judge_output", {"question": "question", "target": "answer",
+                                    "predicted_answer": "extracted_answer"}),
 }  # fmt: skip
 
 # server -> {judge function's keyword: where its text is}
@@ -58,6 +60,7 @@ CODE_TEMPLATES: dict[str, dict[str, Source]] = {
     },
     "simpleqa": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
     "omniscience": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
+    "abstention": {"judge_prompt_template": Source("app.py", "_DEFAULT_JUDGE_PROMPT_TEMPLATE", "constant")},
     "frontierscience_judge": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
     "terminus_judge": {
         "terminus_1_schema": Source("schemas.py", "TERMINUS_1_SCHEMA", "literal"),
