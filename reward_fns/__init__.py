@@ -15,7 +15,8 @@ Each has verl's signature; the gateway discovers them (docs/reward_fns.md). At t
 - Trajectories: `tool_use`, `step_judge` (docs/trajectories.md).
 - NeMo Gym's judge servers, replayed from their recorded judge calls: `aalcr`, `text_to_sql`,
   `math_with_autograder`, `terminus_judge`, `simpleqa`,
-  `omniscience`, `frontierscience_judge`, `abstention`
+  `omniscience`, `frontierscience_judge`, `abstention`,
+  `longmemeval`
   (docs/nemo_gym.md).
 
 Besides them:

@@ -241,6 +241,24 @@ REPLAYS |= {
         note="its rows hold the judge's answer, not its request: the stand-in answers the request that holds"
         " the prompt's lines of the row's question, reference and extracted answer",
     ),
+    "longmemeval": Replay(
+        (
+            "question_id",
+            "question_type",
+            "abstention",
+            "judge_label",
+            "judge_raw",
+            "judge_error",
+            "judge_error_detail",
+            "empty_response",
+            "generation",
+        ),
+        judge="longmemeval",
+        note="its rows hold the judge's answer, not its request: the stand-in answers the request that holds"
+        " the row's question, answer and response; NeMo Gym reads yes anywhere in the judge's reply (in"
+        " `yesterday` too), we read the word yes without the word no; a judge that cannot be reached is a"
+        " typed error, where NeMo Gym records judge_call_failed and a 0",
+    ),
     "simpleqa": Replay(
         ("extracted_answer", "verdict", "judge_output", "is_correct", "is_incorrect", "is_not_attempted"),
         judge="simpleqa",

@@ -89,7 +89,15 @@ def answer_only_recordings(server: str, row: dict[str, Any]) -> list[dict[str, A
         return []
     answer, fields = ANSWER_ONLY[server]
     texts = {**row, RESPONSE: response_text(row)}
-    values = {name: "" if texts.get(key) is None else str(texts[key]) for name, key in fields.items()}
+
+    def text(key: str) -> str:
+        head, _, tail = key.partition(".")
+        value = texts.get(head)
+        value = value.get(tail) if tail and isinstance(value, dict) else value
+        return "" if value is None else str(value)
+
+    values = {name: text(key) for name, key in fields.items()}
     template = str(code_templates(server).get("judge_prompt_template", ""))
+    needles = filled_lines(template, values) if template else list(values.values())
     said = row.get(answer)
-    return [{"contains": filled_lines(template, values), "answer": said}] if isinstance(said, str) else []
+    return [{"contains": needles, "answer": said}] if isinstance(said, str) else []

@@ -37,8 +37,9 @@ TEXT_TO_SQL_ROWS = "05ca5f3d107a161207b0115b807dec0cbc532eeb"
 CONFIG_FILES = {"terminus_judge": "terminus_judge_simple.yaml"}
 
 # Servers whose rows hold the judge's answer but not its request: server -> (the row's key of the judge's
-# text, {placeholder of its prompt template: the row's text that fills it (RESPONSE: the policy's text)}).
-# The request must hold, for each, the template's line of that placeholder filled with that text.
+# text, {placeholder of its prompt template: the row's text that fills it (RESPONSE: the policy's text; a.b:
+# key b of the row's a)}). The request must hold, for each, the template's line of that placeholder filled
+# with that text (with no `judge_prompt_template`: the text itself).
 RESPONSE = "<response>"
 ANSWER_ONLY: dict[str, tuple[str, dict[str, str]]] = {
     "simpleqa": ("judge_output", {"question": "question", "expected_answer": "expected_answer",
@@ -49,6 +50,8 @@ ANSWER_ONLY: dict[str, tuple[str, dict[str, str]]] = {
                                                "generation": "extracted_answer"}),
     "abstention": ("judge_output", {"question": "question", "target": "answer",
                                     "predicted_answer": "extracted_answer"}),
+    "longmemeval": ("judge_raw", {"question": "verifier_metadata.question",
+                                  "answer": "verifier_metadata.answer", "response": "generation"}),
 }  # fmt: skip
 
 # server -> {judge function's keyword: where its text is}
@@ -60,6 +63,10 @@ CODE_TEMPLATES: dict[str, dict[str, Source]] = {
     },
     "simpleqa": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
     "omniscience": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
+    "longmemeval": {
+        f"rubric_{name.lower()}": Source("app.py", f"_RUBRIC_{name}", "constant")
+        for name in ("CONTAIN", "TEMPORAL", "KNOWLEDGE_UPDATE", "PREFERENCE", "ABSTENTION")
+    },
     "abstention": {"judge_prompt_template": Source("app.py", "_DEFAULT_JUDGE_PROMPT_TEMPLATE", "constant")},
     "frontierscience_judge": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
     "terminus_judge": {
