@@ -179,6 +179,7 @@ REPLAYS: dict[str, Replay] = {
 # plain text does not.
 JUDGED_ANSWER = {
     "text_to_sql": "```sql\nSELECT 1;\n```",
+    "imo_proofbench_judge": "\\boxed{42}",
     "terminus_judge": json.dumps({"state_analysis": "s", "explanation": "e", "is_task_complete": False,
                                   "commands": [{"keystrokes": "true\n", "is_blocking": True,
                                                 "timeout_sec": 1}]}),
@@ -258,6 +259,20 @@ REPLAYS |= {
         " the row's question, answer and response; NeMo Gym reads yes anywhere in the judge's reply (in"
         " `yesterday` too), we read the word yes without the word no; a judge that cannot be reached is a"
         " typed error, where NeMo Gym records judge_call_failed and a 0",
+    ),
+    "imo_proofbench_judge": Replay(
+        (
+            "extracted_answer",
+            "judge_output",
+            "judge_points",
+            "judge_correct",
+            "symbolic_correct",
+            "any_correct",
+            "no_judge_score",
+        ),
+        judge="imo_proofbench_judge",
+        note="its rows hold the judge's answer, not its request: the stand-in answers the request that holds"
+        " the prompt's lines of the row's problem, reference solution, rubric and extracted answer",
     ),
     "simpleqa": Replay(
         ("extracted_answer", "verdict", "judge_output", "is_correct", "is_incorrect", "is_not_attempted"),

@@ -52,6 +52,9 @@ ANSWER_ONLY: dict[str, tuple[str, dict[str, str]]] = {
                                     "predicted_answer": "extracted_answer"}),
     "longmemeval": ("judge_raw", {"question": "verifier_metadata.question",
                                   "answer": "verifier_metadata.answer", "response": "generation"}),
+    "imo_proofbench_judge": ("judge_output", {"problem": "problem", "rubric": "rubric",
+                                              "reference_solution": "reference_solution",
+                                              "predicted_answer": "extracted_answer"}),
 }  # fmt: skip
 
 # server -> {judge function's keyword: where its text is}
@@ -63,6 +66,7 @@ CODE_TEMPLATES: dict[str, dict[str, Source]] = {
     },
     "simpleqa": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
     "omniscience": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
+    "imo_proofbench_judge": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
     "longmemeval": {
         f"rubric_{name.lower()}": Source("app.py", f"_RUBRIC_{name}", "constant")
         for name in ("CONTAIN", "TEMPORAL", "KNOWLEDGE_UPDATE", "PREFERENCE", "ABSTENTION")
