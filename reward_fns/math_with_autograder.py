@@ -32,7 +32,7 @@ from rewardfleet.reward_fns.judging.endpoint import ask_judge
 from rewardfleet.reward_fns.judging.errors import JudgeConfigError
 from rewardfleet.reward_fns.judging.nemo_gym import endpoint, evaluation, first_label, shows_label
 
-__all__ = ["compute_score", "last_boxed", "library_check"]
+__all__ = ["compute_score", "last_boxed", "library_check", "run_library_check"]
 
 _GOLD = (LatexExtractionConfig(),)
 _PRED = (ExprExtractionConfig(), LatexExtractionConfig())
@@ -66,6 +66,22 @@ def library_check(
         if isinstance(exc, (KeyboardInterrupt, SystemExit, asyncio.CancelledError)):
             raise
         return 0.0, None
+
+
+async def run_library_check(
+    expected: str, generated: str, parsing_timeout_s: int | None, verify_timeout_s: int | None
+) -> tuple[float, str | None]:
+    """`library_check` on the calling thread when math-verify's timeouts are on (they need the main thread:
+    elsewhere a `JudgeConfigError`), in a worker thread when both are None."""
+    args = (expected, generated, parsing_timeout_s, verify_timeout_s)
+    if parsing_timeout_s is None and verify_timeout_s is None:
+        return await asyncio.to_thread(library_check, *args)
+    if threading.current_thread() is threading.main_thread():
+        return library_check(*args)
+    raise JudgeConfigError(
+        "math-verify's timeouts use signal.alarm, which needs the main thread: run the event loop"
+        " there, or set parsing_timeout_s and verify_timeout_s to None"
+    )
 
 
 def last_boxed(text: str) -> str | None:
@@ -114,16 +130,7 @@ async def compute_score(
     if should_use_judge and not judge_prompt_template:
         raise JudgeConfigError("reward_kwargs.judge_prompt_template: the judge's prompt text is required")
     expected = "" if ground_truth is None else str(ground_truth)
-    args = (expected, solution_str, parsing_timeout_s, verify_timeout_s)
-    if parsing_timeout_s is None and verify_timeout_s is None:
-        library, extracted = await asyncio.to_thread(library_check, *args)
-    elif threading.current_thread() is threading.main_thread():
-        library, extracted = library_check(*args)
-    else:
-        raise JudgeConfigError(
-            "math-verify's timeouts use signal.alarm, which needs the main thread: run the event loop"
-            " there, or set parsing_timeout_s and verify_timeout_s to None"
-        )
+    library, extracted = await run_library_check(expected, solution_str, parsing_timeout_s, verify_timeout_s)
     result: dict[str, Any] = {"score": library, "extracted_answer": extracted, "library_reward": library,
                               "judge_evaluations": None}  # fmt: skip
     if not should_use_judge or library > 0.5:

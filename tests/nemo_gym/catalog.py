@@ -274,6 +274,13 @@ REPLAYS |= {
         note="its rows hold the judge's answer, not its request: the stand-in answers the request that holds"
         " the prompt's lines of the row's problem, reference solution, rubric and extracted answer",
     ),
+    "physics_judge": Replay(
+        ("extracted_answer", "library_reward"),
+        drop=("judge_evaluations",),
+        judge="physics_judge",
+        note="every recorded row was decided by math-verify (library_reward 1, no judge call): the judge path"
+        " is checked by test_judge_forgery's cases, not by these rows",
+    ),
     "simpleqa": Replay(
         ("extracted_answer", "verdict", "judge_output", "is_correct", "is_incorrect", "is_not_attempted"),
         judge="simpleqa",

@@ -66,6 +66,10 @@ CODE_TEMPLATES: dict[str, dict[str, Source]] = {
     },
     "simpleqa": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
     "omniscience": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
+    "physics_judge": {
+        "judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml"),
+        "judge_system_message": Source("prompts/judge.yaml", "system", "yaml"),
+    },
     "imo_proofbench_judge": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
     "longmemeval": {
         f"rubric_{name.lower()}": Source("app.py", f"_RUBRIC_{name}", "constant")
