@@ -16,7 +16,8 @@ Each has verl's signature; the gateway discovers them (docs/reward_fns.md). At t
 - NeMo Gym's judge servers, replayed from their recorded judge calls: `aalcr`, `text_to_sql`,
   `math_with_autograder`, `terminus_judge`, `simpleqa`,
   `omniscience`, `frontierscience_judge`, `abstention`,
-  `longmemeval`, `imo_proofbench_judge`, `physics_judge`
+  `longmemeval`, `imo_proofbench_judge`, `physics_judge`,
+  `ugphysics_judge`
   (docs/nemo_gym.md).
 
 Besides them:

@@ -281,6 +281,13 @@ REPLAYS |= {
         note="every recorded row was decided by math-verify (library_reward 1, no judge call): the judge path"
         " is checked by test_judge_forgery's cases, not by these rows",
     ),
+    "ugphysics_judge": Replay(
+        ("extracted_answer", "library_reward", "extracted_verdict"),
+        drop=("judge_evaluations",),
+        judge="ugphysics_judge",
+        note="every recorded row was decided by math-verify (library_reward 1, no judge call): the judge path"
+        " is checked by test_judge_forgery's cases, not by these rows",
+    ),
     "simpleqa": Replay(
         ("extracted_answer", "verdict", "judge_output", "is_correct", "is_incorrect", "is_not_attempted"),
         judge="simpleqa",

@@ -66,6 +66,10 @@ CODE_TEMPLATES: dict[str, dict[str, Source]] = {
     },
     "simpleqa": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
     "omniscience": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
+    "ugphysics_judge": {
+        "judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml"),
+        "judge_system_message": Source("prompts/judge.yaml", "system", "yaml"),
+    },
     "physics_judge": {
         "judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml"),
         "judge_system_message": Source("prompts/judge.yaml", "system", "yaml"),
