@@ -218,14 +218,13 @@ REPLAYS |= {
             " this one has none, so the judge would see another answer than the recorded one"
         },
         note="its rows hold the judge's answer, not its request: the stand-in answers the request that holds"
-        " the row's question, reference and recorded answer (reasoning removed), so the prompt is checked"
-        " for those only",
+        " the prompt's lines of the row's question, reference and recorded answer (reasoning removed)",
     ),
     "frontierscience_judge": Replay(
         ("extracted_answer", "verdict", "judge_output"),
         judge="frontierscience_judge",
         note="its rows hold the judge's answer, not its request: the stand-in answers the request that holds"
-        " the row's question, reference and recorded answer, so the prompt is checked for those only",
+        " the prompt's lines of the row's question, reference and recorded answer",
     ),
     "abstention": Replay(
         (
@@ -292,7 +291,7 @@ REPLAYS |= {
         ("extracted_answer", "verdict", "judge_output", "is_correct", "is_incorrect", "is_not_attempted"),
         judge="simpleqa",
         note="its rows hold the judge's answer, not its request: the stand-in answers the request that holds"
-        " the row's question, reference and answer, so the prompt is checked for those only; the rows'"
+        " the prompt's lines of the row's question, reference and answer; the rows'"
         " verdicts read the grade at the end of replies like `After reviewing ..., the grade is B.`, where"
         " NeMo Gym's parser (first letter of the reply) reads the A of `After`: we read the last standalone"
         " letter, as the rows show",
@@ -319,8 +318,8 @@ REPLAYS |= {
         drop=("judge_evaluations",),
         judge="text_to_sql",
         note="its rows were recorded with prompts.py of 05ca5f3d; f19769ac rewrote the judge's system message"
-        " after them, so the replay reads the prompt at 05ca5f3d; a verdict label of the policy's SQL quoted"
-        " in the judge's reply is not read as its verdict (NeMo Gym reads the first label anywhere)",
+        " after them, so the replay reads the prompt at 05ca5f3d; a predicted SQL that holds a verdict label"
+        " gets no verdict read from the judge's reply (NeMo Gym reads the first label anywhere in it)",
     ),
 }
 
