@@ -30,6 +30,7 @@ from tests.nemo_gym.judge_rows import (
     judge_kwargs,
     judge_text,
     recorded_judge,
+    rubric_recordings,
 )
 from tests.support.gateway import Gateway, start_gateway
 
@@ -287,6 +288,22 @@ REPLAYS |= {
         note="every recorded row was decided by math-verify (library_reward 1, no judge call): the judge path"
         " is checked by test_judge_forgery's cases, not by these rows",
     ),
+    "inverse_if": Replay(
+        (
+            "prompt",
+            "generated_response",
+            "reference_response",
+            "rubric_evaluations",
+            "aggregation_mode",
+            "num_passed",
+            "num_total",
+        ),
+        tasks="example.jsonl",
+        judge="inverse_if",
+        note="its rows record each criterion's judge prompt (the user message, compared whole) and answer,"
+        " not the system prompt; PASS / FAIL on the judge's last lines is read as a word (NeMo Gym reads it"
+        " inside words too, BYPASS, PASSWORD)",
+    ),
     "simpleqa": Replay(
         ("extracted_answer", "verdict", "judge_output", "is_correct", "is_incorrect", "is_not_attempted"),
         judge="simpleqa",
@@ -462,7 +479,7 @@ def judge_recordings() -> list[dict[str, Any]]:
         if replay.judge is None:
             continue
         for row in gym_mirror.rollouts(server):
-            out += answer_only_recordings(server, row)
+            out += answer_only_recordings(server, row) + rubric_recordings(row)
             for e in recorded_judge(row):
                 messages = [{"role": m.get("role"), "content": m.get("content")} for m in judge_inputs(e)]
                 out.append({"messages": messages, "answer": judge_text(e)})

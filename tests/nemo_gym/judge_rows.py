@@ -81,6 +81,16 @@ def response_text(row: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+def rubric_recordings(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """Stand-in judge recordings of a row that records each criterion's judge prompt and answer
+    (`rubric_evaluations`, inverse_if): each answers the request that holds that prompt."""
+    return [
+        {"contains": [str(e["judge_prompt"])], "answer": str(e["judge_response"])}
+        for e in row.get("rubric_evaluations") or []
+        if isinstance(e, dict) and "judge_prompt" in e and "judge_response" in e
+    ]
+
+
 def answer_only_recordings(server: str, row: dict[str, Any]) -> list[dict[str, Any]]:
     """Stand-in judge recordings of a row that holds the judge's answers but not its requests
     (judge_sources.ANSWER_ONLY): it answers the request that holds the server's template lines of the named
