@@ -17,7 +17,7 @@ Each has verl's signature; the gateway discovers them (docs/reward_fns.md). At t
   `math_with_autograder`, `terminus_judge`, `simpleqa`,
   `omniscience`, `frontierscience_judge`, `abstention`,
   `longmemeval`, `imo_proofbench_judge`, `physics_judge`,
-  `ugphysics_judge`, `inverse_if`
+  `ugphysics_judge`, `inverse_if`, `arena_judge`
   (docs/nemo_gym.md).
 
 Besides them:

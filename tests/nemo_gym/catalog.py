@@ -25,6 +25,7 @@ from rewardfleet.reward_fns import aalcr
 from tests.nemo_gym import gym_mirror
 from tests.nemo_gym.judge_rows import (
     answer_only_recordings,
+    arena_recordings,
     judge_diffs,
     judge_inputs,
     judge_kwargs,
@@ -304,6 +305,20 @@ REPLAYS |= {
         " not the system prompt; PASS / FAIL on the judge's last lines is read as a word (NeMo Gym reads it"
         " inside words too, BYPASS, PASSWORD)",
     ),
+    "arena_judge": Replay(
+        (
+            "judgement_gen_base",
+            "judgement_base_gen",
+            "verdict_gen_base",
+            "verdict_base_gen",
+            "invalid_gen_base",
+            "invalid_base_gen",
+        ),
+        judge="arena_judge",
+        note="its rows hold the two judgements, not the requests: the stand-in answers the requests its"
+        " category's prompt makes of the row's question, baseline and answer (each order), so the prompt is"
+        " rendered by the test, not recorded",
+    ),
     "simpleqa": Replay(
         ("extracted_answer", "verdict", "judge_output", "is_correct", "is_incorrect", "is_not_attempted"),
         judge="simpleqa",
@@ -479,7 +494,9 @@ def judge_recordings() -> list[dict[str, Any]]:
         if replay.judge is None:
             continue
         for row in gym_mirror.rollouts(server):
-            out += answer_only_recordings(server, row) + rubric_recordings(row)
+            out += (
+                answer_only_recordings(server, row) + rubric_recordings(row) + arena_recordings(server, row)
+            )
             for e in recorded_judge(row):
                 messages = [{"role": m.get("role"), "content": m.get("content")} for m in judge_inputs(e)]
                 out.append({"messages": messages, "answer": judge_text(e)})

@@ -81,6 +81,29 @@ def response_text(row: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+def arena_recordings(server: str, row: dict[str, Any]) -> list[dict[str, Any]]:
+    """arena_judge's two judge calls of a row (answer as A, then as B), its prompt of the row's category
+    rendered with the row's question, baseline and the policy's text, answered with the recorded
+    judgements."""
+    if server != "arena_judge":
+        return []
+    prompts = code_templates(server)["judge_prompts"]
+    prompt = prompts.get(str(row.get("category"))) or prompts["hard_prompt"]
+    answer, baseline = response_text(row), str(row.get("baseline_answer") or "")
+    out = []
+    for first, second, key in (
+        (answer, baseline, "judgement_gen_base"),
+        (baseline, answer, "judgement_base_gen"),
+    ):
+        fill = {"question": str(row.get("question") or ""), "answer_1": first, "answer_2": second}
+        messages = (
+            [{"role": "system", "content": prompt["system"].format_map(fill)}] if "system" in prompt else []
+        )
+        messages.append({"role": "user", "content": prompt["user"].format_map(fill)})
+        out.append({"messages": messages, "answer": str(row.get(key) or "")})
+    return out
+
+
 def rubric_recordings(row: dict[str, Any]) -> list[dict[str, Any]]:
     """Stand-in judge recordings of a row that records each criterion's judge prompt and answer
     (`rubric_evaluations`, inverse_if): each answers the request that holds that prompt."""

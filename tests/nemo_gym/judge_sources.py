@@ -17,7 +17,7 @@ class Source(NamedTuple):
 
     `how`: constant (a string assigned to `name`), literal (any literal assigned to it), fstring (an
     f-string assigned to `name`, each `{body.x}` / `{x}` turned into the placeholder `{x}`), yaml (the key
-    `name` of a prompt YAML; absent: left out).
+    `name` of a prompt YAML, `*` all of it; absent: left out).
     `commit`: None is the pinned one; another is the commit the server's rows were recorded at, when its
     prompt changed after them (said in the catalogue's note)."""
 
@@ -58,7 +58,7 @@ ANSWER_ONLY: dict[str, tuple[str, dict[str, str]]] = {
 }  # fmt: skip
 
 # server -> {judge function's keyword: where its text is}
-CODE_TEMPLATES: dict[str, dict[str, Source]] = {
+CODE_TEMPLATES: dict[str, dict[str, Source | dict[str, Source]]] = {
     "aalcr": {"judge_prompt_template": Source("app.py", "judge_prompt", "fstring")},
     "math_with_autograder": {
         "judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml"),
@@ -66,6 +66,12 @@ CODE_TEMPLATES: dict[str, dict[str, Source]] = {
     },
     "simpleqa": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
     "omniscience": {"judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml")},
+    "arena_judge": {
+        "judge_prompts": {
+            "hard_prompt": Source("prompts/arena.yaml", "*", "yaml"),
+            "creative_writing": Source("prompts/arena_creative.yaml", "*", "yaml"),
+        }
+    },
     "ugphysics_judge": {
         "judge_prompt_template": Source("prompts/judge.yaml", "user", "yaml"),
         "judge_system_message": Source("prompts/judge.yaml", "system", "yaml"),
@@ -141,7 +147,10 @@ def read(server: str, source: Source) -> Any:
     if text is None:
         raise FileNotFoundError(f"{server}: no {path} at {commit or gym_mirror.COMMIT}")
     if how == "yaml":
-        value = (yaml.safe_load(text) or {}).get(name)
+        data = yaml.safe_load(text) or {}
+        if name == "*":
+            return {k: str(v) for k, v in data.items() if v is not None}
+        value = data.get(name)
         return None if value is None else str(value)
     value = _assigned(ast.parse(text), name)
     if how == "literal":
@@ -157,7 +166,11 @@ def code_templates(server: str) -> dict[str, Any]:
     """The judge function's keywords the server's code or prompt files give (see CODE_TEMPLATES)."""
     out = {}
     for key, source in CODE_TEMPLATES.get(server, {}).items():
-        value = read(server, source)
+        value = (
+            read(server, source)
+            if isinstance(source, Source)
+            else {k: read(server, v) for k, v in source.items()}
+        )
         if value is not None:
             out[key] = value
     return out
