@@ -177,6 +177,14 @@ REPLAYS: dict[str, Replay] = {
     "arc_agi": Replay(("predicted_output", "extraction_successful"), tasks="example.jsonl"),
 }
 
+# Judge servers whose rows give a replay nothing to answer the judge with.
+JUDGED_NOTES |= {
+    "proof_judge": "its rows hold only the problem and the reward: neither the judge's requests nor its"
+    " answers are recorded, so a replay has nothing to answer the judge with",
+    "proof_verification": "its rows hold only the reward: the meta-verifier's answer it multiplies in is not"
+    " recorded, so a replay has nothing to answer the judge with",
+}
+
 # An answer of another kind that still reaches the judge (test_judge_requests_are_the_recorded_ones), where
 # plain text does not.
 JUDGED_ANSWER = {
