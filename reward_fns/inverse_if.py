@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -35,7 +35,7 @@ __all__ = ["compute_score", "read_verdict"]
 
 _FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.S)
 _OBJECT = re.compile(r"\{[^{}]*\"result\"\s*:\s*\"(PASS|FAIL)\"[^{}]*\}", re.I)
-_AGGREGATE = {
+_AGGREGATE: dict[str, Callable[[list[float]], float]] = {
     "mean": lambda s: sum(s) / len(s),
     "weighted": lambda s: sum(s) / len(s),
     "min": min,
@@ -98,7 +98,8 @@ async def compute_score(
             "inverse_if needs the sample's messages (NeMo Gym mapping: response: messages)"
         )
     info = extra_info or {}
-    meta = info.get("metadata") if isinstance(info.get("metadata"), Mapping) else {}
+    raw_meta = info.get("metadata")
+    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
     prompt = str(info.get("prompt") or meta.get("prompt") or "")
     reference = str(info.get("reference_response") or meta.get("reference_response") or "")
     rubric = info.get("rubric") or meta.get("rubric") or []

@@ -110,7 +110,8 @@ async def compute_score(
     if enable_llm_judge and not judge_prompt_template:
         raise JudgeConfigError("reward_kwargs.judge_prompt_template: the judge's prompt text is required")
     info = extra_info or {}
-    metadata = info.get("metadata") if isinstance(info.get("metadata"), Mapping) else {}
+    raw_metadata = info.get("metadata")
+    metadata: Mapping[str, Any] = raw_metadata if isinstance(raw_metadata, Mapping) else {}
     reference = ground_truth or metadata.get("expected_answer")
     expected = "" if reference is None else str(reference)
     generated = solution_str.strip()
