@@ -14,6 +14,12 @@ Each has verl's signature; the gateway discovers them (docs/reward_fns.md). At t
   `likelihood` (docs/rubric.md), `reward_model` (DisRM), `prm` (process reward model), `similarity`
   (encoder), `image_text_score` (CLIP-style).
 - Trajectories: `tool_use`, `step_judge` (docs/trajectories.md).
+- NeMo Gym's judge servers, replayed from their recorded judge calls: `aalcr`, `text_to_sql`,
+  `math_with_autograder`, `terminus_judge`, `simpleqa`,
+  `omniscience`, `frontierscience_judge`, `abstention`,
+  `longmemeval`, `imo_proofbench_judge`, `physics_judge`,
+  `ugphysics_judge`, `inverse_if`, `arena_judge`
+  (docs/nemo_gym.md).
 
 Besides them:
     contract.py  what a server relies on (injected keywords, step aggregation, score checks)

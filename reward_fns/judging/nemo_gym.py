@@ -1,7 +1,8 @@
 """What NeMo Gym's judge servers share, for the built-ins that reproduce them.
 
-The built-ins are `equivalence_llm_judge` and `xstest`; they share the message a judge reads from, the
-endpoint of a pool, and NeMo Gym's record of a judge call."""
+The built-ins (`equivalence_llm_judge`, `xstest`, `aalcr`, ...) share the message a judge reads from, the
+endpoint of a pool, NeMo Gym's record of a judge call, and reading a verdict label only where the policy
+could not have written it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from rewardfleet.reward_fns.judging.endpoint import JudgeEndpoint
 from rewardfleet.reward_fns.judging.errors import JudgeConfigError
 from rewardfleet.services.common.router_http import resolve_address
 
-__all__ = ["endpoint", "evaluation", "last_message"]
+__all__ = ["endpoint", "evaluation", "first_label", "last_message", "shows_label"]
 
 
 def last_message(messages: Sequence[Mapping[str, Any]], role: str) -> str | None:
@@ -50,3 +51,15 @@ def evaluation(chat: list[dict[str, Any]], text: str, label: str | None) -> dict
         "response": {"output": [said]},
         "verdict_label": label,
     }
+
+
+def shows_label(shown: str, labels: Sequence[str]) -> bool:
+    """Whether what the judge was shown of the policy's answer holds a verdict label: then no verdict is read
+    from the judge's reply (it may quote the label back), and the answer scores as an unreadable verdict."""
+    return any(label and label in shown for label in labels)
+
+
+def first_label(text: str, labels: Sequence[str]) -> str | None:
+    """The label of `labels` that occurs first in `text`, or None."""
+    found = [(pos, label) for label in labels if (pos := text.find(label)) >= 0]
+    return min(found)[1] if found else None

@@ -21,8 +21,18 @@ import httpx
 import yaml
 
 from bench.harness.processes import ChildProcess, free_port
+from rewardfleet.reward_fns import aalcr
 from tests.nemo_gym import gym_mirror
-from tests.nemo_gym.judge_rows import judge_diffs, judge_inputs, judge_kwargs, judge_text, recorded_judge
+from tests.nemo_gym.judge_rows import (
+    answer_only_recordings,
+    arena_recordings,
+    judge_diffs,
+    judge_inputs,
+    judge_kwargs,
+    judge_text,
+    recorded_judge,
+    rubric_recordings,
+)
 from tests.support.gateway import Gateway, start_gateway
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "nemo_gym" / "catalog.yaml"
@@ -211,6 +221,192 @@ REPLAYS.update(
     }
 )
 
+# Judge servers whose rows give a replay nothing to answer the judge with.
+JUDGED_NOTES |= {
+    "proof_judge": "its rows hold only the problem and the reward: neither the judge's requests nor its"
+    " answers are recorded, so a replay has nothing to answer the judge with",
+    "proof_verification": "its rows hold only the reward: the meta-verifier's answer it multiplies in is not"
+    " recorded, so a replay has nothing to answer the judge with",
+}
+
+# An answer of another kind that still reaches the judge (test_judge_requests_are_the_recorded_ones), where
+# plain text does not.
+JUDGED_ANSWER = {
+    "text_to_sql": "```sql\nSELECT 1;\n```",
+    "imo_proofbench_judge": "\\boxed{42}",
+    "terminus_judge": json.dumps({"state_analysis": "s", "explanation": "e", "is_task_complete": False,
+                                  "commands": [{"keystrokes": "true\n", "is_blocking": True,
+                                                "timeout_sec": 1}]}),
+}  # fmt: skip
+# Judge servers whose rows record the judge's requests and answers: replayed against the stand-in judge.
+REPLAYS |= {
+    "aalcr": Replay(
+        ("invalid_judge_response", *aalcr.BANDS.values()),
+        drop=("judge_responses_create_params", "judge_response"),
+        judge="aalcr",
+    ),
+    "math_with_autograder": Replay(
+        ("extracted_answer", "library_reward"),
+        drop=("judge_evaluations",),
+        judge="math_with_autograder",
+        note="every recorded response is empty (the policy wrote only reasoning), so the rows check the judge"
+        " path with an empty model solution; the library step and the \\boxed{} extraction are not checked"
+        " by them",
+    ),
+    "omniscience": Replay(
+        (
+            "extracted_answer",
+            "verdict",
+            "judge_output",
+            "is_correct",
+            "is_incorrect",
+            "is_partial",
+            "is_not_attempted",
+            "omniscience_index",
+            "is_hallucination",
+        ),
+        judge="omniscience",
+        skip_rows={
+            2: "recorded at acf7aefe, when an answer with no closing </think> was dropped as unfinished;"
+            " since fa0c2da3 (the pinned code, ours) an answer with no reasoning tags at all is kept, and"
+            " this one has none, so the judge would see another answer than the recorded one"
+        },
+        note="its rows hold the judge's answer, not its request: the stand-in answers the request that holds"
+        " the prompt's lines of the row's question, reference and recorded answer (reasoning removed)",
+    ),
+    "frontierscience_judge": Replay(
+        ("extracted_answer", "verdict", "judge_output"),
+        judge="frontierscience_judge",
+        note="its rows hold the judge's answer, not its request: the stand-in answers the request that holds"
+        " the prompt's lines of the row's question, reference and recorded answer",
+    ),
+    "abstention": Replay(
+        (
+            "extracted_answer",
+            "ground_truth",
+            "verdict",
+            "judge_output",
+            "is_correct",
+            "is_abstain",
+            "is_incorrect",
+            "omniscience_index",
+        ),
+        judge="abstention",
+        note="its rows hold the judge's answer, not its request: the stand-in answers the request that holds"
+        " the prompt's lines of the row's question, reference and extracted answer",
+    ),
+    "longmemeval": Replay(
+        (
+            "question_id",
+            "question_type",
+            "abstention",
+            "judge_label",
+            "judge_raw",
+            "judge_error",
+            "judge_error_detail",
+            "empty_response",
+            "generation",
+        ),
+        judge="longmemeval",
+        note="its rows hold the judge's answer, not its request: the stand-in answers the request that holds"
+        " the row's question, answer and response; NeMo Gym reads yes anywhere in the judge's reply (in"
+        " `yesterday` too), we read the word yes without the word no; a judge that cannot be reached is a"
+        " typed error, where NeMo Gym records judge_call_failed and a 0",
+    ),
+    "imo_proofbench_judge": Replay(
+        (
+            "extracted_answer",
+            "judge_output",
+            "judge_points",
+            "judge_correct",
+            "symbolic_correct",
+            "any_correct",
+            "no_judge_score",
+        ),
+        judge="imo_proofbench_judge",
+        note="its rows hold the judge's answer, not its request: the stand-in answers the request that holds"
+        " the prompt's lines of the row's problem, reference solution, rubric and extracted answer",
+    ),
+    "physics_judge": Replay(
+        ("extracted_answer", "library_reward"),
+        drop=("judge_evaluations",),
+        judge="physics_judge",
+        note="every recorded row was decided by math-verify (library_reward 1, no judge call): the judge path"
+        " is checked by test_judge_forgery's cases, not by these rows",
+    ),
+    "ugphysics_judge": Replay(
+        ("extracted_answer", "library_reward", "extracted_verdict"),
+        drop=("judge_evaluations",),
+        judge="ugphysics_judge",
+        note="every recorded row was decided by math-verify (library_reward 1, no judge call): the judge path"
+        " is checked by test_judge_forgery's cases, not by these rows",
+    ),
+    "inverse_if": Replay(
+        (
+            "prompt",
+            "generated_response",
+            "reference_response",
+            "rubric_evaluations",
+            "aggregation_mode",
+            "num_passed",
+            "num_total",
+        ),
+        tasks="example.jsonl",
+        judge="inverse_if",
+        note="its rows record each criterion's judge prompt (the user message, compared whole) and answer,"
+        " not the system prompt; PASS / FAIL on the judge's last lines is read as a word (NeMo Gym reads it"
+        " inside words too, BYPASS, PASSWORD)",
+    ),
+    "arena_judge": Replay(
+        (
+            "judgement_gen_base",
+            "judgement_base_gen",
+            "verdict_gen_base",
+            "verdict_base_gen",
+            "invalid_gen_base",
+            "invalid_base_gen",
+        ),
+        judge="arena_judge",
+        note="its rows hold the two judgements, not the requests: the stand-in answers the requests its"
+        " category's prompt makes of the row's question, baseline and answer (each order), so the prompt is"
+        " rendered by the test, not recorded",
+    ),
+    "simpleqa": Replay(
+        ("extracted_answer", "verdict", "judge_output", "is_correct", "is_incorrect", "is_not_attempted"),
+        judge="simpleqa",
+        note="its rows hold the judge's answer, not its request: the stand-in answers the request that holds"
+        " the prompt's lines of the row's question, reference and answer; the rows'"
+        " verdicts read the grade at the end of replies like `After reviewing ..., the grade is B.`, where"
+        " NeMo Gym's parser (first letter of the reply) reads the A of `After`: we read the last standalone"
+        " letter, as the rows show",
+    ),
+    "terminus_judge": Replay(
+        (
+            "model_output",
+            "parsed_output",
+            "similarity_score",
+            "schema_check_passed",
+            "task_complete_check_passed",
+            "string_similarity_passed",
+            "judge_passed",
+        ),
+        drop=("judge_evaluations", "failure_reason"),
+        judge="terminus_judge",
+        note="its rows were recorded at 987f526e with the settings terminus_judge_simple.yaml keeps (the"
+        " simple prompt, the swap pass, threshold 0.9), which the replay uses; their failure_reason"
+        " `judge_evaluation_failed` is the name of that time (now `judge_not_equivalent`, which we answer),"
+        " so it is not compared",
+    ),
+    "text_to_sql": Replay(
+        ("model_output", "extracted_sql", "judge_passed", "failure_reason"),
+        drop=("judge_evaluations",),
+        judge="text_to_sql",
+        note="its rows were recorded with prompts.py of 05ca5f3d; f19769ac rewrote the judge's system message"
+        " after them, so the replay reads the prompt at 05ca5f3d; a predicted SQL that holds a verdict label"
+        " gets no verdict read from the judge's reply (NeMo Gym reads the first label anywhere in it)",
+    ),
+}
+
 
 @dataclass
 class Entry:
@@ -335,9 +531,7 @@ def replay_server(
             if not _same(answer.get(k), v)
         ]
         if replay.judge is not None:
-            diffs += judge_diffs(
-                answer.get("judge_evaluations"), recorded_judge(gym_mirror.rollouts(server)[i])
-            )
+            diffs += judge_diffs(recorded_judge(answer), recorded_judge(gym_mirror.rollouts(server)[i]))
         echoed = answer.get("response") == body["response"]
         results.append(RowResult(i, not diffs and echoed, "; ".join(diffs) or ("" if echoed else "body")))
     return results
@@ -368,6 +562,9 @@ def judge_recordings() -> list[dict[str, Any]]:
         except gym_mirror.Unavailable:
             continue  # its tests skip, naming the file
         for row in rows:
+            out += (
+                answer_only_recordings(server, row) + rubric_recordings(row) + arena_recordings(server, row)
+            )
             for e in recorded_judge(row):
                 messages = [{"role": m.get("role"), "content": m.get("content")} for m in judge_inputs(e)]
                 out.append({"messages": messages, "answer": judge_text(e)})

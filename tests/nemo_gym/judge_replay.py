@@ -2,11 +2,13 @@
 
 `POST /v1/chat/completions`: the request's messages (role and content, whitespace runs collapsed) are looked
 up among the recordings; a match is answered with the recorded judge text, anything else is a 404 naming
-the first message's start, so a request that differs from NeMo Gym's recorded one fails the row.
+the first message's start, so a request that differs from NeMo Gym's recorded one fails the row. A server
+whose rows record the judge's answer but not its request is replayed with `contains` recordings: the one
+whose every text (whitespace collapsed) is in the request's messages answers, and two such are a 409.
 `GET /replay/log` lists every request's messages and whether it matched.
 
 Run: `python -m tests.nemo_gym.judge_replay --port P --recordings FILE` (FILE: a JSON list of
-`{"messages": [{"role", "content"}], "answer": text}`).
+`{"messages": [{"role", "content"}], "answer": text}` or `{"contains": [text], "answer": text}`).
 """
 
 from __future__ import annotations
@@ -27,9 +29,14 @@ def normalise(messages: list[dict[str, Any]]) -> str:
     return json.dumps([[m.get("role"), re.sub(r"\s+", " ", str(m.get("content"))).strip()] for m in messages])
 
 
+def _collapsed(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
 def create_app(recordings: list[dict[str, Any]]) -> FastAPI:
     app = FastAPI()
-    answers = {normalise(r["messages"]): r["answer"] for r in recordings}
+    answers = {normalise(r["messages"]): r["answer"] for r in recordings if "messages" in r}
+    partial = [([_collapsed(t) for t in r["contains"]], r["answer"]) for r in recordings if "contains" in r]
     log: list[dict[str, Any]] = []
 
     @app.post("/v1/chat/completions")
@@ -37,6 +44,13 @@ def create_app(recordings: list[dict[str, Any]]) -> FastAPI:
         body = await request.json()
         messages = body.get("messages") or []
         answer = answers.get(normalise(messages))
+        if answer is None and partial:
+            sent = _collapsed(" ".join(str(m.get("content")) for m in messages))
+            found = [said for needles, said in partial if all(n in sent for n in needles)]
+            if len(found) > 1:
+                log.append({"messages": messages, "matched": False})
+                return JSONResponse({"error": {"message": "two recordings match"}}, status_code=409)
+            answer = found[0] if found else None
         log.append({"messages": messages, "matched": answer is not None})
         if answer is None:
             first = str(messages[0].get("content"))[:120] if messages else ""

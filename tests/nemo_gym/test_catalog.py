@@ -95,7 +95,7 @@ def test_judge_requests_are_the_recorded_ones(gateway: Gateway, server: str) -> 
     output = copy.deepcopy(body["response"]["output"])
     for item in output:
         for part in item.get("content") or [] if item.get("type") == "message" else []:
-            part["text"] = "a different answer"
+            part["text"] = catalog.JUDGED_ANSWER.get(server, "a different answer")
     changed = {**body, "response": {**body["response"], "output": output}}
     resp = httpx.post(f"{gateway.url}/nemo_gym/{server}/verify", json=changed, timeout=60)
     assert resp.status_code == 500, resp.text[:300]
