@@ -558,16 +558,19 @@ def judge_recordings() -> list[dict[str, Any]]:
         if replay.judge is None:
             continue
         try:
-            rows = gym_mirror.rollouts(server)
+            out += _server_recordings(server)
         except gym_mirror.Unavailable:
             continue  # its tests skip, naming the file
-        for row in rows:
-            out += (
-                answer_only_recordings(server, row) + rubric_recordings(row) + arena_recordings(server, row)
-            )
-            for e in recorded_judge(row):
-                messages = [{"role": m.get("role"), "content": m.get("content")} for m in judge_inputs(e)]
-                out.append({"messages": messages, "answer": judge_text(e)})
+    return out
+
+
+def _server_recordings(server: str) -> list[dict[str, Any]]:
+    out = []
+    for row in gym_mirror.rollouts(server):
+        out += answer_only_recordings(server, row) + rubric_recordings(row) + arena_recordings(server, row)
+        for e in recorded_judge(row):
+            messages = [{"role": m.get("role"), "content": m.get("content")} for m in judge_inputs(e)]
+            out.append({"messages": messages, "answer": judge_text(e)})
     return out
 
 
@@ -592,6 +595,17 @@ def gateway_config(base: dict[str, Any], judge_url: str | None) -> dict[str, Any
 
 
 JUDGE_POOL = "nemo_gym_judge"
+
+
+def require_judge_sources(server: str) -> None:
+    """Skip (naming the file) when a judge server's prompt sources cannot be read here: `gateway_config`
+    left its judge settings out, so its replays would fail for that reason instead."""
+    replay = REPLAYS[server]
+    if replay.judge is not None:
+        fn = importlib.import_module(f"rewardfleet.reward_fns.{replay.judge}").compute_score
+        with gym_mirror.skip_unavailable():
+            judge_kwargs(server, fn)
+            _server_recordings(server)
 
 
 @contextlib.contextmanager

@@ -59,13 +59,18 @@ def blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
+def folder_of(inner: str) -> str:
+    """The top folder of a path inside a server's folder; "." for a file at its top."""
+    return inner.split("/", 1)[0] if "/" in inner else "."
+
+
 def pinned_blob(path: str) -> str | None:
     """The blob id of `path` at the pinned commit (None: no such file there), from the manifest;
     Unavailable for a path outside what the manifest covers."""
     root, _, rest = path.partition("/")
     server, _, inner = rest.partition("/")
     files = manifest()["servers"].get(server) if root == SERVERS else None
-    if files is None or inner.split("/", 1)[0] not in manifest()["covered"]:
+    if files is None or folder_of(inner) not in manifest()["covered"]:
         raise Unavailable(
             f"{path} at NeMo Gym {COMMIT[:12]}: {missing() or 'read from the wheel'}, and {MANIFEST.name}"
             " does not cover it (only the folders it lists as covered)"

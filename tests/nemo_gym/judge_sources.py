@@ -135,6 +135,8 @@ def _template(value: ast.expr) -> str:
 def _show(path: str, commit: str | None) -> str | None:
     if commit is None:
         return gym_mirror.show(path)
+    if (why := gym_mirror.missing()) is not None:  # the manifest pins only COMMIT: another needs the snapshot
+        raise gym_mirror.Unavailable(f"{path} at NeMo Gym {commit[:12]}: {why}")
     done = subprocess.run(
         ["git", "-C", str(gym_mirror.MIRROR), "show", f"{commit}:{path}"], capture_output=True, timeout=60
     )

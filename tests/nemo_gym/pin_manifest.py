@@ -17,7 +17,9 @@ from typing import Any
 from tests.nemo_gym import gym_mirror
 
 # The folders of a server whose files the tests read (rows, task files, configs, prompt templates).
-COVERED = ("data", "configs", "prompt_templates", "prompts")
+# "." is the files at the top of a server's folder (app.py, prompts.py, schemas.py: prompts some servers keep
+# in code).
+COVERED = ("data", "configs", "prompt_templates", "prompts", ".")
 
 
 def _git(*args: str) -> str:
@@ -39,7 +41,7 @@ def build() -> dict[str, Any]:
         meta, path = line.split("\t", 1)
         _, kind, blob = meta.split()
         _, server, rest = [*path.split("/", 2), ""][:3]
-        if kind == "blob" and server in servers and rest.split("/", 1)[0] in COVERED:
+        if kind == "blob" and server in servers and gym_mirror.folder_of(rest) in COVERED:
             servers[server][rest] = blob
     return {
         "repository": "NVIDIA-NeMo/Gym",

@@ -40,6 +40,8 @@ def test_the_manifest_answers_what_exists_and_refuses_what_it_does_not_cover() -
     assert gym_mirror.exists(ROLLOUTS.format("mcqa"))
     assert not gym_mirror.exists("resources_servers/mcqa/data/no_such_file.jsonl")
     assert gym_mirror.from_wheel("resources_servers/mcqa/data/no_such_file.jsonl") is None
-    for outside in ("resources_servers/mcqa/app.py", "resources_servers/no_such_server/data/x", "README.md"):
+    assert gym_mirror.pinned_blob("resources_servers/mcqa/app.py")  # a file at the top of a server's folder
+    uncovered = ("resources_servers/mcqa/tests/test_app.py", "resources_servers/nope/data/x", "README.md")
+    for outside in uncovered:
         with pytest.raises(gym_mirror.Unavailable, match="does not cover it"):
             gym_mirror.pinned_blob(outside)
