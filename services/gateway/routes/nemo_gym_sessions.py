@@ -12,6 +12,7 @@ random bits, unforgeable); the session is found by it and the caller's tenant (e
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import Request
@@ -29,6 +30,7 @@ from rewardfleet.services.gateway.routes.nemo_gym_body import JsonObject
 
 COOKIE_PREFIX = "rewardfleet_session_"
 TOOL_ERROR_STATUS = 400
+_PLAIN = re.compile(r"[A-Za-z0-9_-]+")  # a cookie value http.cookies writes as is (no quoting)
 
 
 def cookie_name(server: str) -> str:
@@ -51,7 +53,11 @@ def _token(request: Request, server: str) -> str:
 
 def _answer(content: Any, server: str, token: str, status_code: int = 200, **headers: str) -> JSONResponse:
     response = JSONResponse(content, status_code=status_code, headers=headers or None)
-    response.set_cookie(cookie_name(server), token, httponly=True, samesite="strict", path="/")
+    if _PLAIN.fullmatch(token):  # set_cookie's own header for such a value, without http.cookies' cost
+        cookie = f"{COOKIE_PREFIX}{server}={token}; HttpOnly; Path=/; SameSite=strict"
+        response.raw_headers.append((b"set-cookie", cookie.encode("latin-1")))
+    else:
+        response.set_cookie(cookie_name(server), token, httponly=True, samesite="strict", path="/")
     return response
 
 
