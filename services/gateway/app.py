@@ -75,6 +75,7 @@ from rewardfleet.services.gateway.routes import (
     meta,
     monitors,
     nemo_gym,
+    nemo_gym_mcp,
     openenv,
     openrlhf,
     pools,
@@ -397,6 +398,16 @@ def install_routes(
     app.include_router(openrlhf.make_router(trainers))
     app.include_router(slime.make_router(trainers))
     gym = nemo_gym.make_router(config.nemo_gym, trainers)
+    if mcp is not None and any(s.expose_tools_over_mcp for s in config.nemo_gym.servers.values()):
+        # ahead of the router's `/{server}/{tool}`
+        app.router.routes.append(
+            Route(
+                nemo_gym_mcp.path(config.nemo_gym),
+                endpoint=nemo_gym_mcp.GymMcpEndpoint(config.nemo_gym, mcp),
+                methods=["GET", "POST", "DELETE"],
+                include_in_schema=False,
+            )
+        )
     app.include_router(gym)
     # Environments over OpenEnv and MCP, both calling the Gateway's environment sessions
     app.include_router(openenv.make_router(sessions_of))

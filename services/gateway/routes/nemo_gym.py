@@ -98,7 +98,9 @@ def make_router(config: NeMoGymConfig, backend: TrainerBackend) -> APIRouter:
     async def seed_session(server: str, request: Request) -> JSONResponse:
         spec = _server(config, server)
         if spec.environment is not None:
-            return await nemo_gym_sessions.seed_session(request, server, spec.environment)
+            return await nemo_gym_sessions.seed_session(
+                request, server, spec.environment, spec.expose_tools_over_mcp
+            )
         await _object(request)
         return JSONResponse({})
 
@@ -138,7 +140,8 @@ def make_router(config: NeMoGymConfig, backend: TrainerBackend) -> APIRouter:
     return router
 
 
-RESERVED_NAMES = ("verify", "seed_session", "aggregate_metrics")  # declared before `/{server}/{tool}`
+# declared before `/{server}/{tool}` (mcp: routes/nemo_gym_mcp.py)
+RESERVED_NAMES = ("verify", "seed_session", "aggregate_metrics", "mcp")
 
 
 def tool_routes(router: APIRouter, config: NeMoGymConfig) -> ToolRoutes | None:

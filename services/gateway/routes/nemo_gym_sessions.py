@@ -30,6 +30,8 @@ from rewardfleet.services.gateway.routes.nemo_gym_body import JsonObject
 
 COOKIE_PREFIX = "rewardfleet_session_"
 TOOL_ERROR_STATUS = 400
+MCP_TOKEN_HEADER = "X-NeMo-Gym-Session-Token"  # NeMo Gym's name, in seed_session's `mcp` answer
+MCP_URL_PATH = "/mcp"  # from the server's root (its own port); <prefix>/<server>/mcp on the gateway's
 _PLAIN = re.compile(r"[A-Za-z0-9_-]+")  # a cookie value http.cookies writes as is (no quoting)
 
 
@@ -68,11 +70,21 @@ def _refusal(exc: GatewayError, server: str, token: str) -> JSONResponse:
     return _answer(exc.body(), server, token, exc.status_code, **exc.headers)
 
 
-async def seed_session(request: Request, server: str, environment: str) -> JSONResponse:
+async def seed_session(request: Request, server: str, environment: str, mcp: bool = False) -> JSONResponse:
+    """`mcp`: the server exposes its tools over MCP; the answer's `mcp` says where and with which header
+    (NeMo Gym's `MCPServerMetadata`: the token is the session's own, so only its hash is stored)."""
     sessions = _sessions(request)
     task = (await parse_json_body(request, JsonObject)).root
     opened = await sessions.open(sessions.current_tenant(), environment, task)
-    return _answer({}, server, opened.token)
+    body: dict[str, Any] = {}
+    if mcp:
+        body["mcp"] = {
+            "server_name": server,
+            "url_path": MCP_URL_PATH,
+            "transport": "http",
+            "headers": {MCP_TOKEN_HEADER: opened.token},
+        }
+    return _answer(body, server, opened.token)
 
 
 async def call_tool(request: Request, server: str, tool: str) -> JSONResponse:
