@@ -3,18 +3,23 @@ FastAPI app keeping its sessions in a dict (the way NeMo Gym's resources server 
 
 Each server runs in its own process on 127.0.0.1 (uvicorn, 1 worker). `sessions` concurrent rollouts, each
 as NeMo Gym's agent drives one: `seed_session` (a cookie), then `calls` tool calls in a row with the previous
-answer's cookies, then `verify`. Prints p50 / mean tool-call latency per target, the server's CPU per call
-(steadier than latency on a busy machine), and their ratios to the bare app (target ≤ 1.2 with the
-in-process store), the Redis store's ratio (a redis-server on PATH), sessions
-seeded per second, and the gateway's memory per open session (RSS growth over `--open` idle sessions).
+answer's cookies, then `verify`; against the gateway both ways a tool is called: NeMo Gym's `POST /<tool>`
+on the server's own port, and the gateway's own `POST /sessions/call` (token in the body). Prints p50 / mean
+tool-call latency per target, the server's CPU per call (steadier than latency on a busy machine), and their
+ratios to the bare app (target ≤ 1.2 with the in-process store), the Redis store's ratio (a redis-server on
+PATH), sessions seeded per second, and the gateway's memory per open session (RSS growth over `--open` idle
+sessions). With `--rounds N` everything but the last two is measured N times (all servers stay up; each
+round measures every target in turn) and the table shows each column's median over the rounds; the load
+average is printed before and after.
 
-    .venv/bin/python -m bench.environments [--sessions 16] [--calls 50] [--open 10000]
+    .venv/bin/python -m bench.environments [--sessions 16] [--calls 50] [--open 10000] [--rounds 1]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import statistics
 import subprocess
@@ -23,7 +28,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -75,11 +80,15 @@ def cpu_s(pid: int) -> float:
     return float(times.user + times.system)
 
 
-def measured(base: str, pid: int, sessions: int, calls: int) -> tuple[float, float, float]:
-    """(p50 s, mean s, server CPU s per tool call) of one round of rollouts, after a warm-up."""
-    asyncio.run(rollouts(base, 2, 10))
+def measured(
+    base: str, pid: int, sessions: int, calls: int, native: bool = False
+) -> tuple[float, float, float]:
+    """(p50 s, mean s, server CPU s per tool call) of one round of rollouts, after a warm-up; `native`: over
+    the gateway's `/sessions/*` routes instead of NeMo Gym's."""
+    drive = native_rollouts if native else rollouts
+    asyncio.run(drive(base, 2, 10))
     before = cpu_s(pid)
-    latencies = asyncio.run(rollouts(base, sessions, calls))
+    latencies = asyncio.run(drive(base, sessions, calls))
     cpu = (cpu_s(pid) - before) / len(latencies)  # seed and verify included: 2 of `calls` + 2 requests
     return statistics.median(latencies), statistics.fmean(latencies), cpu
 
@@ -135,6 +144,33 @@ async def rollouts(base: str, sessions: int, calls: int) -> list[float]:
     return latencies
 
 
+async def native_rollouts(base: str, sessions: int, calls: int) -> list[float]:
+    """As `rollouts`, over `/sessions/open|call|verify|close` (the token in the body)."""
+    latencies: list[float] = []
+    env = "example_session_state_mgmt"
+
+    async def one(http: aiohttp.ClientSession, start: int) -> None:
+        opened = {"env": env, "task": {"initial_count": start}}
+        async with http.post(f"{base}/sessions/open", json=opened) as resp:
+            token = (await resp.json())["token"]
+        call = {"token": token, "tool": "increment_counter", "arguments": {"count": 1}}
+        for _ in range(calls):
+            began = time.perf_counter()
+            async with http.post(f"{base}/sessions/call", json=call) as resp:
+                await resp.read()
+            latencies.append(time.perf_counter() - began)
+        verify = {"token": token, "body": {"expected_count": start + calls}}
+        async with http.post(f"{base}/sessions/verify", json=verify) as resp:
+            if (await resp.json())["reward"] != 1.0:
+                raise RuntimeError(f"{base}: a rollout lost an update")
+        async with http.post(f"{base}/sessions/close", json={"token": token}) as resp:
+            await resp.read()
+
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http:
+        await asyncio.gather(*(one(http, i) for i in range(sessions)))
+    return latencies
+
+
 async def seed_rate(base: str, count: int) -> float:
     """Sessions seeded per second (64 at a time); the sessions stay open."""
     semaphore = asyncio.Semaphore(64)
@@ -163,48 +199,68 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=16)
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--open", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
-    rows: list[tuple[str, float, float, float]] = []
-    with tempfile.TemporaryDirectory() as name:
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    # label -> (base URL, pid, native); measured in this order every round
+    targets: dict[str, tuple[str, int, bool]] = {}
+    rounds: dict[str, list[tuple[float, float, float, float, float]]] = {}
+    with tempfile.TemporaryDirectory() as name, ExitStack() as stack:
         tmp = Path(name)
-        with bare_server(tmp) as bare:
-            rows.append(
-                ("bare FastAPI + dict", *measured(bare, listener_pid(bare), args.sessions, args.calls))
-            )
-        targets: list[tuple[str, str | None]] = [("gateway, in-process store", None)]
-        redis_server = None
+        bare = stack.enter_context(bare_server(tmp))
+        targets["bare FastAPI + dict"] = (bare, listener_pid(bare), False)
+        stores: list[tuple[str, str | None]] = [("in-process store", None)]
         if shutil.which("redis-server"):
             rport = free_port()
             redis_server = subprocess.Popen(
                 ["redis-server", "--port", str(rport), "--save", "", "--appendonly", "no"],
                 stdout=subprocess.DEVNULL,
             )
+            stack.callback(redis_server.wait, timeout=10)
+            stack.callback(redis_server.terminate)
             time.sleep(0.5)
-            targets.append(("gateway, Redis store", f"redis://127.0.0.1:{rport}/0"))
-        try:
-            for label, state_url in targets:
-                port = free_port()
-                with gateway(
-                    tmp, gateway_config(port, state_url), name=label.split(",")[1].strip().split()[0]
-                ):
-                    root = f"http://127.0.0.1:{port}"
-                    rows.append((label, *measured(root, listener_pid(root), args.sessions, args.calls)))
-                    if state_url is None:
-                        pid = psutil.Process(gateway_pid(port))
-                        rss_before = pid.memory_info().rss
-                        rate = asyncio.run(seed_rate(root, args.open))
-                        per_session = (pid.memory_info().rss - rss_before) / args.open
-        finally:
-            if redis_server is not None:
-                redis_server.terminate()
-                redis_server.wait(timeout=10)
-    base_p50, base_cpu = rows[0][1], rows[0][3]
-    print(f"{'target':28} {'p50 ms':>7} {'mean ms':>8} {'p50/bare':>8} {'CPU ms/call':>11} {'CPU/bare':>8}")
-    for label, p50, mean, cpu in rows:
-        print(
-            f"{label:28} {p50 * 1000:7.3f} {mean * 1000:8.3f} {p50 / base_p50:8.2f} "
-            f"{cpu * 1000:11.3f} {cpu / base_cpu:8.2f}"
+            stores.append(("Redis store", f"redis://127.0.0.1:{rport}/0"))
+        in_process = ""
+        for store, state_url in stores:
+            port = free_port()
+            main_url = stack.enter_context(
+                gateway(tmp, gateway_config(port, state_url), name=store.split()[0].replace("-", "_"))
+            )
+            gym = f"http://127.0.0.1:{port}"
+            pid = listener_pid(gym)
+            targets[f"{store}, NeMo Gym /<tool>"] = (gym, pid, False)
+            targets[f"{store}, /sessions/call"] = (main_url, pid, True)
+            in_process = in_process or gym
+        for _ in range(args.rounds):
+            row = {
+                label: measured(url, pid, args.sessions, args.calls, native)
+                for label, (url, pid, native) in targets.items()
+            }
+            base_p50, _, base_cpu = row["bare FastAPI + dict"]
+            for label, (p50, mean, cpu) in row.items():
+                rounds.setdefault(label, []).append((p50, mean, p50 / base_p50, cpu, cpu / base_cpu))
+        process = psutil.Process(listener_pid(in_process))
+        rss_before = process.memory_info().rss
+        rate = asyncio.run(seed_rate(in_process, args.open))
+        per_session = (process.memory_info().rss - rss_before) / args.open
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    what = f"median of {args.rounds} rounds" if args.rounds > 1 else "one round"
+    print(
+        f"{'target (' + what + ')':38} {'p50 ms':>7} {'mean ms':>8} {'p50/bare':>8} {'CPU ms/call':>11} ",
+        end="",
+    )
+    print(f"{'CPU/bare':>8}")
+    for label, measures in rounds.items():
+        p50, mean, ratio, cpu, cpu_ratio = (
+            statistics.median(column) for column in zip(*measures, strict=True)
         )
+        print(
+            f"{label:38} {p50 * 1000:7.3f} {mean * 1000:8.3f} {ratio:8.2f} "
+            f"{cpu * 1000:11.3f} {cpu_ratio:8.2f}"
+        )
+    if args.rounds > 1:
+        for label, measures in rounds.items():
+            print(f"  {label}: p50/bare by round {' '.join(f'{m[2]:.2f}' for m in measures)}")
     print(f"sessions seeded per second (in-process store, 64 at a time): {rate:.0f}")
     print(f"gateway RSS per open session ({args.open} open, idle): {per_session:.0f} bytes")
 

@@ -42,6 +42,7 @@ class ToolDefinition:
     arguments: type[BaseModel]
     whole_body: bool
     method_name: str
+    field_names: tuple[str, ...] = ()  # the arguments model's fields, passed by name (not whole_body)
 
     @property
     def spec(self) -> ToolSpec:
@@ -57,9 +58,7 @@ class ToolDefinition:
         if self.whole_body:
             result = await method(session, parsed)
         else:
-            result = await method(
-                session, **{name: getattr(parsed, name) for name in type(parsed).model_fields}
-            )
+            result = await method(session, **{name: getattr(parsed, name) for name in self.field_names})
         return to_jsonable_python(result)
 
 
@@ -104,7 +103,14 @@ def define_tool(owner: type, method_name: str, fn: Callable[..., Any]) -> ToolDe
     model = create_model(
         f"{owner.__name__}_{method_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
     )
-    return ToolDefinition(method_name, description, model, whole_body=False, method_name=method_name)
+    return ToolDefinition(
+        method_name,
+        description,
+        model,
+        whole_body=False,
+        method_name=method_name,
+        field_names=tuple(model.model_fields),
+    )
 
 
 def _is_model(annotation: object) -> bool:

@@ -60,6 +60,7 @@ from rewardfleet.services.gateway.groups.choose_store import group_scorer_for
 from rewardfleet.services.gateway.hot_path.gc_tuning import tune_for_own_process
 from rewardfleet.services.gateway.hot_path.score_asgi import ScoreFastPath
 from rewardfleet.services.gateway.hot_path.score_front import GatewayApp
+from rewardfleet.services.gateway.hot_path.tool_call_asgi import ToolCallFastPath, ToolRoutes, may_take
 from rewardfleet.services.gateway.limits.choose_store import gate_for
 from rewardfleet.services.gateway.limits.function_limits import function_gates
 from rewardfleet.services.gateway.limits.input_limits import SampleLimits
@@ -74,6 +75,7 @@ from rewardfleet.services.gateway.routes import (
     meta,
     monitors,
     nemo_gym,
+    nemo_gym_mcp,
     openenv,
     openrlhf,
     pools,
@@ -141,8 +143,8 @@ def create_app(
         version="0.1.0",
         lifespan=lifespan,
     )
-    install_routes(app, config, tenancy, mcp_endpoints)
-    install_middleware(app, config, metrics, admission, tenancy)
+    tools = install_routes(app, config, tenancy, mcp_endpoints)
+    install_middleware(app, config, metrics, admission, tenancy, tools)
     return app
 
 
@@ -387,7 +389,8 @@ def _shadow_judge(
 
 def install_routes(
     app: FastAPI, config: GatewayConfig, tenancy: Tenancy | None = None, mcp: McpEndpoints | None = None
-) -> None:
+) -> ToolRoutes | None:
+    """Returns NeMo Gym's tool calls for the plain-ASGI path (None: no server serves an environment)."""
     install_error_handlers(app)
     for module in (score, meta, graders, admin, pools, monitors, sessions):
         app.include_router(module.router)
@@ -396,13 +399,25 @@ def install_routes(
     trainers = gateway_backend(app, config)  # OpenRLHF + slime, over the gateway's own scoring path
     app.include_router(openrlhf.make_router(trainers))
     app.include_router(slime.make_router(trainers))
-    app.include_router(nemo_gym.make_router(config.nemo_gym, trainers))
+    gym = nemo_gym.make_router(config.nemo_gym, trainers)
+    if mcp is not None and any(s.expose_tools_over_mcp for s in config.nemo_gym.servers.values()):
+        # ahead of the router's `/{server}/{tool}`
+        app.router.routes.append(
+            Route(
+                nemo_gym_mcp.path(config.nemo_gym),
+                endpoint=nemo_gym_mcp.GymMcpEndpoint(config.nemo_gym, mcp),
+                methods=["GET", "POST", "DELETE"],
+                include_in_schema=False,
+            )
+        )
+    app.include_router(gym)
     # Environments over OpenEnv and MCP, both calling the Gateway's environment sessions
     app.include_router(openenv.make_router(sessions_of))
     if mcp is not None:
         app.router.routes.append(
             Route(mcp_route.PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)
         )
+    return nemo_gym.tool_routes(gym, config.nemo_gym)
 
 
 def install_middleware(
@@ -411,8 +426,14 @@ def install_middleware(
     metrics: GatewayMetrics,
     admission: Admission,
     tenancy: Tenancy | None = None,
+    tools: ToolRoutes | None = None,
 ) -> None:
-    # Innermost first. POST /score skips the router (hot_path/score_asgi.py), inside every limit below.
+    # Innermost first. POST /score and the environments' tool calls skip the router
+    # (hot_path/score_asgi.py, tool_call_asgi.py), inside every limit below.
+    exact = {sessions.CALL_PATH: (sessions.declared_call_route(), sessions.call)}
+    app.add_middleware(ToolCallFastPath, exact=exact, tools=tools)
+    if isinstance(app, GatewayApp):
+        app.also_fast = may_take(exact, tools)
     app.add_middleware(
         ScoreFastPath,
         route=score.declared_route(),

@@ -63,7 +63,10 @@ class MemorySessionStore:
         self._locks[key] = (lock, users + 1)
         try:
             try:
-                await asyncio.wait_for(lock.acquire(), wait_s)
+                if lock.locked():  # a free lock is taken at once: no waiting task to make
+                    await asyncio.wait_for(lock.acquire(), wait_s)
+                else:
+                    await lock.acquire()
             except TimeoutError:
                 raise SessionBusy(
                     f"another call of this session ran past {wait_s:g}s (lock_wait_s)"

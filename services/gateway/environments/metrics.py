@@ -61,6 +61,16 @@ class SessionMetrics:
             registry=registry,
         )
         self._open_seen: set[tuple[str, str]] = set()
+        self._tool_call_children: dict[tuple[str, str, str], Counter] = {}
+
+    def tool_call(self, env: str, tool: str, outcome: str) -> Counter:
+        """The `tool_calls` child of these labels, kept after its first use (a call's labels are bounded: a
+        loaded environment, one of its tools, an outcome)."""
+        key = (env, tool, outcome)
+        child = self._tool_call_children.get(key)
+        if child is None:
+            child = self._tool_call_children[key] = self.tool_calls.labels(env, tool, outcome)
+        return child
 
     def set_open(self, counts: dict[tuple[str, str], int], environments: set[str]) -> None:
         """The store's live counts; a pair seen before and now absent goes to 0."""

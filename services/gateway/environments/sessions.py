@@ -253,7 +253,7 @@ class Sessions:
                 outcome = "tool_error" if is_error else "ok"
                 return ToolOutcome(output, is_error)
             finally:
-                self.metrics.tool_calls.labels(record.env, tool, outcome).inc()
+                self.metrics.tool_call(record.env, tool, outcome).inc()
                 if outcome not in ("ok", "tool_error") and record.sandbox_id != had_sandbox:
                     await self.sandboxes.stop(record.sandbox_id)  # made by this call, and saved nowhere
 
@@ -371,7 +371,8 @@ class Sessions:
     ) -> T:
         """The environment's coroutine, timed out; its own failures typed (a ToolError passes through)."""
         try:
-            return await asyncio.wait_for(pending, self.config.tool_timeout_s)
+            async with asyncio.timeout(self.config.tool_timeout_s):  # in this task: no task a call
+                return await pending
         except (ToolError, GatewayError):
             raise
         except ValidationError as exc:

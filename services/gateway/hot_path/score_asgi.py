@@ -41,7 +41,7 @@ class ScoreFastPath:
         self.result_json = result_json
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or _route_path(scope) != self.path:
+        if scope["type"] != "http" or scope["method"] != "POST" or route_path(scope) != self.path:
             await self.app(scope, receive, send)
             return
         scope["route"] = self.route
@@ -49,7 +49,7 @@ class ScoreFastPath:
         try:
             body = self.result_json(await self.score_sample(scope["app"].state, await _read_body(receive)))
         except Exception as exc:
-            handler = _handler(scope["app"], exc)
+            handler = error_handler(scope["app"], exc)
             if handler is None:
                 raise  # the server error middleware answers 500, as for the route
             response = await handler(Request(scope, receive), exc)
@@ -65,7 +65,7 @@ class ScoreFastPath:
         await send({"type": "http.response.body", "body": body})
 
 
-def _handler(app: Starlette, exc: Exception) -> Callable[[Request, Exception], Any] | None:
+def error_handler(app: Starlette, exc: Exception) -> Callable[[Request, Exception], Any] | None:
     """The handler Starlette's exception middleware would pick: the app's, by the exception's classes,
     except the catch-all `Exception` one, which belongs to the server error middleware outside."""
     handlers = app.exception_handlers
@@ -78,7 +78,7 @@ def _handler(app: Starlette, exc: Exception) -> Callable[[Request, Exception], A
     return None
 
 
-def _route_path(scope: Scope) -> str:
+def route_path(scope: Scope) -> str:
     """The path the router matches, as Starlette reads it: without the app's mount point (`root_path`)."""
     path: str = scope["path"]
     root: str = scope.get("root_path", "")

@@ -1,11 +1,12 @@
 """`GatewayApp`: the gateway's FastAPI application, with `POST /score` entering below FastAPI's outer layers.
 
-A `POST` whose path ends in `/score` (`/score`, or `/k/<key>/score` before `PathKey` rewrites it) goes
-straight into the gateway's own middleware chain, with `scope["app"]` and `root_path` set as FastAPI sets
-them; an exception that escapes the chain is answered by the app's 500 handler unless the response has
-started, then raised for the server to log. Every other request, every request with OpenTelemetry configured,
-and every request when the built stack is not the gateway's shape (another FastAPI version, no async 500
-handler, debug mode) takes FastAPI's own path; `fast_score_chain` says which. Why and what it saves:
+A `POST` whose path ends in `/score` (`/score`, or `/k/<key>/score` before `PathKey` rewrites it), or that
+`also_fast` accepts (environment tool calls: hot_path/tool_call_asgi.py), goes straight into the gateway's
+own middleware chain, with `scope["app"]` and `root_path` set as FastAPI sets them; an exception that
+escapes the chain is answered by the app's 500 handler unless the response has started, then raised for the
+server to log. Every other request, every request with OpenTelemetry configured, and every request when the
+built stack is not the gateway's shape (another FastAPI version, no async 500 handler, debug mode) takes
+FastAPI's own path; `fast_score_chain` says which. Why and what it saves:
 docs/architecture.md, "The hot path".
 """
 
@@ -30,8 +31,14 @@ ErrorHandler = Callable[[Request, Exception], Awaitable[Response]]
 _OUTER_LAYERS = ("ServerErrorMiddleware", "ExceptionTelemetryMiddleware", "AppBodyLimitMiddleware")
 
 
+def _never(path: str) -> bool:
+    return False
+
+
 class GatewayApp(FastAPI):
     fast_score_chain: ASGIApp | None = None  # the first user middleware, once the stack is built
+    # other POST paths that take the same way (hot_path/tool_call_asgi.py's `may_take`), set by the app
+    also_fast: Callable[[str], bool] = staticmethod(_never)
     _on_error: ErrorHandler | None = None  # the app's 500 handler, what the server-error layer would call
 
     def build_middleware_stack(self) -> ASGIApp:
@@ -46,7 +53,7 @@ class GatewayApp(FastAPI):
         if (
             scope["type"] != "http"
             or scope["method"] != "POST"
-            or not scope["path"].endswith("/score")
+            or not (scope["path"].endswith("/score") or self.also_fast(scope["path"]))
             or self.fast_score_chain is None  # not built yet (the first request builds it), unknown, or OTel
         ):
             await super().__call__(scope, receive, send)

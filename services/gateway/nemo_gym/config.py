@@ -70,6 +70,11 @@ class NeMoGymServer(BaseModel):
     port: int | None = Field(
         default=None, ge=1, le=65535, description="Also serve this server at the root of its own port."
     )
+    expose_tools_over_mcp: bool = Field(
+        default=False,
+        description="An environment server: also serve its tools over MCP at <server>/mcp, each session's "
+        "token in the X-NeMo-Gym-Session-Token header, given by seed_session's answer (`mcp`).",
+    )
 
     @model_validator(mode="after")
     def _one_scorer(self) -> NeMoGymServer:
@@ -77,6 +82,8 @@ class NeMoGymServer(BaseModel):
             raise ValueError(
                 "a server names exactly one of reward_fn (verify only) or environment (sessions)"
             )
+        if self.expose_tools_over_mcp and self.environment is None:
+            raise ValueError("expose_tools_over_mcp: only a server with an environment has tools")
         return self
 
 

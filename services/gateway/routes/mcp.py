@@ -69,10 +69,18 @@ class McpEndpoints:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         env = str(scope.get("path_params", {}).get("env", ""))
+        await self.serve(scope, receive, send, env)
+
+    async def serve(
+        self, scope: Scope, receive: Receive, send: Send, env: str, header: str | None = None
+    ) -> None:
+        """MCP over `env`'s sessions for this request; `header`: the session token's header, when not
+        `X-Environment-Session` (then no `seed` tool: sessions are opened elsewhere)."""
         sessions = self.sessions_of(HTTPConnection(scope))
         known(sessions, env)
         served = await self._started()
-        await served.handle(scope, receive, send, env, sessions.current_tenant())
+        extra = {} if header is None else {"header": header.lower()}
+        await served.handle(scope, receive, send, env, sessions.current_tenant(), **extra)
 
     async def _started(self) -> Any:
         if self._manager is not None:

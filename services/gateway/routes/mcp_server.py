@@ -24,6 +24,7 @@ SESSION_HEADER = "x-environment-session"
 SEED = "seed"
 ENV_KEY = "rewardfleet.environment"  # where the handlers find the environment and tenant: the request's scope
 TENANT_KEY = "rewardfleet.tenant"
+HEADER_KEY = "rewardfleet.session_header"  # the header that carries the session's token on this endpoint
 
 
 class McpServer:
@@ -36,9 +37,19 @@ class McpServer:
         )
         self.manager = StreamableHTTPSessionManager(server, json_response=True, stateless=True)
 
-    async def handle(self, scope: Scope, receive: Receive, send: Send, env: str, tenant: str) -> None:
+    async def handle(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        env: str,
+        tenant: str,
+        header: str = SESSION_HEADER,
+    ) -> None:
+        """`header`: the session token's header (lower case); only the default one offers `seed`."""
         scope[ENV_KEY] = env
         scope[TENANT_KEY] = tenant
+        scope[HEADER_KEY] = header
         await self.manager.handle_request(scope, receive, send)
 
 
@@ -55,6 +66,10 @@ class _Tools:
             raise MCPError(types.INTERNAL_ERROR, "the environment endpoint was reached without its request")
         return request, request.scope[ENV_KEY], request.scope[TENANT_KEY]
 
+    @staticmethod
+    def _header(request: HTTPConnection) -> str:
+        return str(request.scope.get(HEADER_KEY, SESSION_HEADER))
+
     async def list_tools(
         self, ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
@@ -63,7 +78,8 @@ class _Tools:
         tools = [
             types.Tool(name=s.name, description=s.description, input_schema=s.input_schema) for s in specs
         ]
-        if request.headers.get(SESSION_HEADER) is None:
+        header = self._header(request)
+        if header == SESSION_HEADER and request.headers.get(header) is None:
             tools.append(_seed_tool(env))
         return types.ListToolsResult(tools=tools)
 
@@ -71,14 +87,15 @@ class _Tools:
         request, env, caller = self._where(ctx)
         sessions = self.sessions_of(request)
         arguments: Mapping[str, Any] = params.arguments or {}
-        token = request.headers.get(SESSION_HEADER)
+        header = self._header(request)
+        token = request.headers.get(header)
         try:
             if token is None:
-                if params.name != SEED:
+                if params.name != SEED or header != SESSION_HEADER:
                     raise MCPError(
                         types.INVALID_PARAMS,
-                        f"no environment session: call {SEED!r} (or open one elsewhere) and send its token "
-                        f"as the {SESSION_HEADER} header",
+                        f"no environment session: open one (NeMo Gym's seed_session, or the {SEED!r} tool of "
+                        f"/mcp/<env>) and send its token as the {header} header",
                     )
                 opened = await sessions.open(caller, env, arguments)
                 return _result({"session": opened.token, "id": opened.id})

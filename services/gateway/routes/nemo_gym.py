@@ -30,11 +30,13 @@ import uvicorn
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rewardfleet.services.common.json_body import parse_json_body
 from rewardfleet.services.gateway.environments.errors import UnknownTool
 from rewardfleet.services.gateway.errors import BatchTooLarge, UnknownRewardFunction
+from rewardfleet.services.gateway.hot_path.tool_call_asgi import ToolRoutes
 from rewardfleet.services.gateway.nemo_gym.config import NeMoGymConfig, NeMoGymServer
 from rewardfleet.services.gateway.nemo_gym.mapping import BodyError, answer, score_body
 from rewardfleet.services.gateway.nemo_gym.metrics import (
@@ -96,7 +98,9 @@ def make_router(config: NeMoGymConfig, backend: TrainerBackend) -> APIRouter:
     async def seed_session(server: str, request: Request) -> JSONResponse:
         spec = _server(config, server)
         if spec.environment is not None:
-            return await nemo_gym_sessions.seed_session(request, server, spec.environment)
+            return await nemo_gym_sessions.seed_session(
+                request, server, spec.environment, spec.expose_tools_over_mcp
+            )
         await _object(request)
         return JSONResponse({})
 
@@ -134,6 +138,21 @@ def make_router(config: NeMoGymConfig, backend: TrainerBackend) -> APIRouter:
         return await nemo_gym_sessions.call_tool(request, server, tool)
 
     return router
+
+
+# declared before `/{server}/{tool}` (mcp: routes/nemo_gym_mcp.py)
+RESERVED_NAMES = ("verify", "seed_session", "aggregate_metrics", "mcp")
+
+
+def tool_routes(router: APIRouter, config: NeMoGymConfig) -> ToolRoutes | None:
+    """The tool calls of the servers that serve an environment (`router`: `make_router`'s), for the
+    plain-ASGI path (hot_path/tool_call_asgi.py); None when no server does."""
+    servers = [name for name, spec in config.servers.items() if spec.environment is not None]
+    if not servers:
+        return None
+    path = f"{config.prefix}/{{server}}/{{tool}}"
+    route = next(r for r in router.routes if isinstance(r, APIRoute) and r.path == path)
+    return ToolRoutes(config.prefix, route, nemo_gym_sessions.call_tool, frozenset(servers), RESERVED_NAMES)
 
 
 def _row_errors(rows: list[Any]) -> Iterator[dict[str, Any]]:

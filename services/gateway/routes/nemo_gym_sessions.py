@@ -12,6 +12,7 @@ random bits, unforgeable); the session is found by it and the caller's tenant (e
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import Request
@@ -29,6 +30,9 @@ from rewardfleet.services.gateway.routes.nemo_gym_body import JsonObject
 
 COOKIE_PREFIX = "rewardfleet_session_"
 TOOL_ERROR_STATUS = 400
+MCP_TOKEN_HEADER = "X-NeMo-Gym-Session-Token"  # NeMo Gym's name, in seed_session's `mcp` answer
+MCP_URL_PATH = "/mcp"  # from the server's root (its own port); <prefix>/<server>/mcp on the gateway's
+_PLAIN = re.compile(r"[A-Za-z0-9_-]+")  # a cookie value http.cookies writes as is (no quoting)
 
 
 def cookie_name(server: str) -> str:
@@ -51,7 +55,11 @@ def _token(request: Request, server: str) -> str:
 
 def _answer(content: Any, server: str, token: str, status_code: int = 200, **headers: str) -> JSONResponse:
     response = JSONResponse(content, status_code=status_code, headers=headers or None)
-    response.set_cookie(cookie_name(server), token, httponly=True, samesite="strict", path="/")
+    if _PLAIN.fullmatch(token):  # set_cookie's own header for such a value, without http.cookies' cost
+        cookie = f"{COOKIE_PREFIX}{server}={token}; HttpOnly; Path=/; SameSite=strict"
+        response.raw_headers.append((b"set-cookie", cookie.encode("latin-1")))
+    else:
+        response.set_cookie(cookie_name(server), token, httponly=True, samesite="strict", path="/")
     return response
 
 
@@ -62,11 +70,21 @@ def _refusal(exc: GatewayError, server: str, token: str) -> JSONResponse:
     return _answer(exc.body(), server, token, exc.status_code, **exc.headers)
 
 
-async def seed_session(request: Request, server: str, environment: str) -> JSONResponse:
+async def seed_session(request: Request, server: str, environment: str, mcp: bool = False) -> JSONResponse:
+    """`mcp`: the server exposes its tools over MCP; the answer's `mcp` says where and with which header
+    (NeMo Gym's `MCPServerMetadata`: the token is the session's own, so only its hash is stored)."""
     sessions = _sessions(request)
     task = (await parse_json_body(request, JsonObject)).root
     opened = await sessions.open(sessions.current_tenant(), environment, task)
-    return _answer({}, server, opened.token)
+    body: dict[str, Any] = {}
+    if mcp:
+        body["mcp"] = {
+            "server_name": server,
+            "url_path": MCP_URL_PATH,
+            "transport": "http",
+            "headers": {MCP_TOKEN_HEADER: opened.token},
+        }
+    return _answer(body, server, opened.token)
 
 
 async def call_tool(request: Request, server: str, tool: str) -> JSONResponse:

@@ -17,6 +17,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 
 from rewardfleet.services.common.json_body import parse_json_body
@@ -24,6 +25,7 @@ from rewardfleet.services.gateway.environments.sessions import Sessions
 from rewardfleet.services.gateway.facade import gateway_of
 
 router = APIRouter(tags=["environments"])
+CALL_PATH = "/sessions/call"
 TOKEN_MAX_CHARS = 128  # a token is 43; anything longer is refused while parsing
 
 
@@ -74,7 +76,7 @@ async def open_session(request: Request) -> JSONResponse:
     return JSONResponse({"session_id": opened.id, "token": opened.token, "env": opened.env})
 
 
-@router.post("/sessions/call")
+@router.post(CALL_PATH)
 async def call(request: Request) -> JSONResponse:
     sessions = _sessions(request)
     body = await parse_json_body(request, CallBody)
@@ -105,3 +107,8 @@ async def close(request: Request) -> JSONResponse:
     body = await parse_json_body(request, TokenBody)
     await sessions.close(sessions.current_tenant(), body.token)
     return JSONResponse({})
+
+
+def declared_call_route() -> APIRoute:
+    """The declared `POST /sessions/call` route, for the plain-ASGI path (hot_path/tool_call_asgi.py)."""
+    return next(r for r in router.routes if isinstance(r, APIRoute) and r.path == CALL_PATH)
