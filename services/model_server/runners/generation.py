@@ -5,6 +5,8 @@ the whole batch. Position ids come from the attention mask, so a padded prompt s
 would see alone. Each request keeps its own sampling parameters, `max_new_tokens`, stop conditions and
 grammar. The batch itself is a `DecodeBatch` (decode_batch.py): finished rows leave it after every step and
 new requests join it between steps (continuous batching, driven by `services/model_server/continuous.py`).
+A deterministic server decodes in a `RowwiseDecodeBatch` instead (rowwise_batch.py: packed forwards, each
+row's attention over its own cache) when the model's attention allows it (`supports_rowwise`).
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ from rewardfleet.services.model_server.runners.decoding import (
     SamplingParams,
 )
 from rewardfleet.services.model_server.runners.prompt_logprobs import prompt_logprobs
+from rewardfleet.services.model_server.runners.rowwise import register, supports_rowwise
+from rewardfleet.services.model_server.runners.rowwise_batch import RowwiseDecodeBatch, rowwise_generate
 
 
 class GenerationRunner(Runner):
     kind = "generation"
     is_generation = True
-    supports_fixed_shapes = False  # a decode step's GEMMs and cache width follow its batch
+    supports_fixed_shapes = False  # deterministic mode packs rows instead (deterministic_operations)
 
     def __init__(self, model: Any, tokenizer: Any, **kw: Any) -> None:
         super().__init__(model, tokenizer, **kw)
@@ -49,6 +53,10 @@ class GenerationRunner(Runner):
         self.logits_width = max(len(tokenizer), int(getattr(self.config, "vocab_size", 0) or 0))
         self.grammars = Grammars(tokenizer, self.logits_width)
         self._mask = MaskBuffer(self.logits_width)
+        # Batch-invariant generation with shared forwards (deterministic mode), if the attention allows it.
+        self.rowwise = supports_rowwise(model)
+        if self.rowwise:
+            register()
 
     def operations(self) -> dict[str, BatchFn]:
         return {
@@ -63,6 +71,19 @@ class GenerationRunner(Runner):
 
     def decode_batch(self) -> DecodeBatch:
         return DecodeBatch(self)
+
+    def deterministic_operations(self) -> dict[str, BatchFn]:
+        """Generation through packed forwards, bitwise the same alone and in any batch (rowwise_batch.py);
+        nothing when the model's attention does not allow it (each request then decodes alone)."""
+        if not self.rowwise:
+            return {}
+        return {"generate": lambda inputs: rowwise_generate(self, inputs)}
+
+    def deterministic_continuous_operations(self) -> dict[str, Callable[[], RowwiseDecodeBatch]]:
+        return {"generate": self.rowwise_batch} if self.rowwise else {}
+
+    def rowwise_batch(self) -> RowwiseDecodeBatch:
+        return RowwiseDecodeBatch(self)
 
     def warmup_inputs(self) -> dict[str, list[Any]]:
         params = SamplingParams(max_new_tokens=4, temperature=0.0)
