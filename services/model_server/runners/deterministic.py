@@ -10,12 +10,12 @@ to its bucket's width, the heads' rows to a multiple of 4 (a cross-encoder's who
 inside the model's forward), so a row alone runs the very computation it runs in any batch, and concurrent
 requests still share one forward per bucket.
 
-Generation shares its forwards too, where the model allows it (a decoder whose attention layers dispatch by
-name, with full causal attention): `GenerationRunner.deterministic_operations` packs the tokens of every
-running row into one forward, each row's GEMMs over at least 4 token rows and its attention over its own
-cache alone (runners/rowwise.py, runners/rowwise_batch.py). Any other operation of a causal LM (`/v1/score`,
-prompt logprobs), and generation by a model that does not allow it, runs one sequence per forward, a
-request's decoding in its own one-row `DecodeBatch`. An unseeded sampled request gets seed 42, as SGLang's
+Generation and `/v1/score` share their forwards too, where the model allows it (a decoder whose attention
+layers dispatch by name, with full causal attention): `GenerationRunner.deterministic_operations` packs the
+tokens of every running row into one forward, each row's GEMMs over at least 4 token rows and its attention
+over its own cache alone (runners/rowwise.py, runners/rowwise_batch.py). Prompt logprobs, and every
+operation of a model that does not allow it, run one sequence per forward, a request's decoding in its own
+one-row `DecodeBatch`. An unseeded sampled request gets seed 42, as SGLang's
 deterministic mode does (`sampling_batch_info.py`), so its tokens do not depend on the process's global RNG
 either.
 """

@@ -28,8 +28,13 @@ from rewardfleet.services.model_server.runners.decoding import (
     SamplingParams,
 )
 from rewardfleet.services.model_server.runners.prompt_logprobs import prompt_logprobs
-from rewardfleet.services.model_server.runners.rowwise import register, supports_rowwise
-from rewardfleet.services.model_server.runners.rowwise_batch import RowwiseDecodeBatch, rowwise_generate
+from rewardfleet.services.model_server.runners.rowwise import RowCache, register, supports_rowwise
+from rewardfleet.services.model_server.runners.rowwise_batch import (
+    RowwiseDecodeBatch,
+    num_layers,
+    prefill_logits,
+    rowwise_generate,
+)
 
 
 class GenerationRunner(Runner):
@@ -73,11 +78,14 @@ class GenerationRunner(Runner):
         return DecodeBatch(self)
 
     def deterministic_operations(self) -> dict[str, BatchFn]:
-        """Generation through packed forwards, bitwise the same alone and in any batch (rowwise_batch.py);
-        nothing when the model's attention does not allow it (each request then decodes alone)."""
+        """Generation and next-token probabilities through packed forwards, bitwise the same alone and in any
+        batch (rowwise_batch.py); nothing when the model's attention does not allow it (each input alone)."""
         if not self.rowwise:
             return {}
-        return {"generate": lambda inputs: rowwise_generate(self, inputs)}
+        return {
+            "generate": lambda inputs: rowwise_generate(self, inputs),
+            "next_token": self.rowwise_next_token,
+        }
 
     def deterministic_continuous_operations(self) -> dict[str, Callable[[], RowwiseDecodeBatch]]:
         return {"generate": self.rowwise_batch} if self.rowwise else {}
@@ -98,6 +106,19 @@ class GenerationRunner(Runner):
 
     # -- /v1/score ---------------------------------------------------------------------------------------
     def next_token(self, inputs: list[NextTokenInput]) -> list[NextTokenResult | InvalidRequest]:
+        """Probabilities of each input's label tokens after its prompt, from one left-padded forward."""
+        return self._next_token(inputs, lambda seqs: self.prefill(seqs, use_cache=False)[0].logits[:, -1, :])
+
+    def rowwise_next_token(self, inputs: list[NextTokenInput]) -> list[NextTokenResult | InvalidRequest]:
+        """`next_token` from one packed forward: each row's probabilities bitwise those it gets alone."""
+        layers = num_layers(self.model)
+        return self._next_token(
+            inputs, lambda seqs: prefill_logits(self, seqs, [RowCache(layers) for _ in seqs])
+        )
+
+    def _next_token(
+        self, inputs: list[NextTokenInput], last_logits: Callable[[list[list[int]]], Any]
+    ) -> list[NextTokenResult | InvalidRequest]:
         import torch
 
         vocab = len(self.tokenizer)
@@ -117,7 +138,7 @@ class GenerationRunner(Runner):
         if not seqs:
             return out
         with torch.inference_mode():
-            logits = self.prefill(seqs, use_cache=False)[0].logits[:, -1, :].float()
+            logits = last_logits(seqs).float()
             logprobs = torch.log_softmax(logits, dim=-1)
         for row, (i, seq) in enumerate(zip(idx, seqs, strict=True)):
             labels = torch.tensor(inputs[i].label_token_ids, dtype=torch.long)
