@@ -274,20 +274,20 @@ def run(
             default, det = measure(work, kind, requests, rounds, concurrency, threads, max_batch)
             a, b = statistics.median(default), statistics.median(det)
             result.notes.append(
-                f"{kind.label}: server, default {' '.join(f'{x:.0f}' for x in default)} | deterministic "
-                f"{' '.join(f'{x:.0f}' for x in det)} samples/s"
+                f"{kind.label}: server, default {' '.join(f'{x:.3g}' for x in default)} | deterministic "
+                f"{' '.join(f'{x:.3g}' for x in det)} samples/s"
             )
             print(result.notes[-1], flush=True)  # a kind's figures as soon as they are measured
             label = f"{kind.name}: deterministic / default, server (c{concurrency})"
-            detail = f"{b:.0f} vs {a:.0f} samples/s ({kind.label})"
+            detail = f"{b:.3g} vs {a:.3g} samples/s ({kind.label})"
             result.rows.append(Row(result.name, label, b / a, ">= 0.8", b / a >= 0.8, detail))
         off = offline(kind, rounds, max_batch, threads, offline_seconds)
         off_a, off_b, off_solo = off["default"], off["det"], off["solo"]
         result.notes.append(
-            f"{kind.label}: batch function offline, batches of {max_batch}: default {off_a:.0f} | "
-            f"deterministic {off_b:.0f} | deterministic before (one sequence per forward) {off_solo:.0f}"
+            f"{kind.label}: batch function offline, batches of {max_batch}: default {off_a:.3g} | "
+            f"deterministic {off_b:.3g} | deterministic before (one sequence per forward) {off_solo:.3g}"
             + (
-                f" | default before (one forward padded to the longest) {off['onepad']:.0f}"
+                f" | default before (one forward padded to the longest) {off['onepad']:.3g}"
                 if "onepad" in off
                 else ""
             )
@@ -302,14 +302,14 @@ def run(
                 off_b / off_a,
                 ">= 0.8",
                 off_b / off_a >= 0.8,
-                f"{off_b:.0f} vs {off_a:.0f}",
+                f"{off_b:.3g} vs {off_a:.3g}",
             )
         )
         label = f"{kind.name}: deterministic now / before (one per forward), offline (bs{max_batch})"
-        result.rows.append(Row(result.name, label, off_b / off_solo, detail=f"{off_b:.0f} vs {off_solo:.0f}"))
+        result.rows.append(Row(result.name, label, off_b / off_solo, detail=f"{off_b:.3g} vs {off_solo:.3g}"))
         if "onepad" in off:
             label = f"{kind.name}: default now / before (one forward padded to the longest), offline"
-            detail = f"{off_a:.0f} vs {off['onepad']:.0f}"
+            detail = f"{off_a:.3g} vs {off['onepad']:.3g}"
             result.rows.append(Row(result.name, label, off_a / off["onepad"], detail=detail))
     return result
 
