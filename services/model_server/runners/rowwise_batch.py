@@ -1,5 +1,4 @@
-"""The running generation batch of a deterministic server: rows share every forward, and each row's tokens
-are bitwise those it decodes alone.
+"""The running generation batch of a deterministic server: rows share forwards, tokens bitwise as alone.
 
 It answers the continuous-batching loop (`continuous.py`) as a `DecodeBatch` does (`admit`, `remove`,
 `step`, `result`), but its forwards are packed (runners/rowwise.py): the admitted prompts are prefilled in
