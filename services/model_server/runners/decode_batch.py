@@ -34,6 +34,7 @@ class DecodeRunner(Protocol):
     model: Any
     tokenizer: Any
     context_length: int
+    pad_id: int
 
     def new_row(self, prompt_len: int, params: SamplingParams) -> Row: ...
 

@@ -6,7 +6,7 @@ owns the model) both import it, and neither imports the other's module at type-c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rewardfleet.services.model_server.runners.common import TextInput
@@ -37,6 +37,18 @@ class SamplingParams:
 class GenerationInput:
     prompt: TextInput
     params: SamplingParams = field(default_factory=SamplingParams)
+
+
+# SGLang 0.5.23 samples with this seed when a request sets none and deterministic inference is on.
+DEFAULT_SAMPLING_SEED = 42
+
+
+def seeded(item: Any) -> Any:
+    """`item` with seed 42 when it is a sampled generation request without a seed; anything else as is."""
+    params = getattr(item, "params", None)
+    if params is None or not hasattr(params, "seed") or params.seed is not None or params.greedy:
+        return item
+    return replace(item, params=replace(params, seed=DEFAULT_SAMPLING_SEED))
 
 
 @dataclass(frozen=True, slots=True)

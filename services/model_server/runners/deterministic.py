@@ -10,31 +10,25 @@ to its bucket's width, the heads' rows to a multiple of 4 (a cross-encoder's who
 inside the model's forward), so a row alone runs the very computation it runs in any batch, and concurrent
 requests still share one forward per bucket.
 
-Generation is not there yet: each request decodes in its own one-row `DecodeBatch` (a decode step is a
-1-row GEMM alone and an n-row one in a batch, over a cache as wide as the batch's longest row), and its other
-operations run one sequence per forward. Continuous batching's scheduling stays (requests join and leave
-between steps). An unseeded sampled request gets seed 42, as SGLang's deterministic mode does
-(`sampling_batch_info.py`), so its tokens do not depend on the process's global RNG either.
+Generation and `/v1/score` share their forwards too, where the model allows it (a decoder whose attention
+layers dispatch by name, with full causal attention): `GenerationRunner.deterministic_operations` packs the
+tokens of every running row into one forward, each row's GEMMs over at least 4 token rows and its attention
+over its own cache alone (runners/rowwise.py, runners/rowwise_batch.py). Prompt logprobs, and every
+operation of a model that does not allow it, run one sequence per forward, a request's decoding in its own
+one-row `DecodeBatch`. An unseeded sampled request gets seed 42, as SGLang's
+deterministic mode does (`sampling_batch_info.py`), so its tokens do not depend on the process's global RNG
+either.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 from rewardfleet.services.model_server.runners.base import BatchFn, Runner
+from rewardfleet.services.model_server.runners.decoding import DEFAULT_SAMPLING_SEED, seeded
 
-# SGLang 0.5.23 samples with this seed when a request sets none and deterministic inference is on.
-DEFAULT_SAMPLING_SEED = 42
-
-
-def seeded(item: Any) -> Any:
-    """`item` with seed 42 when it is a sampled generation request without a seed; anything else as is."""
-    params = getattr(item, "params", None)
-    if params is None or not hasattr(params, "seed") or params.seed is not None or params.greedy:
-        return item
-    return replace(item, params=replace(params, seed=DEFAULT_SAMPLING_SEED))
+__all__ = ["DEFAULT_SAMPLING_SEED", "one_at_a_time", "seeded", "serving_continuous", "serving_operations"]
 
 
 def one_at_a_time(fn: BatchFn) -> BatchFn:
@@ -95,25 +89,28 @@ class SoloDecodeBatches:
 
 
 def serving_operations(runner: Any, deterministic: bool) -> dict[str, BatchFn]:
-    """The batch functions a batcher calls: the runner's own, or when `deterministic` its fixed-shape twin's
-    (one sequence per forward for generation). A runner in an engine process (`EngineRunner`) is wrapped
-    there, not here."""
+    """The batch functions a batcher calls: the runner's own, or when `deterministic` its fixed-shape twin's,
+    or (causal LMs) its `deterministic_operations` and one sequence per forward for the rest. A runner in an
+    engine process (`EngineRunner`) is wrapped there, not here."""
     if not isinstance(runner, Runner) or not deterministic:
         ops: dict[str, BatchFn] = runner.operations()
         return ops
     if runner.supports_fixed_shapes:
         return runner.with_fixed_shapes().operations()
-    return {name: one_at_a_time(fn) for name, fn in runner.operations().items()}
+    own = runner.deterministic_operations()
+    return {name: own.get(name) or one_at_a_time(fn) for name, fn in runner.operations().items()}
 
 
 def serving_continuous(runner: Any, deterministic: bool) -> dict[str, Callable[[], Any]]:
-    """Factories of the running generation batch: one `DecodeBatch`, or `SoloDecodeBatches`."""
+    """Factories of the running generation batch: one `DecodeBatch`; when `deterministic`, the runner's
+    batch-invariant one (`deterministic_continuous_operations`) or else `SoloDecodeBatches`."""
     if not isinstance(runner, Runner):
         return {}
     factories = runner.continuous_operations()
     if not deterministic:
         return factories
-    return {name: _solo_factory(f) for name, f in factories.items()}
+    own = runner.deterministic_continuous_operations()
+    return {name: own.get(name) or _solo_factory(f) for name, f in factories.items()}
 
 
 def _solo_factory(factory: Callable[[], Any]) -> Callable[[], SoloDecodeBatches]:

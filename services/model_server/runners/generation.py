@@ -5,6 +5,8 @@ the whole batch. Position ids come from the attention mask, so a padded prompt s
 would see alone. Each request keeps its own sampling parameters, `max_new_tokens`, stop conditions and
 grammar. The batch itself is a `DecodeBatch` (decode_batch.py): finished rows leave it after every step and
 new requests join it between steps (continuous batching, driven by `services/model_server/continuous.py`).
+A deterministic server decodes in a `RowwiseDecodeBatch` instead (rowwise_batch.py: packed forwards, each
+row's attention over its own cache) when the model's attention allows it (`supports_rowwise`).
 """
 
 from __future__ import annotations
@@ -26,12 +28,19 @@ from rewardfleet.services.model_server.runners.decoding import (
     SamplingParams,
 )
 from rewardfleet.services.model_server.runners.prompt_logprobs import prompt_logprobs
+from rewardfleet.services.model_server.runners.rowwise import RowCache, register, supports_rowwise
+from rewardfleet.services.model_server.runners.rowwise_batch import (
+    RowwiseDecodeBatch,
+    num_layers,
+    prefill_logits,
+    rowwise_generate,
+)
 
 
 class GenerationRunner(Runner):
     kind = "generation"
     is_generation = True
-    supports_fixed_shapes = False  # a decode step's GEMMs and cache width follow its batch
+    supports_fixed_shapes = False  # deterministic mode packs rows instead (deterministic_operations)
 
     def __init__(self, model: Any, tokenizer: Any, **kw: Any) -> None:
         super().__init__(model, tokenizer, **kw)
@@ -49,6 +58,10 @@ class GenerationRunner(Runner):
         self.logits_width = max(len(tokenizer), int(getattr(self.config, "vocab_size", 0) or 0))
         self.grammars = Grammars(tokenizer, self.logits_width)
         self._mask = MaskBuffer(self.logits_width)
+        # Batch-invariant generation with shared forwards (deterministic mode), if the attention allows it.
+        self.rowwise = supports_rowwise(model)
+        if self.rowwise:
+            register()
 
     def operations(self) -> dict[str, BatchFn]:
         return {
@@ -64,6 +77,22 @@ class GenerationRunner(Runner):
     def decode_batch(self) -> DecodeBatch:
         return DecodeBatch(self)
 
+    def deterministic_operations(self) -> dict[str, BatchFn]:
+        """Generation and next-token probabilities through packed forwards, bitwise the same alone and in any
+        batch (rowwise_batch.py); nothing when the model's attention does not allow it (each input alone)."""
+        if not self.rowwise:
+            return {}
+        return {
+            "generate": lambda inputs: rowwise_generate(self, inputs),
+            "next_token": self.rowwise_next_token,
+        }
+
+    def deterministic_continuous_operations(self) -> dict[str, Callable[[], RowwiseDecodeBatch]]:
+        return {"generate": self.rowwise_batch} if self.rowwise else {}
+
+    def rowwise_batch(self) -> RowwiseDecodeBatch:
+        return RowwiseDecodeBatch(self)
+
     def warmup_inputs(self) -> dict[str, list[Any]]:
         params = SamplingParams(max_new_tokens=4, temperature=0.0)
         # A constrained row too: it builds the grammar library's view of the tokenizer (~1 s) before ready.
@@ -77,6 +106,19 @@ class GenerationRunner(Runner):
 
     # -- /v1/score ---------------------------------------------------------------------------------------
     def next_token(self, inputs: list[NextTokenInput]) -> list[NextTokenResult | InvalidRequest]:
+        """Probabilities of each input's label tokens after its prompt, from one left-padded forward."""
+        return self._next_token(inputs, lambda seqs: self.prefill(seqs, use_cache=False)[0].logits[:, -1, :])
+
+    def rowwise_next_token(self, inputs: list[NextTokenInput]) -> list[NextTokenResult | InvalidRequest]:
+        """`next_token` from one packed forward: each row's probabilities bitwise those it gets alone."""
+        layers = num_layers(self.model)
+        return self._next_token(
+            inputs, lambda seqs: prefill_logits(self, seqs, [RowCache(layers) for _ in seqs])
+        )
+
+    def _next_token(
+        self, inputs: list[NextTokenInput], last_logits: Callable[[list[list[int]]], Any]
+    ) -> list[NextTokenResult | InvalidRequest]:
         import torch
 
         vocab = len(self.tokenizer)
@@ -96,7 +138,7 @@ class GenerationRunner(Runner):
         if not seqs:
             return out
         with torch.inference_mode():
-            logits = self.prefill(seqs, use_cache=False)[0].logits[:, -1, :].float()
+            logits = last_logits(seqs).float()
             logprobs = torch.log_softmax(logits, dim=-1)
         for row, (i, seq) in enumerate(zip(idx, seqs, strict=True)):
             labels = torch.tensor(inputs[i].label_token_ids, dtype=torch.long)

@@ -60,6 +60,12 @@ class VisionGenerationRunner(GenerationRunner):
     def continuous_operations(self) -> dict[str, Callable[[], Any]]:
         return {}
 
+    def deterministic_operations(self) -> dict[str, BatchFn]:
+        return {}  # images go through the vision tower: each request alone
+
+    def deterministic_continuous_operations(self) -> dict[str, Callable[[], Any]]:
+        return {}
+
     def warmup_inputs(self) -> dict[str, list[Any]]:
         from PIL import Image
 
