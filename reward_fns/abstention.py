@@ -1,4 +1,6 @@
-"""Answers that may abstain (`\\boxed{[IDK]}`), graded by a judge, as NeMo Gym's `abstention` server grades
+"""Answers that may abstain, graded by a judge as NeMo Gym's `abstention` server grades them.
+
+Answers that may abstain (`\\boxed{[IDK]}`), graded by a judge, as NeMo Gym's `abstention` server grades
 them: `correct_reward` (1.0) for a correct answer, `abstention_reward` (0.5) for an abstention, else
 `incorrect_reward` (0.0).
 

@@ -1,4 +1,6 @@
-"""Open-ended answers judged pairwise against a baseline answer (Arena-Hard v2), as NeMo Gym's `arena_judge`
+"""Open-ended answers judged pairwise against a baseline, as NeMo Gym's `arena_judge` server does.
+
+Open-ended answers judged pairwise against a baseline answer (Arena-Hard v2), as NeMo Gym's `arena_judge`
 server grades them: 1.0 when the judge prefers the answer (`A>>B` or `A>B` with the answer as A).
 
 The judge is asked twice, concurrently: with the answer as A and the baseline (`extra_info

@@ -1,4 +1,6 @@
-"""IMO-style proofs graded against a reference solution and a rubric, as NeMo Gym's `imo_proofbench_judge`
+"""IMO-style proofs graded against a reference and a rubric (NeMo Gym's `imo_proofbench_judge`).
+
+IMO-style proofs graded against a reference solution and a rubric, as NeMo Gym's `imo_proofbench_judge`
 server grades them: the last `\\boxed{...}` answer, symbolically equal to `ground_truth` (the task's
 `expected_answer`), is correct without a judge; otherwise a judge grades it.
 

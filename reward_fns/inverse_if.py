@@ -1,4 +1,6 @@
-"""Counter-conventional instruction following graded criterion by criterion by a judge, as NeMo Gym's
+"""Counter-conventional instruction following graded by a judge, as NeMo Gym's `inverse_if` does.
+
+Counter-conventional instruction following graded criterion by criterion by a judge, as NeMo Gym's
 `inverse_if` server grades it: each rubric criterion PASS (1.0) or FAIL (0.0), aggregated.
 
 The task's `extra_info`: `prompt`, `rubric` (a list of `{id, criteria}`), `reference_response`,

@@ -1,4 +1,6 @@
-"""Long-term-memory questions (LongMemEval) graded yes / no by a judge, as NeMo Gym's `longmemeval` server
+"""Long-term-memory questions graded yes / no by a judge, as NeMo Gym's `longmemeval` server does.
+
+Long-term-memory questions (LongMemEval) graded yes / no by a judge, as NeMo Gym's `longmemeval` server
 grades them: 1.0 when the judge says yes.
 
 The task's `extra_info["verifier_metadata"]` holds `question_id`, `question_type`, `question`, `answer` and

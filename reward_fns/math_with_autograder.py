@@ -1,4 +1,6 @@
-"""Math answers checked by math-verify, then by an autograder judge when it says wrong (NeMo Gym's
+"""Math answers checked by math-verify, then by a judge (NeMo Gym's `math_with_autograder`).
+
+Math answers checked by math-verify, then by an autograder judge when it says wrong (NeMo Gym's
 `math_with_autograder` server).
 
 The library step: the reference (`ground_truth`, outer `\\(...\\)` or `$...$` removed) in `\\boxed{}` is

@@ -1,4 +1,6 @@
-"""Factual answers graded CORRECT (A) / INCORRECT (B) / PARTIAL (C) / NOT_ATTEMPTED (D) by a judge, as NeMo
+"""Factual answers graded by a judge, as NeMo Gym's `omniscience` server (AA-Omniscience) does.
+
+Factual answers graded CORRECT (A) / INCORRECT (B) / PARTIAL (C) / NOT_ATTEMPTED (D) by a judge, as NeMo
 Gym's `omniscience` server grades them (AA-Omniscience): 1.0 for A, else 0.0; the omniscience index is +1
 for a correct answer, -1 for an incorrect (a hallucination), 0 otherwise.
 

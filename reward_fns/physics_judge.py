@@ -1,4 +1,6 @@
-"""Physics answers checked by math-verify, then by NeMo Skills' physics judge when it says wrong (NeMo Gym's
+"""Physics answers checked by math-verify, then by a judge (NeMo Gym's `physics_judge` server).
+
+Physics answers checked by math-verify, then by NeMo Skills' physics judge when it says wrong (NeMo Gym's
 `physics_judge` server).
 
 The library step is `math_with_autograder.library_check`'s. With `should_use_judge` and a library 0, the

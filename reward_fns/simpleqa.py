@@ -1,4 +1,6 @@
-"""Short factual answers graded CORRECT (A) / INCORRECT (B) / NOT_ATTEMPTED (C) by a judge, as NeMo Gym's
+"""Short factual answers graded by a judge, as NeMo Gym's `simpleqa` server grades them.
+
+Short factual answers graded CORRECT (A) / INCORRECT (B) / NOT_ATTEMPTED (C) by a judge, as NeMo Gym's
 `simpleqa` server grades them (the SimpleQA-Verified protocol): 1.0 for A, else 0.0.
 
 The judge gets `judge_prompt_template` filled with `{question}`, `{expected_answer}` (the task's fields; the

@@ -1,4 +1,6 @@
-"""One terminal-agent step (Terminus' JSON of keystrokes) against the reference step, as NeMo Gym's
+"""One terminal-agent step graded against the reference step, as NeMo Gym's `terminus_judge` does.
+
+One terminal-agent step (Terminus' JSON of keystrokes) against the reference step, as NeMo Gym's
 `terminus_judge` server grades it: a schema check, a task-complete check, string similarity of the
 keystrokes, and an LLM judge when the similarity is below the threshold.
 

@@ -1,4 +1,6 @@
-"""Text-to-SQL judged by an LLM (NeMo Gym's `text_to_sql` server): is the predicted query equivalent to the
+"""Text-to-SQL judged by an LLM, as NeMo Gym's `text_to_sql` server judges it.
+
+Text-to-SQL judged by an LLM (NeMo Gym's `text_to_sql` server): is the predicted query equivalent to the
 reference for the question and schema?
 
 The SQL is taken from the response (`extract_sql`) and a judge compares it with the reference `ground_truth`

@@ -1,4 +1,6 @@
-"""Undergraduate physics answers checked by math-verify, then by the UGPhysics TRUE / FALSE judge when it
+"""Undergraduate physics answers checked by math-verify, then by a judge (NeMo Gym's `ugphysics_judge`).
+
+Undergraduate physics answers checked by math-verify, then by the UGPhysics TRUE / FALSE judge when it
 says wrong (NeMo Gym's `ugphysics_judge` server).
 
 The library step is `math_with_autograder.library_check`'s (a library 1 is the verdict TRUE; with

@@ -1,9 +1,6 @@
 """Built-in environments, found by the gateway as the modules of `environments.folders` are.
 
-Each module here that defines `Environment` subclasses is found (docs/environments.md). They are plain
-modules a user could have written, importing only `services/environments` (and `services/sandbox`,
-`services/common`). Ports of NeMo Gym's resources servers, each named as NeMo Gym names it and checked
-against its recorded rollouts (docs/environments.md, 'Parity with NeMo Gym's recorded rollouts'):
+Each module with `Environment` subclasses is found; NeMo Gym's ports keep its names (docs/environments.md):
 
     example_session_state_mgmt     the stateful counter: increment_counter, get_counter_value
     example_single_tool_call       get_weather; always 1.0
@@ -16,12 +13,14 @@ against its recorded rollouts (docs/environments.md, 'Parity with NeMo Gym's rec
     calendar_scheduling            `calendar`: no tools; the answer's JSON calendar meets every constraint
     blackjack                      observe, step (hit / stand); +1 / 0 / -1
     grl_sokoban                    observe, step (Up / Down / Left / Right); gym-sokoban's rewards
-    workplace_assistant            27 tools over WorkBench's mailbox, calendar, analytics, tasks and CRM;
-                                   the tables the ground truth leaves (its data: the `data_dir` setting)
-    harbor                         Harbor task folders (harbor_tasks/, _harbor/): bash, read_file,
-                                   write_file, verify by the task's tests/test.sh in the session's sandbox
+    workplace_assistant            WorkBench's 27 tools; the tables the ground truth leaves (`data_dir`)
+    harbor                         Harbor task folders (harbor_tasks/, _harbor/), verified by tests/test.sh
+    _workplace_base                workplace_assistant's settings, task, sessions' change log and verify
+    _workplace_common              what its tools share: search patterns, timestamps, pages, minted ids
+    _workplace_mail                its company directory, mailbox and calendar tools
+    _workplace_records             its web analytics, project board and CRM tools
+    _workplace_tables              its CSV tables, read from `data_dir`, and the tables a session sees
 
-Private helpers: `_gymnasium` (the two games' step body and verdict), `_sokoban_rooms` (seeded rooms, as
-NeMo Gym deals them), `_calendar_grading` (the calendar's rules), `_responses` (a verify body's output),
-`_workplace_*` (workplace_assistant's tables, tools and change log).
+Private helpers of the others: `_gymnasium` (the two games' step body and verdict), `_sokoban_rooms` (seeded
+rooms, as NeMo Gym deals them), `_calendar_grading` (the calendar's rules), `_responses` (a verify's output).
 """

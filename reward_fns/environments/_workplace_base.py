@@ -1,5 +1,6 @@
-"""The machinery of `workplace_assistant` (its settings, task, sessions' change log, verify); the tools
-are the environment's own module. See workplace_assistant.py.
+"""The machinery of `workplace_assistant`: its settings, task, sessions' change log and verify.
+
+The tools are the environment's own module; see workplace_assistant.py.
 """
 
 from __future__ import annotations

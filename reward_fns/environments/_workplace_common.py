@@ -1,5 +1,8 @@
-"""What the workplace tools share: the agent's search patterns (run with a time limit), timestamps, pages,
-and the ids NeMo Gym mints (one more than the column's largest id compared as text)."""
+"""What the workplace tools share: search patterns, timestamps, pages and minted ids.
+
+The agent's search patterns run with a time limit; an id is minted as NeMo Gym mints it (one more than the
+column's largest id compared as text).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The workplace's company directory, mailbox and calendar: what each tool does to a session's `Workplace`
+"""The workplace's company directory, mailbox and calendar tools.
+
+The workplace's company directory, mailbox and calendar: what each tool does to a session's `Workplace`
 and answers, as NeMo Gym's workplace_assistant tools do (their answers, refusals and quirks: an email id
 minted from the largest id compared as text, a calendar event appended with index label 0).
 

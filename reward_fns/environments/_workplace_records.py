@@ -1,4 +1,6 @@
-"""The workplace's web analytics, project board and CRM: what each tool does to a session's `Workplace` and
+"""The workplace's web analytics, project board and CRM tools.
+
+The workplace's web analytics, project board and CRM: what each tool does to a session's `Workplace` and
 answers, as NeMo Gym's workplace_assistant tools do (counts per day in date order, ids zero-padded to 8
 digits, a plot that is only its file name).
 

@@ -1,4 +1,6 @@
-"""The workplace's data: NeMo Gym's workplace_assistant CSV tables read from a data folder, and the
+"""The workplace's data: NeMo Gym's workplace_assistant CSV tables and the tables a session sees.
+
+The workplace's data: NeMo Gym's workplace_assistant CSV tables read from a data folder, and the
 tables one session sees (the base tables with the session's changes applied).
 
 A data folder is laid out as NeMo Gym's `resources_servers/workplace_assistant/csv_data/`:

@@ -1,4 +1,6 @@
-"""NeMo Gym's `workplace_assistant` (WorkBench): 27 tools over a company's mailbox, calendar, web analytics,
+"""NeMo Gym's `workplace_assistant` (WorkBench): 27 tools over a company's records, graded by its tables.
+
+NeMo Gym's `workplace_assistant` (WorkBench): 27 tools over a company's mailbox, calendar, web analytics,
 project board and CRM; the reward is 1.0 when the session's tables end as the task's ground-truth calls
 leave fresh ones, compared as NeMo Gym compares them (text case-folded, index labels included).
 

@@ -2,6 +2,7 @@
 
     score_front.py     `GatewayApp`: the app class; `POST /score` enters below FastAPI's outer layers
     score_asgi.py      `ScoreFastPath`: `POST /score` as plain ASGI, ahead of FastAPI's router
+    tool_call_asgi.py  `ToolCallFastPath`: environment sessions' tool calls as plain ASGI, likewise
     http_protocol.py   `GatewayHttpProtocol`: uvicorn's httptools protocol, holding less per connection
     plain_metrics.py   labelled counters and histograms in plain attributes, exposed by a Collector
     gc_tuning.py       the cyclic collector's settings for the gateway's own process

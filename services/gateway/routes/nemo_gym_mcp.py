@@ -1,4 +1,6 @@
-"""NeMo Gym's optional MCP exposure of an environment server: its tools over MCP at `<prefix>/<server>/mcp`
+"""NeMo Gym's optional MCP exposure of an environment server's tools.
+
+NeMo Gym's optional MCP exposure of an environment server: its tools over MCP at `<prefix>/<server>/mcp`
 (and `/mcp` at the root of the server's own port), for a server with `expose_tools_over_mcp: true`.
 
 The protocol is NeMo Gym's (`nemo_gym/mcp_auto_exposure.py`): `seed_session`'s answer carries

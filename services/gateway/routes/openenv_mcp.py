@@ -1,4 +1,6 @@
-"""OpenEnv's HTTP `POST /mcp` (`openenv` 0.10, production mode): JSON-RPC 2.0 over one POST, as its
+"""OpenEnv's HTTP `POST /mcp`: JSON-RPC 2.0 over one POST, as its `MCPToolClient` speaks it.
+
+OpenEnv's HTTP `POST /mcp` (`openenv` 0.10, production mode): JSON-RPC 2.0 over one POST, as its
 `MCPToolClient` speaks it.
 
     openenv/session/create  {}                              -> {"session_id"}   (the default task)

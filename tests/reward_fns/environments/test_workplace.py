@@ -6,7 +6,6 @@ file."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import zipfile
@@ -18,6 +17,7 @@ from pydantic import ValidationError
 
 from rewardfleet.reward_fns.environments._workplace_tables import DataError, WorkplaceData
 from rewardfleet.reward_fns.environments.workplace_assistant import WorkplaceAssistant
+from tests.nemo_gym import gym_mirror
 from tests.reward_fns import nemo_gym_rows
 from tests.reward_fns.environments import nemo_gym_mirror, workplace_data
 from tests.reward_fns.environments.replay import InProcess, ToolFailure
@@ -181,13 +181,16 @@ async def test_a_hostile_ground_truth_is_refused_or_skipped_never_a_crash(data: 
 
 @pytest.mark.parametrize("name", ["example_rollouts.jsonl", "example.jsonl"])
 def test_the_wheels_other_copy_of_the_rows_is_the_pinned_one(name: str) -> None:
-    """NeMo Gym 0.4.0's wheel also ships the server's rows as `environments/workplace_assistant/data/`."""
+    """NeMo Gym 0.4.0's wheel also ships the server's rows as `environments/workplace_assistant/data/`: the
+    pinned commit's bytes, by the git blob id the manifest pins for `resources_servers/.../data/<name>`."""
+    pinned = gym_mirror.pinned_blob(f"{gym_mirror.SERVERS}/workplace_assistant/data/{name}")
+    assert pinned is not None, f"{name}: the manifest pins no such file of workplace_assistant"
     try:
         with zipfile.ZipFile(nemo_gym_rows.wheel_path()) as wheel:
             data = wheel.read(f"environments/workplace_assistant/data/{name}")
     except FileNotFoundError as missing:
         pytest.skip(str(missing))
-    assert hashlib.sha256(data).hexdigest() == nemo_gym_mirror.PINNED[("workplace_assistant", name)]
+    assert gym_mirror.blob_id(data) == pinned
 
 
 async def test_the_tables_a_process_keeps_answer_as_a_replay_of_the_log(data: Path) -> None:
