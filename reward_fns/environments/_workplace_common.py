@@ -81,3 +81,13 @@ def page_of(items: list[Row], page: int, page_size: int, noun: str, key: str) ->
 
 def lowered(value: str | None) -> str | None:
     return value.lower() if value is not None else None
+
+
+def delete_row(table: Table, column: str, value: str | None, noun: str) -> str:
+    """Deletes the rows whose `column` is `value`, answering as the workplace's delete tools do."""
+    if not value:
+        return f"{noun} ID not provided."
+    if not table.has(column, value):
+        return f"{noun} not found."
+    table.keep(lambda row: row.get(column) != value)
+    return f"{noun} deleted successfully."

@@ -14,6 +14,7 @@ from typing import Any
 
 from rewardfleet.reward_fns.environments._workplace_common import (
     Pattern,
+    delete_row,
     lowered,
     next_id,
     page_of,
@@ -104,12 +105,7 @@ def send_email(
 
 
 def delete_email(w: Workplace, email_id: str | None = None) -> str:
-    if not email_id:
-        return "Email ID not provided."
-    if not w.emails.has("email_id", email_id):
-        return "Email not found."
-    w.emails.keep(lambda row: row.get("email_id") != email_id)
-    return "Email deleted successfully."
+    return delete_row(w.emails, "email_id", email_id, "Email")
 
 
 def forward_email(w: Workplace, email_id: str | None = None, recipient: str | None = None) -> str:
@@ -239,10 +235,7 @@ def delete_event(w: Workplace, event_id: str | None = None) -> str:
         return "Event ID not provided."
     if not _event_id_ok(event_id):
         return "Invalid event ID format. Expected 8-digit ID."
-    if not w.calendar.has("event_id", event_id):
-        return "Event not found."
-    w.calendar.keep(lambda row: row.get("event_id") != event_id)
-    return "Event deleted successfully."
+    return delete_row(w.calendar, "event_id", event_id, "Event")
 
 
 def update_event(

@@ -15,7 +15,13 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from rewardfleet.reward_fns.environments._workplace_common import Pattern, lowered, next_id, page_of
+from rewardfleet.reward_fns.environments._workplace_common import (
+    Pattern,
+    delete_row,
+    lowered,
+    next_id,
+    page_of,
+)
 from rewardfleet.reward_fns.environments._workplace_tables import Row, Workplace
 from rewardfleet.services.environments import ToolError
 
@@ -201,12 +207,7 @@ def create_task(
 
 
 def delete_task(w: Workplace, task_id: str | None = None) -> str:
-    if not task_id:
-        return "Task ID not provided."
-    if not w.projects.has("task_id", task_id):
-        return "Task not found."
-    w.projects.keep(lambda row: row.get("task_id") != task_id)
-    return "Task deleted successfully."
+    return delete_row(w.projects, "task_id", task_id, "Task")
 
 
 def update_task(
@@ -329,9 +330,4 @@ def add_customer(
 
 
 def delete_customer(w: Workplace, customer_id: str | None = None) -> str:
-    if not customer_id:
-        return "Customer ID not provided."
-    if not w.customers.has("customer_id", customer_id):
-        return "Customer not found."
-    w.customers.keep(lambda row: row.get("customer_id") != customer_id)
-    return "Customer deleted successfully."
+    return delete_row(w.customers, "customer_id", customer_id, "Customer")
