@@ -32,7 +32,13 @@ from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, veri
 
 from rewardfleet.reward_fns.judging.endpoint import ask_judge
 from rewardfleet.reward_fns.judging.errors import JudgeConfigError
-from rewardfleet.reward_fns.judging.nemo_gym import endpoint, evaluation, first_label, shows_label
+from rewardfleet.reward_fns.judging.nemo_gym import (
+    endpoint,
+    evaluation,
+    first_label,
+    shows_label,
+    templated_chat,
+)
 
 __all__ = ["compute_score", "last_boxed", "library_check", "run_library_check"]
 
@@ -140,12 +146,7 @@ async def compute_score(
     shown = last_boxed(solution_str) or extracted or solution_str
     values = {"problem": str((extra_info or {}).get("question", "")), "predicted_answer": shown,
               "expected_answer": expected}  # fmt: skip
-    chat = (
-        [{"role": "system", "content": judge_system_message.format_map(values)}]
-        if judge_system_message
-        else []
-    )
-    chat.append({"role": "user", "content": judge_prompt_template.format_map(values)})
+    chat = templated_chat(judge_system_message, judge_prompt_template, values)
     judge = endpoint(
         pool,
         router_addresses,

@@ -23,7 +23,7 @@ import aiohttp
 
 from rewardfleet.reward_fns.judging.endpoint import ask_judge
 from rewardfleet.reward_fns.judging.errors import JudgeConfigError
-from rewardfleet.reward_fns.judging.nemo_gym import endpoint, evaluation
+from rewardfleet.reward_fns.judging.nemo_gym import endpoint, evaluation, templated_chat
 from rewardfleet.reward_fns.math_with_autograder import run_library_check
 
 __all__ = ["compute_score"]
@@ -61,12 +61,7 @@ async def compute_score(
         return result
     values = {"problem": str((extra_info or {}).get("question", "")), "generation": solution_str,
               "expected_answer": expected}  # fmt: skip
-    chat = (
-        [{"role": "system", "content": judge_system_message.format_map(values)}]
-        if judge_system_message
-        else []
-    )
-    chat.append({"role": "user", "content": judge_prompt_template.format_map(values)})
+    chat = templated_chat(judge_system_message, judge_prompt_template, values)
     judge = endpoint(
         pool,
         router_addresses,

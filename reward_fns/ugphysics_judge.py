@@ -25,7 +25,7 @@ import aiohttp
 
 from rewardfleet.reward_fns.judging.endpoint import ask_judge
 from rewardfleet.reward_fns.judging.errors import JudgeConfigError
-from rewardfleet.reward_fns.judging.nemo_gym import endpoint, evaluation
+from rewardfleet.reward_fns.judging.nemo_gym import endpoint, evaluation, templated_chat
 from rewardfleet.reward_fns.math_with_autograder import run_library_check
 
 __all__ = ["compute_score", "read_judgement"]
@@ -78,12 +78,7 @@ async def compute_score(
     info = extra_info or {}
     values = {"problem": str(info.get("question", "")), "solution": str(info.get("solution") or ""),
               "expected_answer": expected, "generation": solution_str}  # fmt: skip
-    chat = (
-        [{"role": "system", "content": judge_system_message.format_map(values)}]
-        if judge_system_message
-        else []
-    )
-    chat.append({"role": "user", "content": judge_prompt_template.format_map(values)})
+    chat = templated_chat(judge_system_message, judge_prompt_template, values)
     judge = endpoint(
         pool,
         router_addresses,

@@ -15,7 +15,7 @@ from rewardfleet.reward_fns.judging.endpoint import JudgeEndpoint
 from rewardfleet.reward_fns.judging.errors import JudgeConfigError
 from rewardfleet.services.common.router_http import resolve_address
 
-__all__ = ["endpoint", "evaluation", "first_label", "last_message", "shows_label"]
+__all__ = ["endpoint", "evaluation", "first_label", "last_message", "shows_label", "templated_chat"]
 
 
 def last_message(messages: Sequence[Mapping[str, Any]], role: str) -> str | None:
@@ -24,6 +24,13 @@ def last_message(messages: Sequence[Mapping[str, Any]], role: str) -> str | None
         if message.get("role") == role and isinstance(message.get("content"), str):
             return str(message["content"])
     return None
+
+
+def templated_chat(system: str | None, user: str, values: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The judge's messages: an optional system message and the user message, each template filled in."""
+    chat = [{"role": "system", "content": system.format_map(values)}] if system else []
+    chat.append({"role": "user", "content": user.format_map(values)})
+    return chat
 
 
 def endpoint(
