@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.nemo_gym import catalog, gym_mirror
+from tests.nemo_gym import catalog, catalog_serving, gym_mirror
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "deploy" / "nemo_gym" / "catalog.yaml"
@@ -76,7 +76,7 @@ def main() -> None:
     ok_rows = {e.server: 0 for e in entries}
     why: dict[str, str] = {}
     timing: dict[int, list[float]] = {}
-    with tempfile.TemporaryDirectory() as tmp, catalog.serving(Path(tmp)) as gateway:
+    with tempfile.TemporaryDirectory() as tmp, catalog_serving.serving(Path(tmp)) as gateway:
         for e in entries:
             if e.replay is None:
                 continue

@@ -15,7 +15,7 @@ import httpx
 import pytest
 import yaml
 
-from tests.nemo_gym import catalog, gym_mirror
+from tests.nemo_gym import catalog, catalog_serving, gym_mirror
 from tests.nemo_gym.judge_rows import judge_kwargs
 from tests.support.gateway import Gateway
 
@@ -24,14 +24,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    with catalog.serving(tmp_path_factory.mktemp("catalog")) as gateway:
+    with catalog_serving.serving(tmp_path_factory.mktemp("catalog")) as gateway:
         yield gateway
 
 
 @pytest.mark.parametrize("server", sorted(catalog.REPLAYS))
 def test_recorded_rows_reproduced(gateway: Gateway, server: str) -> None:
     replay = catalog.REPLAYS[server]
-    catalog.require_judge_sources(server)
+    catalog_serving.require_judge_sources(server)
     with gym_mirror.skip_unavailable():
         rows = gym_mirror.rollouts(server)
         assert rows, f"{server} has no recorded rows at {gym_mirror.COMMIT}"
@@ -91,7 +91,7 @@ def test_docs_table_is_the_generated_one() -> None:
 def test_judge_requests_are_the_recorded_ones(gateway: Gateway, server: str) -> None:
     """The stand-in judge answers only a request equal to a recorded one: a row replayed with its answer
     changed asks a question NeMo Gym never recorded, and fails as a judge error (never a made-up reward)."""
-    catalog.require_judge_sources(server)
+    catalog_serving.require_judge_sources(server)
     with gym_mirror.skip_unavailable():
         (_, body, _), *_ = catalog.bodies(server, catalog.REPLAYS[server])
     output = copy.deepcopy(body["response"]["output"])
